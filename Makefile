@@ -1,0 +1,48 @@
+# kit: Kaggle GPU kernels that train fast and always leave a valid submission.csv.
+# Every target that needs Python creates .venv on first use.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+COMP ?=
+
+.PHONY: help venv kernel smoke run test lint sync clean
+
+help: ## show the targets
+	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
+	@echo
+	@grep -E '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-8s %s\n", $$1, $$2}'
+	@echo
+	@echo "shipped configs: $$(ls kit/competitions/*.toml | xargs -n1 basename | sed 's/\.toml$$//' | tr '\n' ' ')"
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	@touch $@
+
+venv: $(VENV)/.installed ## create .venv with kit, torch 2.14.1 (CPU is fine) and the dev tools
+
+kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>`  (COMP=...)
+	@$(PY) -m kit kernel "$(COMP)"
+
+smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
+	@$(PY) -m kit smoke "$(COMP)"
+
+run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output])
+	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)"
+
+test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
+	$(PY) -m pytest
+
+lint: venv ## ruff, and the templates' .py/.ipynb pairs in sync
+	$(PY) -m ruff check kit tests
+	$(PY) -m kit.kernel.pairing
+
+sync: venv ## after editing notebooks/*.py: rewrite the paired .ipynb (cell ids kept)
+	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
+
+clean: ## remove build output, smoke data and caches (keeps .venv)
+	rm -rf kernels/*/ .smoke output .pytest_cache .ruff_cache
+	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

@@ -1,0 +1,91 @@
+"""`kit` / `python -m kit`: parse the arguments, call one library function, turn KitError into one line."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+def _value(text: str) -> tuple[str, Any]:
+    """`key=value` with a TOML value (2, 0.5, true, "x"); a bare word is a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected key=value, got '{text}'")
+    try:
+        return key, tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return key, raw
+
+
+def cmd_kernel(args) -> None:
+    from kit.kernel import bundle
+
+    built = bundle.build(args.comp)
+    for warning in built.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"built {built.folder}/ ({built.notebook.name} + kernel-metadata.json) for {built.metadata['id']}")
+    print(f"push it with: kaggle kernels push -p {built.folder}")
+
+
+def cmd_smoke(args) -> None:
+    from kit import smoke
+
+    started = time.time()
+    result = smoke.run(args.comp)
+    print(f"smoke passed in {time.time() - started:.0f}s: {result.rows} submission rows")
+    print(f"  data       {result.input_dir}")
+    print(f"  notebook   {result.executed}")
+    print(f"  submission {result.submission}")
+
+
+def cmd_run(args) -> None:
+    from kit import config as kit_config
+    from kit import files, params
+    from kit.kernel import execute, notebook
+
+    cfg = kit_config.load(args.comp)
+    overrides = dict(args.param or [])
+    params.check(cfg.spec.template, {**cfg.params, **overrides}, "-p")
+    out = Path(args.output).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    built = out / "kernel.ipynb"
+    files.write_text(built, notebook.dumps(notebook.build(cfg.spec.template, cfg.parameters())))
+    values = {"data_dir": str(Path(args.data).resolve()), "output_dir": str(out), **overrides}
+    execute.run(built, out / "executed.ipynb", values, cwd=out)
+    print(f"done: {out / 'submission.csv'} (executed notebook: {out / 'executed.ipynb'})")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kit", description="Kaggle GPU kernels that train fast and always submit.")
+    sub = p.add_subparsers(dest="command", required=True)
+    k = sub.add_parser("kernel", help="build kernels/<name>/ (notebook + kernel-metadata.json)")
+    k.add_argument("comp", help="a shipped config name (dog-breed) or a path to a .toml file")
+    k.set_defaults(func=cmd_kernel)
+    s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
+    s.add_argument("comp")
+    s.set_defaults(func=cmd_smoke)
+    r = sub.add_parser("run", help="run the built notebook locally on a copy of the competition data")
+    r.add_argument("comp")
+    r.add_argument("--data", required=True, help="the competition's data folder")
+    r.add_argument("--output", default="output", help="where checkpoints, logs and submission.csv go")
+    r.add_argument("-p", "--param", action="append", type=_value, metavar="KEY=VALUE", help="override a parameter")
+    r.set_defaults(func=cmd_run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kit.errors import KitError
+
+    args = parser().parse_args(argv)
+    try:
+        args.func(args)
+    except KitError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,105 @@
+"""Competition configs: a TOML file -> a frozen `Config`; every error names the file and the key."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from kit import fields, params
+from kit.errors import KitError
+from kit.fields import setting
+from kit.spec import Competition, Data, Spec
+
+SHIPPED = Path(__file__).parent / "competitions"
+
+MACHINE_SHAPES = ("NvidiaTeslaT4", "NvidiaL4", "NvidiaTeslaA100", "NvidiaH100", "NvidiaTeslaP100", "Tpu1VmV38")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    title: str = ""  # 5..50 characters; Kaggle derives the kernel's URL (slug) from it
+    slug: str = ""  # "" means the slugified title
+    machine_shape: str = setting("NvidiaTeslaT4", choices=MACHINE_SHAPES)  # NvidiaTeslaT4 is GPU T4 x2
+    gpu: bool = True
+    internet: bool = False
+    private: bool = True
+    dataset_sources: tuple[str, ...] = ()  # owner/dataset-slug
+    model_sources: tuple[str, ...] = ()  # owner/model/framework/variation/version
+    kernel_sources: tuple[str, ...] = ()  # owner/kernel-slug
+    docker_image_pinning_type: str = setting("", choices=("", "original", "latest"))
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    name: str  # the file's stem: the bundle goes to kernels/<name>/
+    spec: Spec
+    kernel: Kernel
+    params: Mapping[str, Any]  # [params] as written (checked): what the build injects
+    smoke: Mapping[str, Any]  # [smoke] as written (checked): applied over params by `make smoke`
+
+    def parameters(self, smoke: bool = False) -> dict[str, Any]:
+        """Notebook parameters: the competition spec plus the overrides of [params] (and [smoke])."""
+        values = {"competition": self.spec.to_dict(), **self.params}
+        if smoke:
+            values.update(self.smoke)
+        return values
+
+
+SECTIONS = ("competition", "data", "kernel", "params", "smoke")
+
+
+def resolve(comp: str) -> Path:
+    """A shipped config's name (`dog-breed`) or a path to any TOML file."""
+    if not comp:
+        raise KitError(f"no competition given: pass COMP=<name> (shipped: {', '.join(shipped())}) or COMP=path.toml")
+    if comp.endswith(".toml") or "/" in comp:
+        path = Path(comp)
+        if not path.is_file():
+            raise KitError(f"{comp}: no such config file")
+        return path
+    path = SHIPPED / f"{comp}.toml"
+    if not path.is_file():
+        raise KitError(f"unknown competition '{comp}' (shipped: {', '.join(shipped())}); or pass a path to a .toml")
+    return path
+
+
+def shipped() -> list[str]:
+    return sorted(p.stem for p in SHIPPED.glob("*.toml"))
+
+
+def load(comp: str) -> Config:
+    path = resolve(comp)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise KitError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise KitError(f"{path}: not UTF-8 text") from None
+    return parse(raw, path)
+
+
+def parse(raw: Mapping[str, Any], path: Path) -> Config:
+    for section, value in raw.items():
+        if section not in SECTIONS:
+            raise KitError(f"{path}: unknown section [{section}] (known: {', '.join(SECTIONS)})")
+        if not isinstance(value, dict):
+            raise KitError(f"{path}: '{section}' must be a table, written [{section}]")
+    if "competition" not in raw:
+        raise KitError(f"{path}: missing [competition] table with slug, template and metric")
+    competition = fields.build(Competition, raw["competition"], f"{path}: [competition]")
+    data = fields.build(Data, raw.get("data", {}), f"{path}: [data]")
+    spec = Spec.from_dict({**_asdict(competition), **_asdict(data)}, f"{path}: [competition]")
+    kernel = fields.build(Kernel, raw.get("kernel", {}), f"{path}: [kernel]")
+    if not kernel.title:
+        raise KitError(f"{path}: [kernel] title is missing; give the kernel a title of 5 to 50 characters")
+    given = dict(raw.get("params", {}))
+    smoke = dict(raw.get("smoke", {}))
+    params.check(spec.template, given, f"{path}: [params]")
+    params.check(spec.template, {**given, **smoke}, f"{path}: [smoke]")
+    return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, smoke=smoke)
+
+
+def _asdict(obj) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in fields.names(type(obj))}

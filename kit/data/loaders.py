@@ -1,0 +1,100 @@
+"""Batches from host arrays to the device: whole-batch fetches, pinned memory, non-blocking copies on a side
+stream, and a device-side transform (augmentation, normalisation) applied before the step sees the batch."""
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from kit.data.images import ImageCache
+
+Batch = dict[str, torch.Tensor]
+
+
+class CachedImages(Dataset):
+    """Rows of an image cache with their targets; one fancy-index read per batch instead of one per image."""
+
+    def __init__(self, cache: ImageCache, rows: np.ndarray, targets: np.ndarray | None = None):
+        self.cache, self.rows, self.targets = cache, np.asarray(rows), targets
+        self._array = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitems__(self, items: list[int]) -> Batch:
+        if self._array is None:
+            self._array = self.cache.array()
+        items = np.asarray(items)
+        rows = self.rows[items]
+        batch = {"image": torch.from_numpy(np.ascontiguousarray(self._array[rows])), "row": torch.from_numpy(rows)}
+        if self.targets is not None:
+            batch["target"] = torch.from_numpy(np.asarray(self.targets[items]))
+        return batch
+
+    def __getitem__(self, item: int) -> Batch:
+        return self.__getitems__([item])
+
+    def __getstate__(self):
+        return {**self.__dict__, "_array": None}
+
+
+def _whole_batch(batch: Batch) -> Batch:
+    return batch
+
+
+def host_loader(
+    dataset: Dataset, batch_size: int, *, shuffle: bool, workers: int, pin: bool, seed: int = 0, drop_last: bool = False
+) -> DataLoader:
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        # A ragged last batch is dropped on big data (noisy BatchNorm statistics) and when it would hold a
+        # single row (BatchNorm fails on it); on small data it is kept, as it is a real share of the data.
+        drop_last=drop_last and (len(dataset) % batch_size == 1 or len(dataset) >= 8 * batch_size),
+        num_workers=workers,
+        pin_memory=pin,
+        persistent_workers=workers > 0,
+        prefetch_factor=4 if workers > 0 else None,
+        collate_fn=_whole_batch,
+        generator=torch.Generator().manual_seed(seed),
+    )
+
+
+class DeviceLoader:
+    """Wraps a host loader: copies each batch to `device` (non-blocking, on a side stream on CUDA, one batch
+    ahead) and applies `transform` there, so the training step only ever sees ready device batches."""
+
+    def __init__(self, loader: DataLoader, device: torch.device, transform: Callable[[Batch], Batch] | None = None):
+        self.loader, self.device, self.transform = loader, device, transform or _whole_batch
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    @property
+    def batch_size(self) -> int:
+        return self.loader.batch_size
+
+    def _to_device(self, batch: Batch) -> Batch:
+        return self.transform({k: v.to(self.device, non_blocking=True) for k, v in batch.items()})
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self.device.type != "cuda":
+            for batch in self.loader:
+                yield self._to_device(batch)
+            return
+        stream = torch.cuda.Stream(self.device)
+        ready = None
+        for host in self.loader:
+            with torch.cuda.stream(stream):
+                upcoming = self._to_device(host)
+            if ready is not None:
+                yield ready
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            for v in upcoming.values():
+                v.record_stream(torch.cuda.current_stream(self.device))
+            ready = upcoming
+        if ready is not None:
+            yield ready

@@ -1,0 +1,34 @@
+"""Reading the competition's CSV files, with errors that name the file and the column."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from kit.errors import KitError
+
+
+def read_csv(path: Path, id_column: str | None = None) -> pd.DataFrame:
+    """The CSV at `path`; its id column (if given) read as text, so ids keep their exact spelling."""
+    try:
+        df = pd.read_csv(path, dtype={id_column: str} if id_column else None, low_memory=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise KitError(f"{path}: cannot read it as CSV ({' '.join(str(e).split())})") from None
+    if df.empty:
+        raise KitError(f"{path}: no rows")
+    return df
+
+
+def require_columns(df: pd.DataFrame, columns: Iterable[str], path: Path, key: str = "[data]") -> None:
+    for column in columns:
+        if column not in df.columns:
+            listed = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
+            raise KitError(f"{path.name}: no column '{column}' (it has: {listed}); fix {key} in the config")
+
+
+def require_unique(df: pd.DataFrame, column: str, path: Path) -> None:
+    dup = df[column].duplicated()
+    if dup.any():
+        first = df.index[dup.to_numpy()][0]
+        raise KitError(f"{path.name}: id '{df[column][first]}' appears more than once (row {first + 2}); ids must be unique")

@@ -1,0 +1,104 @@
+"""Frozen dataclasses built from untyped mappings (TOML, notebook globals), with one-line errors.
+
+Every user-facing settings object (config sections, template parameters, the competition spec) goes through
+`build`, so an unknown key, a wrong type or an out-of-range value always reads the same way: where, which
+key, what was wrong, what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Mapping
+
+from kit.errors import KitError
+
+
+def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None) -> Any:
+    """A dataclass field with an optional set of allowed values or a lower bound."""
+    if isinstance(default, (list, dict)):
+        raise TypeError("use a tuple default")
+    return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum})
+
+
+def names(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def defaults(cls) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
+def build(cls, values: Mapping[str, Any], where: str):
+    """`cls(**values)` after checking names, types, choices and bounds; errors name `where` and the key."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in values:
+        if key not in known:
+            raise KitError(f"{where}: unknown key '{key}' (known: {', '.join(known)})")
+    for name, f in known.items():
+        if name not in values and f.default is dataclasses.MISSING:
+            raise KitError(f"{where}: missing key '{name}' ({describe(hints[name])})")
+    out = {}
+    for key, value in values.items():
+        value = coerce(value, hints[key], f"{where}: {key}")
+        meta = known[key].metadata
+        choices = meta.get("choices")
+        # in an `int | str` field, choices name the allowed strings and minimum bounds the numbers
+        if choices and isinstance(value, type(choices[0])) and value not in choices:
+            allowed = ", ".join(repr(c) for c in choices)
+            raise KitError(f"{where}: {key} = {value!r} is not one of {allowed}")
+        if meta.get("minimum") is not None and not isinstance(value, (str, bool)) and value < meta["minimum"]:
+            raise KitError(f"{where}: {key} = {value!r} must be at least {meta['minimum']}")
+        out[key] = value
+    return cls(**out)
+
+
+def coerce(value: Any, hint: Any, where: str) -> Any:
+    """`value` as type `hint` (int for float, list for tuple are accepted), or a KitError."""
+    options = typing.get_args(hint) if _is_union(hint) else (hint,)
+    for option in options:
+        ok, converted = _try(value, option)
+        if ok:
+            return converted
+    raise KitError(f"{where} must be {describe(hint)}, got {value!r}")
+
+
+def describe(hint: Any) -> str:
+    if _is_union(hint):
+        return " or ".join(describe(h) for h in typing.get_args(hint))
+    if typing.get_origin(hint) in (tuple, list):
+        return f"a list of {describe(typing.get_args(hint)[0])}s"
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a table"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType)
+
+
+def _try(value: Any, hint: Any) -> tuple[bool, Any]:
+    if hint is bool:
+        return isinstance(value, bool), value
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return ok, float(value) if ok else value
+    if hint is str:
+        return isinstance(value, str), value
+    if hint is dict:
+        return isinstance(value, dict), value
+    if typing.get_origin(hint) is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(value, (list, tuple)):
+            return False, value
+        converted = []
+        for v in value:
+            ok, c = _try(v, item)
+            if not ok:
+                return False, value
+            converted.append(c)
+        return True, tuple(converted)
+    raise TypeError(f"unsupported field type {hint!r}")

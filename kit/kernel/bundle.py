@@ -1,0 +1,41 @@
+"""A kernel bundle: kernels/<name>/ = <slug>.ipynb + kernel-metadata.json, ready for `kaggle kernels push -p`."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kit import config as kit_config
+from kit import files
+from kit.kernel import metadata, notebook
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "kernels"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    folder: Path
+    notebook: Path
+    metadata: dict
+    warnings: tuple[str, ...]
+
+
+def build(comp: str, out: Path | None = None) -> Bundle:
+    """Build the bundle for `comp` (a shipped name or a TOML path) into `out` (default kernels/<name>/).
+
+    Everything is checked and rendered before the first byte is written; each file then lands whole
+    (temp file + rename), and a notebook left from an earlier title is removed last."""
+    config = kit_config.load(comp)
+    user = metadata.username()
+    meta = metadata.build(config, user)
+    nb_text = notebook.dumps(notebook.build(config.spec.template, config.parameters()))
+    folder = out or KERNELS / config.name
+    folder.mkdir(parents=True, exist_ok=True)
+    nb_path = folder / meta["code_file"]
+    files.write_text(nb_path, nb_text)
+    files.write_text(folder / "kernel-metadata.json", metadata.dumps(meta))
+    for stale in folder.glob("*.ipynb"):
+        if stale.name != nb_path.name:
+            os.unlink(stale)
+    return Bundle(folder, nb_path, meta, tuple(metadata.warnings_for(config)))

@@ -1,0 +1,126 @@
+"""kernel-metadata.json: built from the config, checked more strictly than the kaggle client checks it
+(the client accepts unknown keys silently and the server rejects titles over 50 characters)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from slugify import slugify
+
+from kit import params
+from kit.config import Config
+from kit.errors import KitError
+
+SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+KEYS = (
+    "id", "title", "code_file", "language", "kernel_type", "is_private", "enable_gpu", "enable_tpu",
+    "enable_internet", "dataset_sources", "competition_sources", "kernel_sources", "model_sources",
+    "machine_shape", "docker_image_pinning_type", "keywords", "id_no", "docker_image",
+)  # fmt: skip
+RETIRED = {"NvidiaTeslaP100": "Kaggle retired the P100 and its current image's torch has no sm_60 kernels"}
+
+
+def kaggle_config_dirs() -> list[Path]:
+    """Where the kaggle client looks for kaggle.json, in its order."""
+    if os.environ.get("KAGGLE_CONFIG_DIR"):
+        return [Path(os.environ["KAGGLE_CONFIG_DIR"])]
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [Path.home() / ".kaggle", xdg / "kaggle"]
+
+
+def username() -> str:
+    """The Kaggle user the kernel belongs to: KAGGLE_USERNAME, else kaggle.json's username."""
+    name = os.environ.get("KAGGLE_USERNAME", "").strip()
+    if name:
+        return name
+    for folder in kaggle_config_dirs():
+        path = folder / "kaggle.json"
+        if path.is_file():
+            try:
+                name = str(json.loads(path.read_text(encoding="utf-8")).get("username", "")).strip()
+            except (ValueError, OSError, AttributeError):
+                raise KitError(f"{path} is not valid JSON; download a new token from kaggle.com > Settings > API") from None
+            if name:
+                return name
+    raise KitError(
+        "no Kaggle username: set KAGGLE_USERNAME, or save kaggle.json (kaggle.com > Settings > API > "
+        "Create New Token) to ~/.kaggle/"
+    )
+
+
+def kernel_slug(config: Config) -> str:
+    title, where = config.kernel.title, f"{config.path}: [kernel]"
+    if not 5 <= len(title) <= 50:
+        raise KitError(f"{where} title '{title}' has {len(title)} characters; Kaggle needs 5 to 50")
+    derived = slugify(title)
+    slug = config.kernel.slug or derived
+    if not SLUG.match(slug) or not 5 <= len(slug) <= 50:
+        raise KitError(f"{where} slug '{slug}' must be 5 to 50 lowercase letters, digits and single hyphens")
+    if slug != derived:
+        raise KitError(
+            f"{where} slug '{slug}' does not match the title, which Kaggle turns into '{derived}'; "
+            "change the title or drop the slug"
+        )
+    return slug
+
+
+def build(config: Config, user: str) -> dict[str, Any]:
+    slug, k = kernel_slug(config), config.kernel
+    tpu = k.gpu and k.machine_shape.startswith("Tpu")
+    meta: dict[str, Any] = {
+        "id": f"{user}/{slug}",
+        "title": k.title,
+        "code_file": f"{slug}.ipynb",
+        "language": "python",
+        "kernel_type": "notebook",
+        "is_private": k.private,
+        "enable_gpu": k.gpu and not tpu,
+        "enable_tpu": tpu,
+        "enable_internet": k.internet,
+        "dataset_sources": list(k.dataset_sources),
+        "competition_sources": [config.spec.slug],
+        "kernel_sources": list(k.kernel_sources),
+        "model_sources": list(k.model_sources),
+    }
+    if k.gpu:
+        meta["machine_shape"] = k.machine_shape
+    if k.docker_image_pinning_type:
+        meta["docker_image_pinning_type"] = k.docker_image_pinning_type
+    validate(meta)
+    return meta
+
+
+def validate(meta: dict[str, Any]) -> None:
+    """Raise KitError for what Kaggle would reject or silently ignore."""
+    for key in meta:
+        if key not in KEYS:
+            raise KitError(f"kernel-metadata.json: unknown key '{key}' (Kaggle ignores it silently)")
+    owner, _, slug = str(meta.get("id", "")).partition("/")
+    if not owner or not SLUG.match(slug):
+        raise KitError(f"kernel-metadata.json: id '{meta.get('id')}' must be <username>/<slug>")
+    title = meta.get("title", "")
+    if not 5 <= len(title) <= 50:
+        raise KitError(f"kernel-metadata.json: title must have 5 to 50 characters, has {len(title)}")
+    if slugify(title) != slug:
+        raise KitError(f"kernel-metadata.json: title '{title}' does not resolve to the id's slug '{slug}'")
+
+
+def warnings_for(config: Config) -> list[str]:
+    """Things that build but will disappoint on Kaggle."""
+    out = []
+    if config.kernel.machine_shape in RETIRED and config.kernel.gpu:
+        out.append(f"machine_shape {config.kernel.machine_shape}: {RETIRED[config.kernel.machine_shape]}; use NvidiaTeslaT4")
+    p = params.check(config.spec.template, config.params, f"{config.path}: [params]")
+    if getattr(p, "pretrained", False) and not getattr(p, "weights_path", "") and not config.kernel.internet:
+        out.append(
+            "pretrained weights cannot be downloaded with internet = false: attach them ([kernel] model_sources or "
+            "dataset_sources) and set [params] weights_path, or the kernel trains from random init"
+        )
+    return out
+
+
+def dumps(meta: dict[str, Any]) -> str:
+    return json.dumps(meta, indent=2) + "\n"

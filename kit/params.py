@@ -1,0 +1,60 @@
+"""Template parameters: the contract every template's `parameters` cell mirrors, name for name.
+
+A config's [params] and [smoke] tables and a notebook's globals are checked against these, so a typo is an
+error naming the key, in the build and in the kernel alike. Defaults here equal the template's cell (tested).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from kit import fields
+from kit.errors import KitError
+from kit.fields import setting
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    """Names every template honours (DESIGN.md's parameter contract)."""
+
+    data_dir: str = ""  # competition input folder; "" finds it under /kaggle/input
+    output_dir: str = ""  # checkpoints, logs, plots, submission.csv; "" is /kaggle/working on Kaggle
+    device: str = setting("auto", choices=("auto", "cuda", "cpu"))
+    epochs: int = setting(10, minimum=1)
+    folds: int = setting(5, minimum=1)  # 1 is a single holdout split
+    lr: float = setting(1e-3, minimum=0.0)
+    seed: int = 42
+    batch_size: int | str = setting("auto", choices=("auto",), minimum=1)
+    time_budget_s: float = setting(0.0, minimum=0.0)  # 0: Kaggle's session limit less a margin
+    weight_decay: float = setting(0.05, minimum=0.0)
+    warmup_epochs: float = setting(1.0, minimum=0.0)
+    patience: int = setting(3, minimum=0)  # epochs without improvement before a fold stops; 0 never
+    num_workers: int = setting(-1, minimum=-1)  # data loader processes; -1 from the CPU count
+
+
+@dataclass(frozen=True)
+class CnnParams(TrainParams):
+    model_name: str = "efficientnet_b0"  # any timm model name
+    pretrained: bool = True
+    weights_path: str = ""  # local weights file for internet-off runs (an attached dataset or model)
+    image_size: int = setting(224, minimum=16)
+    tta: bool = True  # average predictions with horizontally flipped images
+
+
+PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams}
+
+
+def params_class(template: str) -> type[TrainParams]:
+    if template not in PARAMS:
+        raise KitError(f"unknown template '{template}' (known: {', '.join(PARAMS)})")
+    return PARAMS[template]
+
+
+def check(template: str, values: Mapping[str, Any], where: str) -> TrainParams:
+    return fields.build(params_class(template), values, where)
+
+
+def from_namespace(template: str, namespace: Mapping[str, Any]) -> TrainParams:
+    """The template's parameters as the notebook cell left them in its globals."""
+    cls = params_class(template)
+    return fields.build(cls, {n: namespace[n] for n in fields.names(cls) if n in namespace}, "parameters cell")

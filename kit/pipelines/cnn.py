@@ -1,0 +1,218 @@
+"""Image classification (or regression) with a timm CNN.
+
+Data path: every image is decoded once into a uint8 cache (`kit.data.images`); loaders gather rows of it,
+pinned, to the GPU, where crops, flips and normalisation happen (`kit.data.augment`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from kit.data import images, tables
+from kit.data.augment import ImageTransform, hflip
+from kit.data.loaders import CachedImages, DeviceLoader, host_loader
+from kit.errors import KitError
+from kit.runtime import paths
+from kit.runtime.session import Session
+from kit.train import cv, targets
+from kit.train.predict import submission_frame
+from kit.train.targets import Target
+from kit.train.tasks import Classification, Regression
+
+MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
+
+
+@dataclass
+class ImageData:
+    ids: np.ndarray  # training ids, one per row of train_cache
+    y: np.ndarray  # encoded targets, one per id
+    usable: np.ndarray  # rows of train_cache that decoded: what folds split
+    target: Target
+    sample: pd.DataFrame
+    train_cache: images.ImageCache
+    test_cache: images.ImageCache  # one row per sample submission row
+
+
+class Pipeline:
+    def __init__(self, session: Session):
+        self.session = session
+        self.p = session.params
+        self._pretrained_failed = False
+
+    # -- data -------------------------------------------------------------------------------------------
+    def load(self) -> ImageData:
+        """Read and check the labels and the sample submission, then decode all images once."""
+        s, spec = self.session, self.session.spec
+        labels_path = paths.require_file(s.data_dir, spec.train, "training labels")
+        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
+        labels = tables.read_csv(labels_path, spec.id_column)
+        sample = tables.read_csv(sample_path, spec.id_column)
+        tables.require_columns(labels, [spec.id_column, spec.target_column], labels_path)
+        tables.require_columns(sample, [spec.id_column], sample_path)
+        tables.require_unique(labels, spec.id_column, labels_path)
+        tables.require_unique(sample, spec.id_column, sample_path)
+        labels = labels[labels[spec.target_column].notna()].reset_index(drop=True)
+        target_columns = [c for c in sample.columns if c != spec.id_column]
+        if not target_columns:
+            raise KitError(f"{sample_path.name}: only an id column; the sample submission needs target columns")
+        target = targets.infer(spec.metric, labels[spec.target_column], target_columns,
+                               f"{labels_path.name}, column '{spec.target_column}'")
+        train_dir = self._image_dir(spec.train_images, "train_images")
+        test_dir = self._image_dir(spec.test_images, "test_images")
+        side = images.cache_side(self.p.image_size)
+        workers = s.hardware.cpu_count
+        cache_dir = images.default_cache_dir()
+        ids = labels[spec.id_column].to_numpy(dtype=str)
+        test_ids = sample[spec.id_column].to_numpy(dtype=str)
+        train_cache = images.build_cache([train_dir / f"{i}{spec.image_ext}" for i in ids], side, cache_dir,
+                                         workers, "decode train", s.log)
+        images.check_bad(train_cache, [f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], "train",
+                         "are left out of training", MAX_BAD_SHARE, s.log)
+        test_cache = images.build_cache([test_dir / f"{i}{spec.image_ext}" for i in test_ids], side, cache_dir,
+                                        workers, "decode test", s.log)
+        images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
+                         "are predicted with the training prior", MAX_BAD_SHARE, s.log)
+        y = targets.encode(target, labels[spec.target_column])
+        usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache)
+        s.log(self.describe(data))
+        return data
+
+    def _image_dir(self, name: str, key: str) -> Path:
+        path = self.session.data_dir / name
+        if not path.is_dir():
+            raise KitError(f"image folder '{name}' not found in {self.session.data_dir}; fix [data] {key} in the config")
+        return path
+
+    def describe(self, data: ImageData) -> str:
+        t = data.target
+        line = f"train          {len(data.usable)} images"
+        if t.classification:
+            counts = np.bincount(data.y[data.usable], minlength=t.outputs)
+            line += f", {t.outputs} classes ({counts.min()} to {counts.max()} images per class)"
+        else:
+            line += f", target mean {data.y.mean():.4g}, std {data.y.std():.4g}"
+        return f"{line}\ntest           {data.test_cache.count} images\nsubmission     {t.kind}: {', '.join(t.columns[:4])}{' ...' if len(t.columns) > 4 else ''}"
+
+    def show_samples(self, data: ImageData, n: int = 12):
+        """A grid of training images with their labels, saved as samples.png (and shown in a notebook)."""
+        import matplotlib.pyplot as plt
+
+        rows = data.usable[np.linspace(0, len(data.usable) - 1, min(n, len(data.usable))).astype(int)]
+        array = data.train_cache.array()
+        cols = min(6, len(rows))
+        fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols, figsize=(2.2 * cols, 2.4 * ((len(rows) + cols - 1) // cols)), squeeze=False)
+        for ax in axes.flat:
+            ax.axis("off")
+        for ax, r in zip(axes.flat, rows):
+            ax.imshow(array[r])
+            label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
+            ax.set_title(str(label)[:24], fontsize=8)
+        fig.tight_layout()
+        fig.savefig(self.session.output_dir / "samples.png", dpi=80)
+        return fig
+
+    def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Folds over the usable training rows (stratified by class for classification)."""
+        classes = data.y[data.usable] if data.target.classification else None
+        folds = cv.make_folds(len(data.usable), self.p.folds, self.p.seed, classes=classes)
+        return [(data.usable[t], data.usable[v]) for t, v in folds]
+
+    def prior(self, data: ImageData) -> np.ndarray:
+        return targets.prior(data.target, data.y[data.usable])
+
+    # -- model ------------------------------------------------------------------------------------------
+    def model(self, data: ImageData, pretrained: bool = True) -> nn.Module:
+        """The timm model with one output per class (or one value), on the device; `pretrained=False` for
+        models whose weights come from a fold checkpoint next."""
+        import timm
+
+        s, p = self.session, self.p
+        if not timm.is_model(p.model_name):
+            close = timm.list_models(f"*{p.model_name.split('.')[0][:6]}*")[:6]
+            raise KitError(f"model_name '{p.model_name}' is not a timm model (similar: {', '.join(close) or 'none'})")
+        kwargs = dict(num_classes=data.target.outputs)
+        if pretrained and p.weights_path:
+            weights = Path(p.weights_path)
+            if not weights.is_file():
+                raise KitError(f"weights_path '{p.weights_path}' does not exist; attach the dataset or model that holds it")
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            model = timm.create_model(p.model_name, pretrained=True, pretrained_cfg_overlay=dict(file=str(weights)), **kwargs)
+        elif pretrained and p.pretrained and not self._pretrained_failed:
+            try:
+                model = timm.create_model(p.model_name, pretrained=True, **kwargs)
+            except Exception as e:  # the hub's download fails in many types: offline, DNS, HTTP, cache
+                self._pretrained_failed = True
+                s.warn(f"pretrained weights for {p.model_name} could not be loaded ({str(e).splitlines()[0][:120]}); "
+                       "training from random init. With the internet off, attach the weights and set weights_path")
+                model = timm.create_model(p.model_name, pretrained=False, **kwargs)
+        else:
+            model = timm.create_model(p.model_name, pretrained=False, **kwargs)
+        memory_format = torch.channels_last if s.plan.channels_last else torch.preserve_format
+        return model.to(s.device, memory_format=memory_format)
+
+    def normalization(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The mean and std the model's pretrained weights expect (ImageNet's when timm names none)."""
+        import timm
+
+        cfg = timm.models.get_pretrained_cfg(self.p.model_name)
+        mean = tuple(cfg.mean) if cfg and cfg.mean else (0.485, 0.456, 0.406)
+        std = tuple(cfg.std) if cfg and cfg.std else (0.229, 0.224, 0.225)
+        return mean, std
+
+    def task(self, data: ImageData):
+        if data.target.classification:
+            return Classification()
+        y = data.y[data.usable]
+        return Regression(y.mean(), y.std(), self.session.spec.metric)
+
+    # -- batches ----------------------------------------------------------------------------------------
+    def batch_size(self) -> int:
+        from kit.runtime.batch import default_batch_size
+
+        return self.p.batch_size if isinstance(self.p.batch_size, int) else default_batch_size(self.session)
+
+    def batches(self, data: ImageData, rows: np.ndarray, train: bool, seed: int = 0, test: bool = False) -> DeviceLoader:
+        s = self.session
+        cache = data.test_cache if test else data.train_cache
+        dataset = CachedImages(cache, rows, None if test else data.y[rows])
+        loader = host_loader(dataset, self.batch_size(), shuffle=train, workers=s.plan.workers,
+                             pin=s.device.type == "cuda", seed=seed, drop_last=train)
+        mean, std = self.normalization()
+        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed)
+        return DeviceLoader(loader, s.device, _TransformImages(transform))
+
+    # -- prediction -------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def predict(self, model: nn.Module, data: ImageData) -> np.ndarray:
+        """(test rows, outputs): probabilities or values, averaged with the flipped view when tta is on."""
+        model.eval()
+        task = self.task(data)
+        out = []
+        for batch in self.batches(data, np.arange(data.test_cache.count), train=False, test=True):
+            with self.session.precision.autocast():
+                pred = task.predict(model(batch["image"]))
+                if self.p.tta:
+                    pred = (pred + task.predict(model(hflip(batch["image"])))) / 2
+            out.append(pred.float().cpu().numpy())
+        pred = np.concatenate(out).astype(np.float64)
+        if data.test_cache.bad:
+            pred[sorted(data.test_cache.bad)] = self.prior(data)
+        return pred
+
+    def submission(self, data: ImageData, pred: np.ndarray) -> pd.DataFrame:
+        return submission_frame(data.sample, data.target, pred)
+
+
+class _TransformImages:
+    def __init__(self, transform: ImageTransform):
+        self.transform = transform
+
+    def __call__(self, batch):
+        return {**batch, "image": self.transform(batch["image"])}

@@ -1,0 +1,1 @@
+"""Code that runs inside the kernel: hardware, precision, paths, checkpoints, the session."""

@@ -1,0 +1,61 @@
+"""Where the competition data and the outputs are, on Kaggle and elsewhere."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kit.errors import KitError
+
+KAGGLE_WORKING = Path("/kaggle/working")
+
+
+def on_kaggle() -> bool:
+    return "KAGGLE_KERNEL_RUN_TYPE" in os.environ
+
+
+def input_root() -> Path:
+    # KIT_KAGGLE_INPUT stands in for /kaggle/input where a local run (make smoke) mimics Kaggle's layout.
+    return Path(os.environ.get("KIT_KAGGLE_INPUT", "/kaggle/input"))
+
+
+def data_dir(given: str, slug: str) -> Path:
+    """`given`, or the competition's folder under /kaggle/input in either of Kaggle's mount layouts."""
+    if given:
+        path = Path(given).expanduser()
+        if not path.is_dir():
+            raise KitError(f"data_dir '{given}' is not a folder; point it at the competition's data")
+        return path
+    root = input_root()
+    candidates = [root / slug, root / "competitions" / slug]
+    for path in candidates:
+        if path.is_dir():
+            return path
+    attached = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    seen = f" (attached: {', '.join(attached)})" if attached else ""
+    raise KitError(
+        f"competition data not found: looked in {candidates[0]} and {candidates[1]}{seen}; "
+        f"add the '{slug}' competition as an input, or set data_dir"
+    )
+
+
+def output_dir(given: str) -> Path:
+    """`given`, or /kaggle/working on Kaggle, else ./output; created if missing."""
+    if given:
+        path = Path(given).expanduser()
+    elif on_kaggle() or KAGGLE_WORKING.is_dir():
+        path = KAGGLE_WORKING
+    else:
+        path = Path("output")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KitError(f"output_dir '{path}' cannot be created ({e.strerror}); choose a writable folder") from None
+    return path
+
+
+def require_file(folder: Path, name: str, what: str) -> Path:
+    path = folder / name
+    if not path.is_file():
+        present = ", ".join(sorted(p.name for p in folder.iterdir())[:12])
+        raise KitError(f"{what} '{name}' not found in {folder} (it holds: {present}); check [data] in the config")
+    return path

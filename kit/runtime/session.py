@@ -1,0 +1,114 @@
+"""A run of a kernel: its checked parameters, the machine, the precision policy, where things go, a log."""
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+import kit
+from kit import params as kit_params
+from kit.runtime import hardware, paths
+from kit.runtime.precision import Precision
+from kit.spec import Spec
+
+
+@dataclass
+class Session:
+    template: str
+    params: kit_params.TrainParams
+    spec: Spec
+    hardware: hardware.Hardware
+    plan: hardware.Plan
+    precision: Precision
+    data_dir: Path
+    output_dir: Path
+    started: float = field(default_factory=time.time)  # wall clock the time budget counts from
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(self.hardware.device)
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.output_dir / "checkpoints"
+
+    def elapsed(self) -> float:
+        return time.time() - self.started
+
+    def log(self, message: str) -> None:
+        print(message, flush=True)
+        with open(self.output_dir / "kit.log", "a", encoding="utf-8") as f:
+            f.write(message + "\n")
+
+    def warn(self, message: str) -> None:
+        self.log(f"WARNING: {message}")
+
+
+def start(template: str, namespace: Mapping[str, Any]) -> Session:
+    """Check the notebook's parameters (read by name from `namespace`), look at the machine, settle the
+    precision policy, find the data and the output folder, seed everything, and print what was decided."""
+    # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    p = kit_params.from_namespace(template, namespace)
+    spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
+    if spec.template != template:
+        raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
+    hw = hardware.detect(p.device)
+    hardware.check_arch(hw)
+    plan = hardware.plan(hw, p.num_workers)
+    data = paths.data_dir(p.data_dir, spec.slug)
+    out = paths.output_dir(p.output_dir)
+    session = Session(
+        template=template,
+        params=p,
+        spec=spec,
+        hardware=hw,
+        plan=plan,
+        precision=Precision(plan.precision, hw.device),
+        data_dir=data,
+        output_dir=out,
+        started=_process_start_time(),
+    )
+    configure_torch(plan)
+    seed_everything(p.seed)
+    session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), torch {torch.__version__}, python {sys.version.split()[0]}")
+    session.log(hardware.describe(hw, plan))
+    session.log(f"data           {data}")
+    session.log(f"output         {out}")
+    return session
+
+
+def configure_torch(plan: hardware.Plan) -> None:
+    # cuDNN picks the fastest convolution algorithm for each input shape once; shapes are fixed per run.
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = plan.tf32
+    torch.backends.cudnn.allow_tf32 = plan.tf32
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _process_start_time() -> float:
+    """When this kernel process started, if that was moments ago (a batch run: the budget then counts from
+    the notebook's first cell); otherwise now (an interactive kernel that has been open a while)."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        started = boot + start_ticks / ticks
+        return started if 0 <= time.time() - started < 120 else time.time()
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()

@@ -1,0 +1,132 @@
+"""`make smoke`: a tiny dataset in the competition's exact Kaggle layout, the built notebook run on it with
+papermill on a real Jupyter kernel, and the submission it writes checked."""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from kit import config as kit_config
+from kit import files
+from kit.config import Config
+from kit.errors import KitError
+from kit.kernel import execute, notebook
+from kit.kernel.bundle import ROOT
+from kit.spec import Spec
+
+SMOKE = ROOT / ".smoke"
+
+# A few of dog-breed-identification's 120 classes, spelled as its sample submission spells them.
+DOG_BREEDS = (
+    "affenpinscher", "black-and-tan_coonhound", "border_collie", "curly-coated_retriever",
+    "german_short-haired_pointer", "scottish_deerhound", "soft-coated_wheaten_terrier", "wire-haired_fox_terrier",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    input_dir: Path
+    executed: Path
+    submission: Path
+    rows: int
+
+
+def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
+    """Generate the data under <root>/kaggle/input/<slug>, build the notebook with [smoke] overrides, run it
+    with outputs to <root>/kaggle/working, and check the submission against the sample submission."""
+    config = kit_config.load(comp)
+    root = root or SMOKE / config.name
+    input_root = root / "kaggle" / "input"
+    working = root / "kaggle" / "working"
+    shutil.rmtree(root / "kaggle", ignore_errors=True)
+    data_dir = input_root / config.spec.slug
+    make_dataset(config.spec, data_dir, seed)
+    built = root / "kernel.ipynb"
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, config.parameters(smoke=True))))
+    working.mkdir(parents=True)
+    executed = root / "executed.ipynb"
+    execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env={"KIT_KAGGLE_INPUT": str(input_root)})
+    submission = working / "submission.csv"
+    rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
+    return SmokeResult(data_dir, executed, submission, rows)
+
+
+def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
+    """Rows in the submission, after checking ids, order and columns against the sample submission."""
+    if not path.is_file():
+        raise KitError(f"the notebook finished without writing {path}")
+    sub = pd.read_csv(path, dtype={spec.id_column: str})
+    sample = pd.read_csv(sample_path, dtype={spec.id_column: str})
+    if list(sub.columns) != list(sample.columns):
+        raise KitError(f"{path}: columns differ from {sample_path.name}'s")
+    if not sub[spec.id_column].equals(sample[spec.id_column]):
+        raise KitError(f"{path}: ids differ from {sample_path.name}'s, or are in another order")
+    if sub.isna().any().any():
+        raise KitError(f"{path}: empty values")
+    return len(sub)
+
+
+def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
+    if spec.template != "cnn":
+        raise KitError(f"no smoke data generator for template '{spec.template}'")
+    make_images(spec, folder, seed)
+
+
+def class_names(spec: Spec, n: int) -> list[str]:
+    if spec.slug == "dog-breed-identification":
+        return sorted(DOG_BREEDS[:n])
+    return [f"class_{k}" for k in range(n)]
+
+
+def make_images(spec: Spec, folder: Path, seed: int = 0, classes: int = 6, per_class: int = 10, test: int = 16) -> None:
+    """Photos-like JPEGs of varied sizes (a few grayscale) whose class shows in colour and stripe angle;
+    the label table and sample submission shaped as the metric implies (see kit.train.targets)."""
+    rng = np.random.default_rng(seed)
+    names = class_names(spec, 2 if spec.metric == "auc" else classes)
+    train_dir, test_dir = folder / spec.train_images, folder / spec.test_images
+    train_dir.mkdir(parents=True)
+    test_dir.mkdir(parents=True)
+    train_ids, train_k = [], []
+    for k in range(len(names)):
+        for _ in range(per_class):
+            train_ids.append(rng.bytes(16).hex())
+            train_k.append(k)
+    order = rng.permutation(len(train_ids))
+    train_ids, train_k = [train_ids[i] for i in order], [train_k[i] for i in order]
+    for i, k in zip(train_ids, train_k):
+        _image(rng, k, len(names)).save(train_dir / f"{i}{spec.image_ext}", quality=90)
+    test_ids = [rng.bytes(16).hex() for _ in range(test)]
+    for i in test_ids:
+        _image(rng, int(rng.integers(len(names))), len(names)).save(test_dir / f"{i}{spec.image_ext}", quality=90)
+    regression = spec.metric in ("mae", "rmse")
+    labels = [float(k) * 1.5 + rng.normal(0, 0.1) for k in train_k] if regression else [names[k] for k in train_k]
+    pd.DataFrame({spec.id_column: train_ids, spec.target_column: labels}).to_csv(folder / spec.train, index=False)
+    sample = pd.DataFrame({spec.id_column: test_ids})
+    if spec.metric == "log_loss":
+        for name in names:
+            sample[name] = 1.0 / len(names)
+    elif regression or spec.metric == "auc":
+        sample[spec.target_column] = 0.5
+    else:
+        sample[spec.target_column] = names[0]
+    sample.to_csv(folder / spec.sample_submission, index=False)
+
+
+COLORS = np.array(
+    [[200, 60, 50], [60, 170, 70], [50, 90, 200], [210, 180, 40], [160, 60, 180], [40, 170, 180], [230, 120, 30], [120, 120, 120]],
+    dtype=np.float32,
+)
+
+
+def _image(rng: np.random.Generator, k: int, n: int) -> Image.Image:
+    w, h = int(rng.integers(96, 420)), int(rng.integers(96, 420))
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32) / max(w, h)
+    angle = np.pi * k / n
+    stripes = np.sin(2 * np.pi * 5 * (xx * np.cos(angle) + yy * np.sin(angle)) + rng.uniform(0, 2 * np.pi))
+    pixels = COLORS[k % len(COLORS)] * (0.65 + 0.35 * stripes[..., None]) + rng.normal(0, 18, (h, w, 3))
+    image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    return image.convert("L") if rng.random() < 0.1 else image

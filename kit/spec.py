@@ -1,0 +1,64 @@
+"""What a competition's data looks like: the config's [competition] and [data], as the kernel receives them.
+
+The build passes these to the notebook as one flat dict parameter, `competition`; the runtime turns it back
+into a `Spec` with `Spec.from_dict`, so the same checks run on a laptop and inside the kernel.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from kit import fields
+from kit.errors import KitError
+from kit.fields import setting
+
+TEMPLATES = ("cnn", "lstm", "transformer")
+METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc")
+GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True}
+
+
+@dataclass(frozen=True)
+class Competition:
+    slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
+    template: str = setting("cnn", choices=TEMPLATES)
+    metric: str = setting("log_loss", choices=METRICS)
+
+
+@dataclass(frozen=True)
+class Data:
+    """File and column names, relative to the competition's input folder."""
+
+    train: str = "train.csv"  # cnn: id + label columns; sequences: the long table
+    test: str = ""  # cnn: unused (test ids come from sample_submission); sequences: the test long table
+    sample_submission: str = "sample_submission.csv"
+    id_column: str = "id"
+    target_column: str = "target"
+    train_images: str = "train"  # cnn: folder of <id><image_ext>
+    test_images: str = "test"
+    image_ext: str = ".jpg"
+    sequence_column: str = ""  # sequences: rows with the same value form one sequence
+    order_column: str = ""  # sequences: sort key inside a sequence
+    features: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()  # sequences: integer-coded features that get an embedding
+    task: str = setting("per_step", choices=("per_step", "per_sequence"))
+    score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
+
+
+@dataclass(frozen=True)
+class Spec(Data, Competition):
+    """[competition] and [data] in one flat record."""
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], where: str = "competition") -> "Spec":
+        spec = fields.build(cls, values, where)
+        if not spec.slug:
+            raise KitError(f"{where}: slug is empty; set it to the Kaggle competition slug")
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @property
+    def greater_is_better(self) -> bool:
+        return GREATER_IS_BETTER[self.metric]

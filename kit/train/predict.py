@@ -1,0 +1,88 @@
+"""Predict with every fold checkpoint that exists, and write a submission that is checked before it lands."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit import files
+from kit.errors import KitError
+from kit.runtime import checkpoint
+from kit.runtime.session import Session
+from kit.train import targets
+from kit.train.targets import Target
+
+
+def fold_checkpoints(session: Session) -> dict[int, Path]:
+    """{fold: path} of the best-epoch checkpoints in output_dir, finished folds or not."""
+    found = {}
+    for path in sorted(session.checkpoint_dir.glob("fold*.pt")):
+        m = re.fullmatch(r"fold(\d+)\.pt", path.name)
+        if m:
+            found[int(m.group(1))] = path
+    return dict(sorted(found.items()))
+
+
+def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]]:
+    """Mean of the test predictions of every fold checkpoint, and which folds took part."""
+    total, used = None, []
+    for fold, path in fold_checkpoints(session).items():
+        state = checkpoint.load(path)
+        model = pipe.model(data, pretrained=False)
+        model.load_state_dict(state["model"])
+        pred = pipe.predict(model, data)
+        total = pred if total is None else total + pred
+        used.append(fold)
+        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f})")
+    return (None if total is None else total / len(used)), used
+
+
+def write_submission(session: Session, pipe, data) -> pd.DataFrame:
+    """Ensemble the fold checkpoints (or fall back to the training prior when there are none), build the
+    submission in the sample's id and column order, validate it, and write it atomically."""
+    pred, used = ensemble(session, pipe, data)
+    if pred is None:
+        session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
+        pred = np.tile(pipe.prior(data), (len(data.sample), 1))
+    sub = pipe.submission(data, pred)
+    validate(sub, data.sample, data.target, session.spec.id_column)
+    path = session.output_dir / "submission.csv"
+    files.write_text(path, sub.to_csv(index=False))
+    session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
+    return sub
+
+
+def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:
+    """The sample's id column(s) and its target columns filled from `pred`, in the sample's column order."""
+    filled = targets.to_columns(target, pred)
+    sub = sample.copy()
+    for column, values in filled.items():
+        sub[column] = values
+    return sub[list(sample.columns)]
+
+
+def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column: str) -> None:
+    """Raise KitError unless `sub` has the sample's columns, ids in the sample's order, and sane values."""
+    if list(sub.columns) != list(sample.columns):
+        raise KitError(f"submission columns {list(sub.columns)[:5]}... differ from the sample's {list(sample.columns)[:5]}...")
+    if len(sub) != len(sample):
+        raise KitError(f"submission has {len(sub)} rows, the sample submission {len(sample)}")
+    if not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
+        raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
+    values = sub[list(target.columns)]
+    if target.kind == "label":
+        allowed = set(map(str, target.classes))
+        wrong = [v for v in values.iloc[:, 0] if str(v) not in allowed]
+        if wrong:
+            raise KitError(f"submission holds labels that are not classes: {wrong[:3]}")
+        return
+    numbers = values.to_numpy(dtype=np.float64)
+    if not np.isfinite(numbers).all():
+        raise KitError(f"submission holds {int((~np.isfinite(numbers)).sum())} NaN or infinite values")
+    if target.kind in ("probs", "binary"):
+        if numbers.min() < 0 or numbers.max() > 1:
+            raise KitError("submission probabilities fall outside [0, 1]")
+        if target.kind == "probs" and not np.allclose(numbers.sum(1), 1.0, atol=1e-3):
+            raise KitError("submission class probabilities do not sum to 1 in every row")

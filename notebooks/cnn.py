@@ -1,0 +1,132 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Image classification with kit
+#
+# This notebook trains a [timm](https://github.com/huggingface/pytorch-image-models) CNN on a Kaggle image
+# competition and writes `submission.csv`. It was built by kit (a Kaggle notebook kit) from a short
+# competition config, and it runs with the internet off: the training code is embedded below.
+#
+# The steps:
+#
+# 1. **Parameters**: the one cell to edit. A built kernel adds a cell after it with the config's values.
+# 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
+# 3. **Data**: read the labels and the sample submission, check they agree, decode every image once into a
+#    uint8 cache, so no epoch decodes a JPEG again.
+# 4. **Training**: cross-validated folds, mixed precision, augmentation on the GPU, the best epoch of each
+#    fold kept as a checkpoint. One line per epoch: losses, the metric, samples/s, GPU memory.
+# 5. **Submission**: every fold checkpoint predicts the test images (with a flipped view), the predictions
+#    are averaged, checked against the sample submission and written.
+
+# %% tags=["parameters"]
+data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
+output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
+device: str = "auto"  # auto, cuda or cpu
+epochs: int = 10  # at most this many epochs per fold
+folds: int = 5  # cross-validation folds; 1 is a single holdout split
+lr: float = 0.001  # peak AdamW learning rate
+seed: int = 42
+batch_size = "auto"  # an int, or auto: the largest batch that fits and runs fastest
+time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+weight_decay: float = 0.05  # AdamW weight decay (not on biases and norms)
+warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
+patience: int = 3  # epochs without improvement before a fold stops; 0 never stops early
+num_workers: int = -1  # loader processes; -1 picks from the CPU count
+model_name: str = "efficientnet_b0"  # any timm model name
+pretrained: bool = True  # start from ImageNet weights
+weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
+image_size: int = 224  # training and prediction size in pixels
+tta: bool = True  # average each prediction with its horizontally flipped view
+competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
+    "slug": "dog-breed-identification",
+    "template": "cnn",
+    "metric": "log_loss",
+    "train": "labels.csv",
+    "sample_submission": "sample_submission.csv",
+    "id_column": "id",
+    "target_column": "breed",
+    "train_images": "train",
+    "test_images": "test",
+    "image_ext": ".jpg",
+}
+
+# %% [markdown]
+# ## The kit runtime
+#
+# The code behind each step lives in the `kit` package. A kernel built with `make kernel` carries it in the
+# next cell as an embedded zip that is put on `sys.path`, so nothing is installed and no internet is needed.
+
+# %% tags=["kit-runtime"]
+import kit  # a built kernel replaces this cell with the embedded kit runtime
+
+print(f"kit {kit.__version__} from {kit.__file__}")
+
+# %% [markdown]
+# ## 1. Set-up
+#
+# Checks every parameter above (a typo is an error that names it), looks at the GPU and CPU, settles the
+# precision policy and finds the competition data under `/kaggle/input` (or `data_dir`).
+
+# %%
+from kit.runtime.session import start
+
+session = start("cnn", globals())
+
+# %% [markdown]
+# ## 2. Data
+#
+# Reads the training labels and the sample submission and checks that they agree: every label must be one
+# of the submission's columns. Then every image is decoded once (EXIF-rotated, converted to RGB, resized)
+# into a uint8 cache on local disk. Images that cannot be decoded are named; a few are left out, many stop
+# the run.
+
+# %%
+from kit.pipelines import create_pipeline
+
+pipe = create_pipeline(session)
+data = pipe.load()
+_ = pipe.show_samples(data)
+
+# %% [markdown]
+# ## 3. Training
+#
+# Each fold trains the model from the same starting weights on its share of the data and keeps the weights
+# of its best validation epoch. Folds finished by an earlier run into the same `output_dir` are reused.
+
+# %%
+from kit.train.run import train_folds
+
+cv = train_folds(session, pipe, data)
+
+# %% [markdown]
+# ## 4. Submission
+#
+# Every fold checkpoint that exists predicts the test images; the predictions are averaged, checked against
+# `sample_submission.csv` (ids, order, columns, values) and only then written to `submission.csv`.
+
+# %%
+from kit.train.predict import write_submission
+
+submission = write_submission(session, pipe, data)
+submission.head()
+
+# %% [markdown]
+# ## 5. Curves
+#
+# Training and validation loss per fold, and the validation metric with each fold's best epoch marked.
+
+# %%
+from kit.train.plots import plot_history
+
+_ = plot_history(session, cv)
