@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kit.errors import KitError
 

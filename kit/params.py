@@ -5,8 +5,9 @@ error naming the key, in the build and in the kernel alike. Defaults here equal 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from kit import fields
 from kit.errors import KitError

@@ -12,7 +12,6 @@ from PIL import Image
 
 from kit import config as kit_config
 from kit import files
-from kit.config import Config
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
@@ -42,14 +41,16 @@ def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
     root = root or SMOKE / config.name
     input_root = root / "kaggle" / "input"
     working = root / "kaggle" / "working"
-    shutil.rmtree(root / "kaggle", ignore_errors=True)
+    for stale in ("kaggle", "cache"):
+        shutil.rmtree(root / stale, ignore_errors=True)
     data_dir = input_root / config.spec.slug
     make_dataset(config.spec, data_dir, seed)
     built = root / "kernel.ipynb"
     files.write_text(built, notebook.dumps(notebook.build(config.spec.template, config.parameters(smoke=True))))
     working.mkdir(parents=True)
     executed = root / "executed.ipynb"
-    execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env={"KIT_KAGGLE_INPUT": str(input_root)})
+    env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}
+    execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env=env)
     submission = working / "submission.csv"
     rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
     return SmokeResult(data_dir, executed, submission, rows)

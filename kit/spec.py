@@ -6,8 +6,9 @@ into a `Spec` with `Spec.from_dict`, so the same checks run on a laptop and insi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from kit import fields
 from kit.errors import KitError
@@ -50,7 +51,7 @@ class Spec(Data, Competition):
     """[competition] and [data] in one flat record."""
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any], where: str = "competition") -> "Spec":
+    def from_dict(cls, values: Mapping[str, Any], where: str = "competition") -> Spec:
         spec = fields.build(cls, values, where)
         if not spec.slug:
             raise KitError(f"{where}: slug is empty; set it to the Kaggle competition slug")

@@ -13,9 +13,9 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -90,7 +90,7 @@ def cache_key(paths: Sequence[Path], side: int) -> str:
 
 def default_cache_dir() -> Path:
     # Not under /kaggle/working: Kaggle saves that folder as the kernel's output.
-    return Path(tempfile.gettempdir()) / "kit-cache"
+    return Path(os.environ.get("KIT_CACHE_DIR") or Path(tempfile.gettempdir()) / "kit-cache")
 
 
 def build_cache(
@@ -133,7 +133,7 @@ def build_cache(
             bar.update(n)
     bar.close()
     files.write_text(meta_path, json.dumps({"side": side, "count": len(paths), "bad": cache.bad}, sort_keys=True))
-    log(f"{desc}: decoded {len(paths)} images into {data_path} ({cache.nbytes / 2**20:.0f} MB)")
+    log(f"{desc}: decoded {len(paths) - len(cache.bad)} of {len(paths)} images into {data_path} ({cache.nbytes / 2**20:.0f} MB)")
     return cache
 
 

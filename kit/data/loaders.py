@@ -2,7 +2,7 @@
 stream, and a device-side transform (augmentation, normalisation) applied before the step sees the batch."""
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch

@@ -1,8 +1,8 @@
 """Reading the competition's CSV files, with errors that name the file and the column."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pandas as pd
 

@@ -8,9 +8,10 @@ import site
 import sys
 import tempfile
 import venv
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from kit.errors import KitError
 

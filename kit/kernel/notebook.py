@@ -3,8 +3,9 @@ kit runtime embedded, no outputs, and stable cell ids, so the same inputs give t
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import nbformat
 

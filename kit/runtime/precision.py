@@ -27,6 +27,6 @@ class Precision:
         # Only fp16 needs loss scaling: its exponent range underflows small gradients; bf16's does not.
         return torch.amp.GradScaler(self.device_type, enabled=self.name == "fp16")
 
-    def fallback(self) -> "Precision":
+    def fallback(self) -> Precision:
         """fp32 on the same device: what a run falls back to when mixed precision keeps producing NaNs."""
         return Precision("fp32", self.device_type)

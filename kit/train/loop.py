@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch

@@ -4,7 +4,7 @@ from __future__ import annotations
 from kit.runtime.session import Session
 
 
-def plot_history(session: Session, cv) -> "object":
+def plot_history(session: Session, cv) -> object:
     import matplotlib.pyplot as plt
 
     metric = cv.metric

@@ -1,0 +1,52 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from fakes.kaggle_server import FakeKaggle  # noqa: E402
+
+
+@pytest.fixture
+def kaggle_user(monkeypatch, tmp_path):
+    """A Kaggle identity for builds and pushes that never touches the real ~/.kaggle."""
+    config = tmp_path / "kaggle-config"
+    config.mkdir()
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("KAGGLE_USERNAME", "tester")
+    monkeypatch.setenv("KAGGLE_KEY", "0123456789abcdef0123456789abcdef")
+    return config
+
+
+@pytest.fixture
+def fake_kaggle(monkeypatch):
+    server = FakeKaggle()
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def write_toml(tmp_path):
+    """Write a config file; `base` (default: the shipped dog-breed config) with `text` appended or replaced."""
+
+    def write(text: str, name: str = "comp.toml", base: bool = False) -> Path:
+        path = tmp_path / name
+        head = (ROOT / "kit" / "competitions" / "dog-breed.toml").read_text() if base else ""
+        path.write_text(head + "\n" + text)
+        return path
+
+    return write
+
+
+@pytest.fixture(autouse=True, scope="session")
+def image_cache_in_a_temp_folder(tmp_path_factory):
+    """Decoded-image caches of test runs go to pytest's temp folder, not the machine's /tmp/kit-cache."""
+    os.environ["KIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kit-cache"))
+
+
+os.environ.setdefault("KIT_BATCH", "1")

@@ -1,0 +1,75 @@
+"""Precision, TF32, channels_last and the architecture check, for faked devices."""
+import pytest
+
+from kit.errors import KitError
+from kit.runtime import hardware
+from kit.runtime.hardware import Hardware
+
+KAGGLE_TORCH = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120")
+
+
+@pytest.mark.parametrize(
+    "device, capability, expected",
+    [
+        ("cpu", None, "fp32"),
+        ("cuda", (6, 0), "fp32"),  # P100
+        ("cuda", (7, 0), "fp16"),  # V100
+        ("cuda", (7, 5), "fp16"),  # T4: bf16 would be emulated
+        ("cuda", (8, 0), "bf16"),  # A100
+        ("cuda", (8, 9), "bf16"),  # L4
+        ("cuda", (9, 0), "bf16"),  # H100
+    ],
+)
+def test_precision_by_capability(device, capability, expected):
+    assert hardware.choose_precision(device, capability) == expected
+
+
+def test_plan_for_kaggle_t4_and_cpu():
+    t4 = Hardware("cuda", "Tesla T4", 2, (7, 5), 14.7, cpu_count=4, ram_gb=29.0, arch_list=KAGGLE_TORCH)
+    assert hardware.plan(t4) == hardware.Plan(precision="fp16", tf32=False, channels_last=True, compile_ok=True, workers=4)
+    a100 = Hardware("cuda", "A100", 1, (8, 0), 40, cpu_count=12)
+    assert hardware.plan(a100).tf32 and hardware.plan(a100).workers == 8
+    cpu = Hardware("cpu", cpu_count=2)
+    assert hardware.plan(cpu) == hardware.Plan("fp32", False, False, False, 0)
+    assert hardware.plan(cpu, num_workers=3).workers == 3
+
+
+@pytest.mark.parametrize(
+    "capability, arch_list, ok",
+    [
+        ((6, 0), KAGGLE_TORCH, False),  # P100 on Kaggle's current image
+        ((7, 5), KAGGLE_TORCH, True),
+        ((8, 9), KAGGLE_TORCH, True),  # sm_86 cubin runs on 8.9
+        ((7, 0), KAGGLE_TORCH, False),  # V100: no sm_70, and PTX only for 12.0
+        ((13, 0), KAGGLE_TORCH, True),  # newer than all: the compute_120 PTX is JIT-compiled
+        ((6, 0), ("sm_60", "sm_70"), True),
+        ((6, 1), ("sm_60",), True),
+        ((7, 5), ("sm_80", "compute_80"), False),
+    ],
+)
+def test_arch_supported(capability, arch_list, ok):
+    assert hardware.arch_supported(capability, arch_list) is ok
+
+
+def test_p100_stops_with_one_line():
+    p100 = Hardware("cuda", "Tesla P100-PCIE-16GB", 1, (6, 0), 16, arch_list=KAGGLE_TORCH)
+    with pytest.raises(KitError, match=r"Tesla P100-PCIE-16GB \(sm_60\) is not supported .* choose the GPU T4 x2 accelerator"):
+        hardware.check_arch(p100)
+    hardware.check_arch(Hardware("cuda", "Tesla T4", 2, (7, 5), 15, arch_list=KAGGLE_TORCH))
+
+
+def test_detect_cpu_and_refuse_missing_cuda(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    hw = hardware.detect("auto")
+    assert hw.device == "cpu" and hw.cpu_count >= 1 and hw.ram_gb > 0
+    with pytest.raises(KitError, match="device='cuda' but no CUDA GPU is visible"):
+        hardware.detect("cuda")
+
+
+def test_describe_mentions_every_decision():
+    t4 = Hardware("cuda", "Tesla T4", 2, (7, 5), 14.7, cpu_count=4, ram_gb=29.0)
+    text = hardware.describe(t4, hardware.plan(t4))
+    assert "2 x Tesla T4 (compute 7.5, 14.7 GB)" in text and "fp16 autocast + GradScaler" in text
+    assert "channels_last  on" in text and "loader workers 4" in text

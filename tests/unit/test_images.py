@@ -1,0 +1,86 @@
+"""Decoding awkward files, the cache's keying and reuse, and the bad-image policy."""
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "functional"))
+import dogs  # noqa: E402
+
+from kit.data import images  # noqa: E402
+from kit.errors import KitError  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", range(6))
+def test_decode_awkward_files_to_rgb_squares(tmp_path, kind):
+    path = tmp_path / "x.jpg"
+    dogs.save_awkward(dogs.photo(np.random.default_rng(0), 2, 300, 200), path, kind)
+    out = images.decode(path, 73)
+    assert out.shape == (73, 73, 3) and out.dtype == np.uint8 and out.std() > 1
+
+
+def test_exif_rotation_is_applied(tmp_path):
+    ramp = np.tile(np.linspace(0, 255, 300, dtype=np.uint8)[None, :, None], (200, 1, 3))  # dark left, bright right
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown rotated 90 degrees clockwise: dark top, bright bottom
+    Image.fromarray(ramp).save(tmp_path / "r.jpg", exif=exif.tobytes())
+    rows = images.decode(tmp_path / "r.jpg", 32).astype(float).mean(axis=(1, 2))
+    cols = images.decode(tmp_path / "r.jpg", 32).astype(float).mean(axis=(0, 2))
+    assert rows[-1] - rows[0] > 50 and abs(cols[-1] - cols[0]) < 10
+
+
+def test_small_images_are_upscaled_and_corrupt_ones_named(tmp_path):
+    Image.new("RGB", (10, 7), (9, 9, 9)).save(tmp_path / "small.jpg")
+    assert images.decode(tmp_path / "small.jpg", 64).shape == (64, 64, 3)
+    (tmp_path / "bad.jpg").write_bytes(b"nope")
+    with pytest.raises(images.DecodeError, match="cannot identify image file"):
+        images.decode(tmp_path / "bad.jpg", 64)
+    with pytest.raises(images.DecodeError, match="file not found"):
+        images.decode(tmp_path / "missing.jpg", 64)
+
+
+def make_files(folder: Path, n: int) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    rng = np.random.default_rng(1)
+    paths = []
+    for i in range(n):
+        p = folder / f"{i}.jpg"
+        dogs.photo(rng, i, 120 + i, 90).save(p)
+        paths.append(p)
+    return paths
+
+
+def test_cache_matches_decode_and_is_reused(tmp_path):
+    paths = make_files(tmp_path / "img", 70)
+    logs = []
+    cache = images.build_cache(paths, 40, tmp_path / "cache", workers=2, log=logs.append)
+    array = cache.array()
+    assert array.shape == (70, 40, 40, 3)
+    assert np.array_equal(array[65], images.decode(paths[65], 40))
+    again = images.build_cache(paths, 40, tmp_path / "cache", workers=2, log=logs.append)
+    assert again.path == cache.path and "reusing" in logs[-1]
+    assert images.build_cache(paths, 48, tmp_path / "cache", workers=1, log=logs.append).path != cache.path
+
+
+def test_cache_key_changes_when_a_file_changes(tmp_path):
+    paths = make_files(tmp_path / "img", 3)
+    key = images.cache_key(paths, 40)
+    assert images.cache_key(paths, 40) == key
+    os.utime(paths[1], ns=(1, 1))
+    assert images.cache_key(paths, 40) != key
+    assert images.cache_key(paths[:2], 40) != key
+
+
+def test_bad_images_warn_below_the_share_and_stop_above(tmp_path):
+    paths = make_files(tmp_path / "img", 10)
+    dogs.corrupt(paths[3])
+    cache = images.build_cache(paths, 32, tmp_path / "cache", workers=1, log=lambda m: None)
+    assert list(cache.bad) == [3] and not cache.array()[3].any()
+    logs = []
+    images.check_bad(cache, [p.name for p in paths], "train", "are left out", 0.2, logs.append)
+    assert len(logs) == 1 and logs[0].startswith("WARNING: 1 of 10 train images could not be decoded and are left out: 3.jpg: ")
+    with pytest.raises(KitError, match=r"1 of 10 train images could not be decoded \(10.0%, more than 5%\): 3.jpg"):
+        images.check_bad(cache, [p.name for p in paths], "train", "are left out", 0.05, logs.append)

@@ -1,0 +1,69 @@
+"""Every template mirrors its parameter contract, is a Jupytext pair, and has what the build needs."""
+import ast
+import dataclasses
+import shutil
+
+import jupytext
+import pytest
+
+from kit import params
+from kit.kernel import notebook, pairing
+from kit.spec import Spec
+
+TEMPLATES = sorted(params.PARAMS)
+CONTRACT = ["data_dir", "output_dir", "device", "epochs", "folds", "lr", "seed", "batch_size", "time_budget_s"]
+
+
+def parameters_cell(template: str):
+    nb = jupytext.read(notebook.TEMPLATES / f"{template}.py")
+    cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1
+    values = {}
+    for node in ast.parse(cells[0].source).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+        values[target.id] = ast.literal_eval(node.value)
+    return values
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_parameters_cell_mirrors_the_contract(template):
+    cell = parameters_cell(template)
+    cls = params.params_class(template)
+    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    assert list(cell)[:-1] == list(fields)  # same names, same order, then `competition`
+    assert {k: cell[k] for k in fields} == fields
+    for name in CONTRACT:
+        assert name in cell
+    spec = Spec.from_dict(cell["competition"])
+    assert spec.template == template
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_template_has_kernelspec_and_one_runtime_cell(template):
+    nb = jupytext.read(notebook.template_path(template))
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    tags = [t for c in nb.cells for t in c.metadata.get("tags", [])]
+    assert tags.count("parameters") == 1 and tags.count(notebook.RUNTIME_TAG) == 1
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+
+
+def test_pairs_are_in_sync():
+    assert pairing.differences() == []
+
+
+def test_pairing_check_catches_an_edit(tmp_path, monkeypatch):
+    folder = tmp_path / "notebooks"
+    shutil.copytree(notebook.TEMPLATES, folder)
+    py = folder / "cnn.py"
+    py.write_text(py.read_text().replace("epochs: int = 10", "epochs: int = 11"))
+    monkeypatch.setattr(pairing, "TEMPLATES", folder)
+    problems = pairing.differences()
+    assert len(problems) == 1 and "cnn.py and cnn.ipynb differ" in problems[0]
+
+
+def test_from_namespace_checks_types_like_the_build():
+    ns = {"epochs": "3", "folds": 2}
+    with pytest.raises(params.KitError, match="parameters cell: epochs must be an integer, got '3'"):
+        params.from_namespace("cnn", ns)
+    p = params.from_namespace("cnn", {"epochs": 3, "lr": 1, "unrelated_global": object()})
+    assert p.epochs == 3 and p.lr == 1.0 and isinstance(p.lr, float)
