@@ -24,10 +24,11 @@
 # 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
 # 3. **Data**: read the labels and the sample submission, check they agree, decode every image once into a
 #    uint8 cache, so no epoch decodes a JPEG again.
-# 4. **Training**: cross-validated folds, mixed precision, augmentation on the GPU, the best epoch of each
-#    fold kept as a checkpoint. One line per epoch: losses, the metric, samples/s, GPU memory.
+# 4. **Training**: cross-validated folds, mixed precision, augmentation on the GPU, a batch size tuned to the
+#    GPU, folds and epochs planned to fit the time budget, a checkpoint every epoch. One line per epoch:
+#    losses, the metric, samples/s, GPU utilisation and memory, and what to change when the GPU idles.
 # 5. **Submission**: every fold checkpoint predicts the test images (with a flipped view), the predictions
-#    are averaged, checked against the sample submission and written.
+#    are averaged, checked against the sample submission and written, whatever happened in training.
 
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
@@ -43,6 +44,7 @@ weight_decay: float = 0.05  # AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 3  # epochs without improvement before a fold stops; 0 never stops early
 num_workers: int = -1  # loader processes; -1 picks from the CPU count
+compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for 10-30%
 model_name: str = "efficientnet_b0"  # any timm model name
 pretrained: bool = True  # start from ImageNet weights
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
@@ -101,8 +103,13 @@ _ = pipe.show_samples(data)
 # %% [markdown]
 # ## 3. Training
 #
-# Each fold trains the model from the same starting weights on its share of the data and keeps the weights
-# of its best validation epoch. Folds finished by an earlier run into the same `output_dir` are reused.
+# With `batch_size = "auto"` a few trial steps find the largest batch that fits and the fastest one (the
+# learning rate follows it by the square-root rule). After the first steps the time budget is planned: if
+# folds x epochs do not fit before the deadline, less the time measured for prediction, epochs and then folds
+# are cut, and the plan says so. Each fold keeps the weights of its best validation epoch and checkpoints
+# every epoch: a run into the same `output_dir` reuses finished folds and resumes an interrupted one.
+# Out-of-memory errors halve the micro-batch (gradients accumulate to keep the batch); non-finite losses
+# are skipped, and if they persist the fold falls back to fp32 from its last checkpoint.
 
 # %%
 from kit.train.run import train_folds
@@ -124,7 +131,8 @@ submission.head()
 # %% [markdown]
 # ## 5. Curves
 #
-# Training and validation loss per fold, and the validation metric with each fold's best epoch marked.
+# Training and validation loss per fold, the validation metric with each fold's best epoch marked, and GPU
+# utilisation over the run (also saved as `history.png` and `gpu_monitor.csv`).
 
 # %%
 from kit.train.plots import plot_history

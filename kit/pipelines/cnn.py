@@ -44,6 +44,8 @@ class Pipeline:
         self.session = session
         self.p = session.params
         self._pretrained_failed = False
+        size = session.params.batch_size
+        self.batch_size = size if isinstance(size, int) else 32  # train_folds settles "auto"
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
@@ -173,20 +175,28 @@ class Pipeline:
         return Regression(y.mean(), y.std(), self.session.spec.metric)
 
     # -- batches ----------------------------------------------------------------------------------------
-    def batch_size(self) -> int:
-        from kit.runtime.batch import default_batch_size
-
-        return self.p.batch_size if isinstance(self.p.batch_size, int) else default_batch_size(self.session)
-
-    def batches(self, data: ImageData, rows: np.ndarray, train: bool, seed: int = 0, test: bool = False) -> DeviceLoader:
+    def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
+                test: bool = False) -> DeviceLoader:
         s = self.session
         cache = data.test_cache if test else data.train_cache
         dataset = CachedImages(cache, rows, None if test else data.y[rows])
-        loader = host_loader(dataset, self.batch_size(), shuffle=train, workers=s.plan.workers,
+        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train)
         mean, std = self.normalization()
         transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed)
         return DeviceLoader(loader, s.device, _TransformImages(transform))
+
+    def make_batch(self, data: ImageData, n: int) -> dict[str, torch.Tensor]:
+        """One augmented training batch of `n` rows on the device (rows repeat if there are fewer)."""
+        rows = np.resize(data.usable, n)
+        host = CachedImages(data.train_cache, rows, data.y[rows]).__getitems__(list(range(n)))
+        mean, std = self.normalization()
+        transform = _TransformImages(ImageTransform(self.p.image_size, mean, std, train=True))
+        return transform({k: v.to(self.session.device) for k, v in host.items()})
+
+    def predict_rows(self, data: ImageData) -> int:
+        """Rows a fold model predicts: the test images, twice with TTA (the time budget's reserve)."""
+        return data.test_cache.count * (2 if self.p.tta else 1)
 
     # -- prediction -------------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -195,7 +205,8 @@ class Pipeline:
         model.eval()
         task = self.task(data)
         out = []
-        for batch in self.batches(data, np.arange(data.test_cache.count), train=False, test=True):
+        rows = np.arange(data.test_cache.count)
+        for batch in self.batches(data, rows, train=False, batch_size=2 * self.batch_size, test=True):
             with self.session.precision.autocast():
                 pred = task.predict(model(batch["image"]))
                 if self.p.tta:

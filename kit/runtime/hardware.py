@@ -108,7 +108,7 @@ def detect(device: str = "auto") -> Hardware:
     )
 
 
-def describe(hw: Hardware, p: Plan) -> str:
+def describe(hw: Hardware, p: Plan, compile_wanted: bool = False) -> str:
     if hw.device == "cuda":
         cc = f"{hw.capability[0]}.{hw.capability[1]}" if hw.capability else "?"
         gpu = f"{hw.gpu_count} x {hw.gpu_name} (compute {cc}, {hw.gpu_memory_gb:.1f} GB)"
@@ -122,9 +122,16 @@ def describe(hw: Hardware, p: Plan) -> str:
             f"precision      {precision}",
             f"TF32           {'on' if p.tf32 else 'off'}",
             f"channels_last  {'on' if p.channels_last else 'off'}",
+            f"torch.compile  {_compile_line(p, compile_wanted)}",
             f"loader workers {p.workers}",
         ]
     )
+
+
+def _compile_line(p: Plan, wanted: bool) -> str:
+    if not p.compile_ok:
+        return "off (needs a CUDA GPU of sm_70 or newer)"
+    return "on" if wanted else "off (compile=True to turn it on)"
 
 
 def _ram_gb() -> float:

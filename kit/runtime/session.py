@@ -80,11 +80,19 @@ def start(template: str, namespace: Mapping[str, Any]) -> Session:
     )
     configure_torch(plan)
     seed_everything(p.seed)
-    session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), torch {torch.__version__}, python {sys.version.split()[0]}")
-    session.log(hardware.describe(hw, plan))
+    session.log(
+        f"kit {kit.__version__} ({Path(kit.__file__).parent}), torch {torch.__version__}, "
+        f"python {sys.version.split()[0]}, pid {os.getpid()}"
+    )
+    session.log(hardware.describe(hw, plan, p.compile))
     session.log(f"data           {data}")
     session.log(f"output         {out}")
     return session
+
+
+def maybe_compile(session: Session, model: torch.nn.Module) -> torch.nn.Module:
+    """torch.compile where asked for and where it works (CUDA, sm_70+); checkpoints unwrap it."""
+    return torch.compile(model) if session.params.compile and session.plan.compile_ok else model
 
 
 def configure_torch(plan: hardware.Plan) -> None:

@@ -1,13 +1,17 @@
 """The one training loop every template uses.
 
 It knows nothing of images, sequences, CUDA or dtypes: a task turns a batch into {"loss", "output"} and
-metric rows, the loaders hand it device batches, the precision policy owns autocast and the scaler.
+metric rows, the loaders hand it device batches, the precision policy owns autocast and the scaler. What it
+does know is how to survive: it checkpoints every epoch and resumes from there, halves the micro-batch on an
+out-of-memory error and accumulates gradients to keep the batch, skips non-finite steps and falls back to
+fp32 when they persist, and stops in time for the budget.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -16,11 +20,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from kit.errors import KitError
 from kit.runtime import checkpoint, progress
 from kit.runtime.precision import Precision
+from kit.runtime.recovery import free_memory, is_oom
 from kit.train import metrics
 
 Batch = dict[str, torch.Tensor]
+NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
 
 
 class Task(Protocol):
@@ -44,12 +51,19 @@ class FitConfig:
 
 @dataclass
 class FitResult:
-    best_score: float
-    best_epoch: int  # 1-based; 0 if no epoch produced a finite score
-    epochs_run: int
+    best_score: float = float("nan")
+    best_epoch: int = 0  # 1-based; 0 if no epoch produced a finite score
+    epochs_run: int = 0
+    epochs_planned: int = 0
     history: list[dict] = field(default_factory=list)
-    rows: dict[str, np.ndarray] = field(default_factory=dict)  # validation rows of the best epoch
-    stopped: str = "completed"  # or "early stop", ...
+    stopped: str = "completed"  # or "early stop: ...", "time budget", ...
+    precision: str = ""
+
+
+@dataclass
+class FoldFiles:
+    best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
+    last: Path  # the latest epoch: everything needed to resume
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -58,12 +72,12 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
     if warmup > 0 and step < warmup:
         return (step + 1) / warmup
     span = max(total - warmup, 1)
-    progress_ = min(max(step - warmup, 0) / span, 1.0)
-    return 0.5 * (1.0 + math.cos(math.pi * progress_))
+    done = min(max(step - warmup, 0) / span, 1.0)
+    return 0.5 * (1.0 + math.cos(math.pi * done))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    # timm's AdamW setup: no weight decay on biases and norm weights (1-D parameters).
+    # timm's AdamW set-up: no weight decay on biases and norm weights (1-D parameters).
     from timm.optim import create_optimizer_v2
 
     return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay)
@@ -80,13 +94,17 @@ def split_batch(batch: Batch, size: int) -> list[Batch]:
 
 
 def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0):
-    """One optimizer step over `batch`, in micro-batches of `micro` rows if set; returns the loss tensor."""
+    """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss, or None
+    when a micro-batch's loss was not finite and the step was skipped."""
     n = batch_size_of(batch)
     optimizer.zero_grad(set_to_none=True)
     total = None
     for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
         with precision.autocast():
             loss = task(model, chunk)["loss"] * (batch_size_of(chunk) / n)
+        if not torch.isfinite(loss):
+            optimizer.zero_grad(set_to_none=True)
+            return None
         scaler.scale(loss).backward()
         total = loss.detach() if total is None else total + loss.detach()
     if grad_clip > 0:
@@ -110,7 +128,12 @@ def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: 
         count += n
         for k, v in task.rows(out["output"], batch).items():
             parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
+    model.train()
     return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
+
+
+class _Fallback(Exception):
+    """Non-finite losses persisted under mixed precision."""
 
 
 def fit(
@@ -120,71 +143,227 @@ def fit(
     val: Iterable[Batch],
     cfg: FitConfig,
     precision: Precision,
-    best_path: Path,
+    files: FoldFiles,
     log: Callable[[str], None] = print,
     desc: str = "",
+    budget=None,  # kit.runtime.budget.Budget, or None for no deadline
+    fold: tuple[int, int] = (0, 1),  # (this fold, folds in all), for the budget's plan
+    monitor=None,  # kit.runtime.monitor.Monitor
 ) -> FitResult:
-    """Train for `cfg.epochs` (or until early stopping), keeping the best epoch's weights at `best_path`."""
-    optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
-    scaler = precision.grad_scaler()
-    steps_per_epoch = len(train)
-    total_steps = cfg.epochs * steps_per_epoch
-    warmup = round(cfg.warmup_epochs * steps_per_epoch)
-    result = FitResult(best_score=float("nan"), best_epoch=0, epochs_run=0)
-    step = 0
-    for epoch in range(1, cfg.epochs + 1):
-        model.train()
-        started, seen, loss_sum = time.time(), 0, None
-        bar = progress.bar(train, total=steps_per_epoch, desc=f"{desc} epoch {epoch}/{cfg.epochs}", leave=False)
-        for batch in bar:
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.lr * warmup_cosine(step, total_steps, warmup)
-            loss = train_step(model, task, batch, optimizer, scaler, precision, cfg.grad_clip)
+    """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
+    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed."""
+    loop = _Loop(model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor)
+    return loop.run()
+
+
+class _Loop:
+    def __init__(self, model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor):
+        self.model, self.task, self.train, self.val, self.cfg = model, task, train, val, cfg
+        self.files, self.log, self.desc, self.budget, self.fold, self.monitor = files, log, desc, budget, fold, monitor
+        self.precision = precision
+        self.optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
+        self.scaler = precision.grad_scaler()
+        self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
+        self.micro = 0
+        self.step = 0
+        planned = budget.current.epochs if budget is not None and budget.current else cfg.epochs
+        self.result = FitResult(epochs_planned=planned, precision=precision.name)
+        self.planned = budget is not None and budget.epoch_s > 0  # a first plan needs the first steps' times
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    def save_last(self) -> None:
+        checkpoint.save(
+            {
+                "model": _state_dict(self.model),
+                "optimizer": self.optimizer.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "step": self.step,
+                "micro": self.micro,
+                "precision": self.precision.name,
+                "result": dataclasses.asdict(self.result),
+            },
+            self.files.last,
+        )
+
+    def load_last(self) -> None:
+        state = checkpoint.load(self.files.last)
+        _unwrap(self.model).load_state_dict(state["model"])
+        if state["precision"] != self.precision.name:
+            self.precision = Precision(state["precision"], self.precision.device_type)
+            self.scaler = self.precision.grad_scaler()
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.step, self.micro, self.result = state["step"], state["micro"], FitResult(**state["result"])
+
+    # -- the loop -----------------------------------------------------------------------------------------
+    def run(self) -> FitResult:
+        if self.files.last.exists():
+            self.load_last()
+            r = self.result
+            self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name}")
+            r.epochs_planned = self.cfg.epochs  # a new run has a new budget: plan again from the request
+        else:
+            self.save_last()  # epoch 0: what a fall-back to fp32 in the first epoch restarts from
+        while self.result.epochs_run < self.result.epochs_planned and self.result.stopped == "completed":
+            try:
+                self.epoch(self.result.epochs_run + 1)
+            except _Fallback:
+                if self.precision.name == "fp32":
+                    self.result.stopped = "non-finite loss in fp32 (lower lr?)"
+                    self.log(f"WARNING: {self.desc}: the loss stays non-finite in fp32; the fold stops at its best epoch")
+                    break
+                failed = self.precision.name
+                self.load_last()
+                self.precision = self.precision.fallback()
+                self.scaler = self.precision.grad_scaler()
+                self.result.precision = self.precision.name
+                self.log(
+                    f"WARNING: {self.desc}: non-finite losses keep coming under {failed}; "
+                    f"falling back to fp32 and redoing epoch {self.result.epochs_run + 1} from the last checkpoint"
+                )
+        return self.result
+
+    def lr_at(self, step: int) -> float:
+        total = self.result.epochs_planned * self.steps_per_epoch
+        warmup = round(self.cfg.warmup_epochs * self.steps_per_epoch)
+        return self.cfg.lr * warmup_cosine(step, total, min(warmup, max(total - 1, 0)))
+
+    def epoch(self, epoch: int) -> None:
+        r, cfg = self.result, self.cfg
+        started = time.time()
+        if self.monitor:
+            self.monitor.epoch_begin()
+        seen, loss_sum, wait_s, step_s, bad_in_row, skipped, deadline_hit = 0, None, 0.0, 0.0, 0, 0, False
+        deadline = self.budget.train_deadline(self.fold[1]) if self.budget else math.inf
+        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}", leave=False)
+        batches = iter(self.train)
+        steps = 0
+        while True:
+            t0 = time.time()
+            batch = next(batches, None)
+            t1 = time.time()
+            if batch is None:
+                break
+            wait_s += t1 - t0
+            if t1 > deadline:
+                deadline_hit = True
+                break
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.lr_at(self.step)
+            loss = self.step_with_recovery(batch)
+            step_s += time.time() - t1
+            self.step += 1
+            steps += 1
+            bar.update(1)
+            if loss is None:
+                skipped += 1
+                bad_in_row += 1
+                if bad_in_row >= NONFINITE_PATIENCE:
+                    bar.close()
+                    raise _Fallback()
+                continue
+            bad_in_row = 0
             loss_sum = loss if loss_sum is None else loss_sum + loss
             seen += batch_size_of(batch)
-            step += 1
-            if step % 25 == 0:
-                bar.set_postfix(loss=f"{float(loss):.4f}", refresh=False)
+            if self.budget and not self.planned and steps == min(3, max(self.steps_per_epoch - 1, 1)):
+                self.first_plan(step_s / steps, seen / max(step_s, 1e-9))
+                deadline = self.budget.train_deadline(self.budget.current.folds)
         bar.close()
-        train_seconds = time.time() - started
-        train_loss = float(loss_sum) / max(steps_per_epoch, 1) if loss_sum is not None else float("nan")
-        val_loss, rows = evaluate(model, task, val, precision)
-        score = metrics.score(cfg.metric, rows["pred"], rows["target"], rows.get("weight"))
-        improved = metrics.better(cfg.metric, score, None if result.best_epoch == 0 else result.best_score)
+        if steps and skipped == steps:
+            raise _Fallback()  # not one finite step this epoch (fewer steps than the patience)
+        if skipped:
+            self.log(f"WARNING: {self.desc} epoch {epoch}: skipped {skipped} steps with a non-finite loss")
+        train_s = time.time() - started
+        v0 = time.time()
+        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision)
+        val_s = time.time() - v0
+        score = metrics.score(cfg.metric, rows["pred"], rows["target"], rows.get("weight")) if len(rows.get("target", [])) else float("nan")
+        improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
         if improved:
-            result.best_score, result.best_epoch, result.rows = score, epoch, rows
-            checkpoint.save({"model": _state_dict(model), "epoch": epoch, "score": score}, best_path)
+            r.best_score, r.best_epoch = score, epoch
+            checkpoint.save({"model": _state_dict(self.model), "epoch": epoch, "score": score, "rows": rows}, self.files.best)
         record = {
             "epoch": epoch,
-            "train_loss": train_loss,
+            "train_loss": float(loss_sum) / max(steps - skipped, 1) if loss_sum is not None else float("nan"),
             "val_loss": val_loss,
             cfg.metric: score,
-            "lr": optimizer.param_groups[0]["lr"],
-            "samples_per_s": seen / max(train_seconds, 1e-9),
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "samples_per_s": seen / max(step_s, 1e-9),
             "seconds": time.time() - started,
+            "steps": steps,
         }
-        result.history.append(record)
-        result.epochs_run = epoch
-        log(_epoch_line(desc, record, cfg, improved))
-        if cfg.patience and epoch - max(result.best_epoch, 0) >= cfg.patience and result.best_epoch:
-            result.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
-            break
-    return result
+        stats = self.monitor.epoch_end(wait_s, step_s, self._batch_size()) if self.monitor else None
+        if stats:
+            record.update(gpu_util=stats.util, gpu_mem_gb=stats.mem_gb, data_wait=stats.data_wait)
+        r.history.append(record)
+        r.epochs_run = epoch
+        self.log(_epoch_line(self.desc, record, r.epochs_planned, cfg.metric, improved, stats))
+        if stats and stats.diagnosis:
+            self.log(f"  {stats.diagnosis}")
+        if deadline_hit:
+            r.stopped = "time budget"
+        elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience:
+            r.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
+        if self.budget and r.stopped == "completed":
+            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])))
+            self.replan(epoch)
+        self.save_last()
+
+    def step_with_recovery(self, batch: Batch):
+        """`train_step`, retried with half the micro-batch for as long as it runs out of memory."""
+        while True:
+            failed = False
+            try:
+                return train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
+                                  self.cfg.grad_clip, self.micro)
+            except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
+                if not is_oom(e):
+                    raise
+                failed = True
+            if failed:  # outside the except block, so the failed step's frames and tensors are gone
+                self.optimizer.zero_grad(set_to_none=True)
+                free_memory()
+                size = (self.micro or batch_size_of(batch)) // 2
+                if size < 1:
+                    raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a smaller model")
+                self.micro = size
+                self.log(
+                    f"WARNING: {self.desc}: out of memory at {batch_size_of(batch)} samples per step; now micro-batches "
+                    f"of {size}, accumulating gradients to keep the batch"
+                )
+
+    def first_plan(self, step_s: float, rows_per_s: float) -> None:
+        val_rows = len(self.val) * getattr(self.val, "batch_size", 1) if isinstance(self.val, Sized) else 0
+        self.budget.estimate_epoch(step_s, self.steps_per_epoch, rows_per_s, val_rows)
+        self.planned = True
+        self.replan(0, announce=self.budget.current is None)
+
+    def replan(self, epochs_done: int, announce: bool = False) -> None:
+        r, b = self.result, self.budget
+        p = b.replan(self.fold[0], self.fold[1], epochs_done, self.cfg.epochs)
+        r.epochs_planned = max(p.epochs, epochs_done)
+        told = b.announced
+        # re-announce only real changes: a dropped fold, or epochs moving by more than a fifth
+        if announce or told is None or told.folds != p.folds or abs(p.epochs - told.epochs) > 0.2 * told.epochs:
+            self.log(b.describe(p, self.fold[1], self.cfg.epochs))
+            b.announced = p
+
+    def _batch_size(self) -> int:
+        return getattr(self.train, "batch_size", 0) or 0
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    return getattr(model, "_orig_mod", model)  # torch.compile wraps the module
 
 
 def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    model = getattr(model, "_orig_mod", model)  # torch.compile wraps the module
-    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    return {k: v.detach().cpu() for k, v in _unwrap(model).state_dict().items()}
 
 
-def _epoch_line(desc: str, r: dict, cfg: FitConfig, improved: bool) -> str:
-    mem = ""
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        total = torch.cuda.get_device_properties(0).total_memory / 2**30
-        mem = f" | gpu mem {torch.cuda.max_memory_allocated() / 2**30:.1f}/{total:.1f} GB"
-        torch.cuda.reset_peak_memory_stats()
+def _epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats) -> str:
+    gpu = f" | {stats.line()}" if stats else ""
     return (
-        f"{desc} epoch {r['epoch']:>2}/{cfg.epochs} | train loss {r['train_loss']:.4f} | val loss {r['val_loss']:.4f}"
-        f" | {cfg.metric} {r[cfg.metric]:.4f}{' *' if improved else '  '} | {r['samples_per_s']:.0f} samples/s"
-        f"{mem} | {r['seconds']:.1f}s"
+        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | val loss {r['val_loss']:.4f}"
+        f" | {metric} {r[metric]:.4f}{' *' if improved else '  '} | {r['samples_per_s']:.0f} samples/s{gpu}"
+        f" | {r['seconds']:.1f} s"
     )

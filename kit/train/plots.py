@@ -1,28 +1,44 @@
-"""Loss and metric curves per fold, saved to output_dir and shown inline in a notebook."""
+"""Loss and metric curves per fold, and GPU utilisation over time, saved to output_dir and shown inline."""
 from __future__ import annotations
+
+import csv
 
 from kit.runtime.session import Session
 
 
-def plot_history(session: Session, cv) -> object:
+def plot_history(session: Session, cv):
     import matplotlib.pyplot as plt
 
-    metric = cv.metric
-    fig, (ax_loss, ax_metric) = plt.subplots(1, 2, figsize=(11, 3.6))
+    times, utils = cv.monitor.timeline() if cv.monitor else ([], [])
+    panels = 3 if utils else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 3.6))
+    ax_loss, ax_metric = axes[0], axes[1]
     for f in cv.folds:
         epochs = [r["epoch"] for r in f["history"]]
         line = ax_loss.plot(epochs, [r["train_loss"] for r in f["history"]], label=f"fold {f['fold'] + 1} train")[0]
         ax_loss.plot(epochs, [r["val_loss"] for r in f["history"]], "--", color=line.get_color(), label=f"fold {f['fold'] + 1} val")
-        ax_metric.plot(epochs, [r[metric] for r in f["history"]], color=line.get_color(), label=f"fold {f['fold'] + 1}")
+        ax_metric.plot(epochs, [r[cv.metric] for r in f["history"]], color=line.get_color(), label=f"fold {f['fold'] + 1}")
         ax_metric.plot([f["best_epoch"]], [f["best_score"]], "o", color=line.get_color())
     ax_loss.set(title="loss", xlabel="epoch")
-    ax_metric.set(title=f"validation {metric} (dot: best epoch)", xlabel="epoch")
-    for ax in (ax_loss, ax_metric):
+    ax_metric.set(title=f"validation {cv.metric} (dot: best epoch)", xlabel="epoch")
+    if utils:
+        axes[2].plot(times, utils, lw=0.8)
+        axes[2].set(title="GPU utilisation", xlabel="seconds", ylabel="%", ylim=(0, 105))
+        write_samples(session, cv.monitor)
+    for ax in axes:
         ax.grid(alpha=0.3)
-        if cv.folds:
-            ax.legend(fontsize=7)
+    if cv.folds:
+        ax_loss.legend(fontsize=7)
+        ax_metric.legend(fontsize=7)
     fig.tight_layout()
     path = session.output_dir / "history.png"
     fig.savefig(path, dpi=90)
     session.log(f"saved {path}")
     return fig
+
+
+def write_samples(session: Session, monitor) -> None:
+    with open(session.output_dir / "gpu_monitor.csv", "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["time", "util_percent", "memory_used_bytes", "power_w"])
+        out.writerows(monitor.samples)

@@ -7,7 +7,7 @@ from torch import nn
 
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
-from kit.train.loop import FitConfig, fit, split_batch, train_step, warmup_cosine
+from kit.train.loop import FitConfig, FoldFiles, fit, split_batch, train_step, warmup_cosine
 from kit.train.tasks import Classification
 
 CPU = Precision("fp32", "cpu")
@@ -59,13 +59,83 @@ def test_fit_learns_keeps_best_and_stops_early(tmp_path):
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
     cfg = FitConfig(epochs=30, lr=0.01, weight_decay=0.0, warmup_epochs=1, patience=3, metric="log_loss")
     lines = []
+    files = FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt")
     result = fit(model, Classification("x"), batches(x[:192], y[:192], 32), batches(x[192:], y[192:], 64), cfg, CPU,
-                 tmp_path / "best.pt", log=lines.append, desc="toy")
+                 files, log=lines.append, desc="toy")
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] * 0.5
     assert result.best_score == min(r["log_loss"] for r in result.history)
     saved = checkpoint.load(tmp_path / "best.pt")
     assert saved["epoch"] == result.best_epoch and saved["score"] == result.best_score
-    assert len(result.rows["pred"]) == 64 and result.rows["target"].dtype.kind == "i"
+    assert len(saved["rows"]["pred"]) == 64 and saved["rows"]["target"].dtype.kind == "i"
+    last = checkpoint.load(tmp_path / "last.pt")
+    assert last["result"]["epochs_run"] == result.epochs_run and last["step"] == result.epochs_run * 6
     if result.epochs_run < 30:
         assert result.stopped.startswith("early stop") and result.epochs_run - result.best_epoch == 3
     assert lines[0].startswith("toy epoch  1/30 | train loss") and "samples/s" in lines[0]
+
+
+class Faulty(Classification):
+    """Raises a CUDA-style OOM for chunks above `max_rows`, and returns a NaN loss on the listed calls
+    (or whenever autocast is on, with `nan_under_autocast`)."""
+
+    def __init__(self, max_rows=10**9, nan_calls=(), nan_under_autocast=False):
+        super().__init__("x")
+        self.max_rows, self.nan_calls, self.nan_under_autocast, self.calls = max_rows, set(nan_calls), nan_under_autocast, 0
+
+    def __call__(self, model, batch):
+        if torch.is_grad_enabled():
+            self.calls += 1
+            if len(batch["x"]) > self.max_rows:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (fake)")
+        out = super().__call__(model, batch)
+        if torch.is_grad_enabled() and (self.calls in self.nan_calls or (self.nan_under_autocast and torch.is_autocast_enabled("cpu"))):
+            out["loss"] = out["loss"] * float("nan")
+        return out
+
+
+def run_toy(tmp_path, task, precision=CPU, epochs=3, name="a"):
+    torch.manual_seed(0)
+    x, y = toy(128)
+    model = nn.Linear(8, 3)
+    cfg = FitConfig(epochs=epochs, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
+    lines = []
+    files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
+    result = fit(model, task, batches(x[:96], y[:96], 32), batches(x[96:], y[96:], 32), cfg, precision, files, log=lines.append)
+    return model, result, lines
+
+
+def test_oom_halves_the_micro_batch_and_keeps_the_same_updates(tmp_path):
+    reference, _, _ = run_toy(tmp_path, Classification("x"), name="ref")
+    model, result, lines = run_toy(tmp_path, Faulty(max_rows=8), name="oom")
+    assert result.epochs_run == 3
+    assert [line for line in lines if "out of memory" in line][:2] == [
+        "WARNING: : out of memory at 32 samples per step; now micro-batches of 16, accumulating gradients to keep the batch",
+        "WARNING: : out of memory at 32 samples per step; now micro-batches of 8, accumulating gradients to keep the batch",
+    ]
+    assert torch.allclose(model.weight, reference.weight, atol=1e-5)
+
+
+def test_non_finite_steps_are_skipped(tmp_path):
+    model, result, lines = run_toy(tmp_path, Faulty(nan_calls={2, 5}), epochs=2)
+    assert result.epochs_run == 2 and result.history[0]["steps"] == 3
+    assert "skipped 1 steps with a non-finite loss" in "\n".join(lines)
+    assert torch.isfinite(model.weight).all()
+
+
+def test_persistent_nan_under_mixed_precision_falls_back_to_fp32(tmp_path):
+    bf16 = Precision("bf16", "cpu")
+    model, result, lines = run_toy(tmp_path, Faulty(nan_under_autocast=True), precision=bf16, epochs=2)
+    assert any("falling back to fp32 and redoing epoch 1" in line for line in lines)
+    assert result.precision == "fp32" and result.epochs_run == 2 and result.best_epoch >= 1
+    assert torch.isfinite(model.weight).all()
+
+
+def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
+    _, full, _ = run_toy(tmp_path, Classification("x"), epochs=4, name="full")
+    run_toy(tmp_path, Classification("x"), epochs=2, name="cut")  # as if killed after epoch 2 of 4
+    saved = checkpoint.load(tmp_path / "cut.last.pt")
+    saved["result"]["epochs_planned"] = 4
+    checkpoint.save(saved, tmp_path / "cut.last.pt")
+    model, resumed, lines = run_toy(tmp_path, Classification("x"), epochs=4, name="cut")
+    assert lines[0] == ": resuming after epoch 2 from cut.last.pt"
+    assert resumed.epochs_run == 4 and [h["epoch"] for h in resumed.history] == [1, 2, 3, 4]

@@ -1,0 +1,43 @@
+"""What only a CUDA GPU shows: the precision policy on the device, batch autotune, the monitor's line.
+
+Run with `.venv/bin/pytest -m gpu` on a machine with a GPU; deselected by default (and skipped without one).
+"""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kit import config, smoke
+from kit.kernel import execute, notebook
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+sys.path.insert(0, str(Path(__file__).parents[1] / "functional"))
+
+
+def test_hardware_profile_and_precision_on_this_gpu():
+    from kit.runtime import hardware
+
+    hw = hardware.detect("cuda")
+    plan = hardware.plan(hw)
+    hardware.check_arch(hw)
+    assert plan.precision == hardware.choose_precision("cuda", hw.capability) != "fp32"
+    with torch.autocast("cuda", dtype=torch.float16 if plan.precision == "fp16" else torch.bfloat16):
+        y = torch.nn.Linear(64, 64).cuda()(torch.randn(8, 64, device="cuda"))
+    assert y.dtype in (torch.float16, torch.bfloat16)
+
+
+def test_notebook_on_cuda_autotunes_and_monitors(tmp_path):
+    cfg = config.load("dog-breed")
+    data = tmp_path / "input" / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, data)
+    built = tmp_path / "kernel.ipynb"
+    params = {**cfg.parameters(smoke=True), "device": "cuda", "batch_size": "auto", "epochs": 3}
+    built.write_text(notebook.dumps(notebook.build("cnn", params)))
+    out = tmp_path / "out"
+    execute.run(built, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path)
+    log = (out / "kit.log").read_text()
+    assert "precision      fp16 autocast + GradScaler" in log or "precision      bf16 autocast" in log
+    assert "batch_size auto:" in log and "samples/s, peak" in log
+    assert " | gpu " in log and " | mem " in log
+    assert (out / "submission.csv").exists() and (out / "history.png").exists()
