@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 COMP ?=
 
-.PHONY: help venv kernel smoke run test lint sync clean
+.PHONY: help venv kernel kernels push status output smoke run test lint sync clean
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -26,6 +26,18 @@ venv: $(VENV)/.installed ## create .venv with kit, torch 2.14.1 (CPU is fine) an
 
 kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>`  (COMP=...)
 	@$(PY) -m kit kernel "$(COMP)"
+
+kernels: venv ## build the bundle of every shipped config
+	@$(PY) -m kit kernels
+
+push: venv ## build if stale, then push with the official kaggle client  (COMP=...)
+	@$(PY) -m kit push "$(COMP)"
+
+status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=...)
+	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,)
+
+output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=...)
+	@$(PY) -m kit output "$(COMP)"
 
 smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
 	@$(PY) -m kit smoke "$(COMP)"

@@ -30,6 +30,39 @@ def cmd_kernel(args) -> None:
     print(f"push it with: kaggle kernels push -p {built.folder}")
 
 
+def cmd_kernels(args) -> None:
+    from kit import config as kit_config
+    from kit.kernel import bundle
+
+    for name in kit_config.shipped():
+        built = bundle.build(name)
+        for warning in built.warnings:
+            print(f"warning: {name}: {warning}", file=sys.stderr)
+        print(f"built {built.folder}/ ({built.metadata['id']})")
+
+
+def cmd_push(args) -> None:
+    from kit.kernel import push
+
+    answer = push.push(args.comp)
+    version = f" version {answer['version']}" if answer["version"] else ""
+    print(f"pushed {answer['id']}{version}: {answer['url']}")
+    print(f"watch it with: make status COMP={args.comp} WAIT=1")
+
+
+def cmd_status(args) -> None:
+    from kit.kernel import push
+
+    push.status(args.comp, wait=args.wait)
+
+
+def cmd_output(args) -> None:
+    from kit.kernel import push
+
+    folder, names = push.output(args.comp)
+    print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
+
+
 def cmd_smoke(args) -> None:
     from kit import smoke
 
@@ -64,6 +97,18 @@ def parser() -> argparse.ArgumentParser:
     k = sub.add_parser("kernel", help="build kernels/<name>/ (notebook + kernel-metadata.json)")
     k.add_argument("comp", help="a shipped config name (dog-breed) or a path to a .toml file")
     k.set_defaults(func=cmd_kernel)
+    ks = sub.add_parser("kernels", help="build the bundle of every shipped config")
+    ks.set_defaults(func=cmd_kernels)
+    pu = sub.add_parser("push", help="build if stale, then push the kernel with the official kaggle client")
+    pu.add_argument("comp")
+    pu.set_defaults(func=cmd_push)
+    st = sub.add_parser("status", help="the latest run's status on Kaggle")
+    st.add_argument("comp")
+    st.add_argument("--wait", action="store_true", help="poll until it completes; exit 1 if it failed")
+    st.set_defaults(func=cmd_status)
+    ou = sub.add_parser("output", help="download the latest run's outputs into kernels/<name>/output/")
+    ou.add_argument("comp")
+    ou.set_defaults(func=cmd_output)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
     s.add_argument("comp")
     s.set_defaults(func=cmd_smoke)

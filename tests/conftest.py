@@ -44,9 +44,11 @@ def write_toml(tmp_path):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def image_cache_in_a_temp_folder(tmp_path_factory):
-    """Decoded-image caches of test runs go to pytest's temp folder, not the machine's /tmp/kit-cache."""
+def outputs_in_temp_folders(tmp_path_factory):
+    """Decoded-image caches and bundles of test runs go to pytest's temp folder, not /tmp/kit-cache or the
+    repository's kernels/."""
     os.environ["KIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kit-cache"))
+    os.environ["KIT_KERNELS_DIR"] = str(tmp_path_factory.mktemp("kernels"))
 
 
 os.environ.setdefault("KIT_BATCH", "1")

@@ -10,7 +10,11 @@ from kit import files
 from kit.kernel import metadata, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "kernels"
+
+
+def kernels_dir() -> Path:
+    """Where bundles go: kernels/ in the repository (KIT_KERNELS_DIR moves it, for tests)."""
+    return Path(os.environ.get("KIT_KERNELS_DIR") or ROOT / "kernels")
 
 
 @dataclass(frozen=True)
@@ -19,23 +23,29 @@ class Bundle:
     notebook: Path
     metadata: dict
     warnings: tuple[str, ...]
+    config_path: Path
+    changed: bool  # False when the folder already held exactly this bundle
 
 
 def build(comp: str, out: Path | None = None) -> Bundle:
     """Build the bundle for `comp` (a shipped name or a TOML path) into `out` (default kernels/<name>/).
 
     Everything is checked and rendered before the first byte is written; each file then lands whole
-    (temp file + rename), and a notebook left from an earlier title is removed last."""
+    (temp file + rename), only if it changed, and a notebook left from an earlier title is removed last."""
     config = kit_config.load(comp)
     user = metadata.username()
     meta = metadata.build(config, user)
     nb_text = notebook.dumps(notebook.build(config.spec.template, config.parameters()))
-    folder = out or KERNELS / config.name
+    folder = out or kernels_dir() / config.name
     folder.mkdir(parents=True, exist_ok=True)
     nb_path = folder / meta["code_file"]
-    files.write_text(nb_path, nb_text)
-    files.write_text(folder / "kernel-metadata.json", metadata.dumps(meta))
+    changed = False
+    for path, text in ((nb_path, nb_text), (folder / "kernel-metadata.json", metadata.dumps(meta))):
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            files.write_text(path, text)
+            changed = True
     for stale in folder.glob("*.ipynb"):
         if stale.name != nb_path.name:
             os.unlink(stale)
-    return Bundle(folder, nb_path, meta, tuple(metadata.warnings_for(config)))
+            changed = True
+    return Bundle(folder, nb_path, meta, tuple(metadata.warnings_for(config)), config.path, changed)

@@ -11,7 +11,7 @@ from typing import Any
 from slugify import slugify
 
 from kit import params
-from kit.config import Config
+from kit.config import MACHINE_SHAPES, Config
 from kit.errors import KitError
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -20,6 +20,13 @@ KEYS = (
     "enable_internet", "dataset_sources", "competition_sources", "kernel_sources", "model_sources",
     "machine_shape", "docker_image_pinning_type", "keywords", "id_no", "docker_image",
 )  # fmt: skip
+PART = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+SOURCES = {  # Kaggle's forms, checked here instead of after a wasted session
+    "dataset_sources": (re.compile(rf"^{PART}/{PART}(/\d+)?$"), "owner/dataset-slug (or owner/dataset-slug/version)"),
+    "kernel_sources": (re.compile(rf"^{PART}/{PART}(/\d+)?$"), "owner/kernel-slug"),
+    "model_sources": (re.compile(rf"^{PART}/{PART}/{PART}/{PART}/\d+$"), "owner/model/framework/variation/version"),
+    "competition_sources": (re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$"), "a competition slug such as dog-breed-identification"),
+}
 RETIRED = {"NvidiaTeslaP100": "Kaggle retired the P100 and its current image's torch has no sm_60 kernels"}
 
 
@@ -89,15 +96,24 @@ def build(config: Config, user: str) -> dict[str, Any]:
         meta["machine_shape"] = k.machine_shape
     if k.docker_image_pinning_type:
         meta["docker_image_pinning_type"] = k.docker_image_pinning_type
-    validate(meta)
+    validate(meta, where=f"{config.path}: [kernel]")
     return meta
 
 
-def validate(meta: dict[str, Any]) -> None:
+def validate(meta: dict[str, Any], where: str = "kernel-metadata.json:") -> None:
     """Raise KitError for what Kaggle would reject or silently ignore."""
     for key in meta:
         if key not in KEYS:
             raise KitError(f"kernel-metadata.json: unknown key '{key}' (Kaggle ignores it silently)")
+    for key, (pattern, form) in SOURCES.items():
+        for source in meta.get(key, []):
+            if not isinstance(source, str) or not pattern.match(source):
+                raise KitError(f"{where} {key}: '{source}' is not of the form {form}")
+    shape = meta.get("machine_shape")
+    if shape is not None and shape not in MACHINE_SHAPES:
+        raise KitError(f"{where} machine_shape '{shape}' is not one of {', '.join(MACHINE_SHAPES)}")
+    if meta.get("docker_image_pinning_type", "original") not in ("original", "latest"):
+        raise KitError(f"{where} docker_image_pinning_type must be 'original' or 'latest'")
     owner, _, slug = str(meta.get("id", "")).partition("/")
     if not owner or not SLUG.match(slug):
         raise KitError(f"kernel-metadata.json: id '{meta.get('id')}' must be <username>/<slug>")

@@ -5,7 +5,6 @@ pinned, to the GPU, where crops, flips and normalisation happen (`kit.data.augme
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +43,7 @@ class Pipeline:
         self.session = session
         self.p = session.params
         self._pretrained_failed = False
+        self._weights: Path | None = None
         size = session.params.batch_size
         self.batch_size = size if isinstance(size, int) else 32  # train_folds settles "auto"
 
@@ -141,10 +141,10 @@ class Pipeline:
             raise KitError(f"model_name '{p.model_name}' is not a timm model (similar: {', '.join(close) or 'none'})")
         kwargs = dict(num_classes=data.target.outputs)
         if pretrained and p.weights_path:
-            weights = Path(p.weights_path)
-            if not weights.is_file():
-                raise KitError(f"weights_path '{p.weights_path}' does not exist; attach the dataset or model that holds it")
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            weights = paths.find_weights(p.weights_path)
+            if self._weights is None:
+                s.log(f"pretrained weights: {weights}")
+                self._weights = weights
             model = timm.create_model(p.model_name, pretrained=True, pretrained_cfg_overlay=dict(file=str(weights)), **kwargs)
         elif pretrained and p.pretrained and not self._pretrained_failed:
             try:

@@ -59,3 +59,25 @@ def require_file(folder: Path, name: str, what: str) -> Path:
         present = ", ".join(sorted(p.name for p in folder.iterdir())[:12])
         raise KitError(f"{what} '{name}' not found in {folder} (it holds: {present}); check [data] in the config")
     return path
+
+
+def find_weights(given: str) -> Path:
+    """A weights file: `given` as a path, else searched for under /kaggle/input, where attached datasets and
+    models are mounted in several layouts (/kaggle/input/<slug>/..., /kaggle/input/datasets/<owner>/<slug>/...,
+    /kaggle/input/<model>/<framework>/<variation>/<version>/..., /kaggle/input/models/...): first as a path
+    relative to any folder there, then by its file name."""
+    path = Path(given).expanduser()
+    if path.is_file():
+        return path
+    root = input_root()
+    if root.is_dir() and not path.is_absolute():
+        relative = path.as_posix()
+        for pattern in (relative, f"*/{relative}", f"**/{relative}", f"**/{path.name}"):
+            found = sorted(p for p in root.glob(pattern) if p.is_file())
+            if found:
+                return found[0]
+    raise KitError(
+        f"weights_path '{given}' not found: looked for {path}"
+        + (f" and under {root} (every attached dataset and model)" if not path.is_absolute() else "")
+        + "; attach the dataset or model that holds it ([kernel] dataset_sources or model_sources)"
+    )

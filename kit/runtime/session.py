@@ -59,6 +59,9 @@ def start(template: str, namespace: Mapping[str, Any]) -> Session:
     # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
     warnings.filterwarnings("ignore", message="IProgress not found")
     p = kit_params.from_namespace(template, namespace)
+    if getattr(p, "weights_path", ""):
+        # Weights come from a local file: the hub must not be asked (it hangs or fails with the internet off).
+        os.environ["HF_HUB_OFFLINE"] = "1"
     spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
     if spec.template != template:
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")

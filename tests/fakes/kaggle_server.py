@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,9 +25,10 @@ class Call:
 @dataclass
 class FakeKaggle:
     calls: list[Call] = field(default_factory=list)
-    scripted: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)
+    scripted: dict[str, list[tuple]] = field(default_factory=dict)  # (status, body[, seconds to stall])
     defaults: dict[str, tuple[int, Any]] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)  # GET path -> bytes
+    leaked_auth: bool = False
 
     def __post_init__(self):
         self.defaults.setdefault(
@@ -46,11 +48,15 @@ class FakeKaggle:
                 body = json.loads(raw) if raw else None
                 fake.calls.append(Call(method, body, dict(self.headers)))
                 queue = fake.scripted.get(method)
-                status, answer = queue.pop(0) if queue else fake.defaults.get(method, (404, {"code": 404, "message": "Not found"}))
+                status, answer, *delay = queue.pop(0) if queue else fake.defaults.get(method, (404, {"code": 404, "message": "Not found"}))
+                if delay:
+                    time.sleep(delay[0])  # a server that does not answer in time
                 self._send(status, answer)
 
             def do_GET(self):
                 path = urlparse(self.path).path
+                if path in fake.files and self.headers.get("Authorization"):
+                    fake.leaked_auth = True  # download URLs are pre-signed: credentials must not be sent
                 fake.calls.append(Call(f"GET {path}", None, dict(self.headers)))
                 if path in fake.files:
                     self._send(200, fake.files[path], "application/octet-stream")
@@ -83,7 +89,7 @@ class FakeKaggle:
             "no_proxy": "",
         }
 
-    def script(self, method: str, *responses: tuple[int, Any]) -> None:
+    def script(self, method: str, *responses: tuple) -> None:
         self.scripted.setdefault(method, []).extend(responses)
 
     def called(self, method: str) -> list[Call]:

@@ -92,7 +92,7 @@ def test_cli_kernel_errors_are_one_line(tmp_path, kaggle_user, monkeypatch, writ
 
 def test_cli_missing_username_writes_nothing(tmp_path, kaggle_user, monkeypatch):
     env = {k: v for k, v in os.environ.items() if k != "KAGGLE_USERNAME"}
-    target = ROOT / "kernels" / "dog-breed"
+    target = bundle.kernels_dir() / "dog-breed"
     before = sorted(target.iterdir()) if target.exists() else None
     out = subprocess.run([sys.executable, "-m", "kit", "kernel", "dog-breed"], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 1

@@ -27,8 +27,13 @@ def check_probabilities(path: Path, sample_path: Path) -> pd.DataFrame:
     return sub
 
 
-def test_smoke_dog_breed(tmp_path):
+def test_smoke_dog_breed(tmp_path, monkeypatch):
+    secret = "feedfacefeedfacefeedfacefeedface"
+    monkeypatch.setenv("KAGGLE_KEY", secret)  # present in the kernel's environment, as on a laptop
     result = smoke.run("dog-breed", root=tmp_path)
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".log", ".csv", ".json"):
+            assert secret not in path.read_text(errors="ignore"), path
     assert result.rows == 16
     check_probabilities(result.submission, result.input_dir / "sample_submission.csv")
     executed = result.executed.read_text()
