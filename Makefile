@@ -8,7 +8,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 COMP ?=
 
-.PHONY: help venv kernel kernels push status output smoke run test lint sync clean
+.PHONY: help venv kernel kernels push status output smoke run bench test lint sync clean
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -45,16 +45,19 @@ smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's l
 run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output])
 	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)"
 
+bench: venv ## measure kit's data path against the naive loader, side by side (BENCH_OUT=output/bench.json)
+	@$(PY) bench/bench.py --out "$(or $(BENCH_OUT),output/bench.json)"
+
 test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
 	$(PY) -m pytest
 
 lint: venv ## ruff, and the templates' .py/.ipynb pairs in sync
-	$(PY) -m ruff check kit tests
+	$(PY) -m ruff check kit tests bench
 	$(PY) -m kit.kernel.pairing
 
 sync: venv ## after editing notebooks/*.py: rewrite the paired .ipynb (cell ids kept)
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
 
 clean: ## remove build output, smoke data and caches (keeps .venv)
-	rm -rf kernels/*/ .smoke output .pytest_cache .ruff_cache
+	rm -rf kernels/*/ .smoke .bench output .pytest_cache .ruff_cache
 	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

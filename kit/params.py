@@ -41,6 +41,8 @@ class CnnParams(TrainParams):
     weights_path: str = ""  # local weights file for internet-off runs (an attached dataset or model)
     image_size: int = setting(224, minimum=16)
     tta: bool = True  # average predictions with horizontally flipped images
+    mixup: float = setting(0.0, minimum=0.0)  # mixup alpha (0 is off), applied on the GPU
+    cutmix: float = setting(0.0, minimum=0.0)  # cutmix alpha (0 is off)
 
 
 PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams}

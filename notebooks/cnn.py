@@ -50,6 +50,8 @@ pretrained: bool = True  # start from ImageNet weights
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
 image_size: int = 224  # training and prediction size in pixels
 tta: bool = True  # average each prediction with its horizontally flipped view
+mixup: float = 0.0  # mixup alpha, 0 is off (augmentation on the GPU, with soft targets)
+cutmix: float = 0.0  # cutmix alpha, 0 is off
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "dog-breed-identification",
     "template": "cnn",

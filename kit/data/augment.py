@@ -25,8 +25,9 @@ class ImageTransform:
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
         hflip: float = 0.5,
         seed: int = 0,
+        dtype: torch.dtype = torch.float32,  # the precision policy's: half the bytes into the model on a GPU
     ):
-        self.size, self.train, self.scale, self.ratio, self.hflip = size, train, scale, ratio, hflip
+        self.size, self.train, self.scale, self.ratio, self.hflip, self.dtype = size, train, scale, ratio, hflip, dtype
         # x / 255 then (x - mean) / std, folded into one multiply-add
         self.mul = torch.tensor([1 / (255 * s) for s in std]).view(1, 3, 1, 1)
         self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, 3, 1, 1)
@@ -41,7 +42,7 @@ class ImageTransform:
         else:
             x = center_crop(x, self.size)
         x = x * self.mul.to(x.device) + self.add.to(x.device)
-        return x.contiguous(memory_format=torch.channels_last)
+        return x.to(self.dtype).contiguous(memory_format=torch.channels_last)
 
 
 def crop_flip_theta(

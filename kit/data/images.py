@@ -4,6 +4,9 @@ A GPU session has 4 vCPUs. Decoding and resizing a ~500x375 JPEG costs ~1.5 ms o
 every epoch starves a T4 on small models. The cache holds each image as a `side x side x 3` uint8 square
 (shorter side resized to `side`, centre-cropped), a little larger than the training size so random crops have
 room; augmentation and normalisation happen on the GPU (`kit.data.augment`).
+
+Where the cache would not fit on disk or in RAM, `ImageFiles` streams instead: the same squares, decoded
+when asked for. Both answer `read(rows)` with a (n, side, side, 3) uint8 array.
 """
 from __future__ import annotations
 
@@ -79,9 +82,105 @@ class ImageCache:
         # Opened per process (and per loader worker) rather than pickled: a pickled memmap is a full copy.
         return np.memmap(self.path, dtype=np.uint8, mode="r", shape=self.shape)
 
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        if getattr(self, "_array", None) is None:
+            self._array = self.array()
+        return np.ascontiguousarray(self._array[rows])
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_array"}
+
+
+@dataclass
+class ImageFiles:
+    """The streaming fallback: each image decoded when it is read (every epoch decodes it again)."""
+
+    paths: list[str]
+    side: int
+    bad: dict[int, str] = field(default_factory=dict)  # rows whose file is missing or not an image
+
+    @property
+    def count(self) -> int:
+        return len(self.paths)
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros((len(rows), self.side, self.side, 3), np.uint8)
+        for i, row in enumerate(rows):
+            if row not in self.bad:
+                try:
+                    out[i] = decode(self.paths[row], self.side)
+                except DecodeError:
+                    pass  # truncated data found late: a black image, as the cache stores for bad files
+        return out
+
+
+def streaming(paths: Sequence[Path], side: int, workers: int) -> ImageFiles:
+    """ImageFiles for `paths`, with files that are missing or not images found now (headers only)."""
+    names = [str(p) for p in paths]
+    chunks = [names[i : i + 256] for i in range(0, len(names), 256)]
+    if workers > 1 and len(chunks) > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            found = pool.map(_check_headers, chunks)
+    else:
+        found = [_check_headers(c) for c in chunks]
+    bad = {i * 256 + j: why for i, part in enumerate(found) for j, why in part.items()}
+    return ImageFiles(names, side, bad)
+
+
+def _check_headers(paths: list[str]) -> dict[int, str]:
+    bad = {}
+    for j, path in enumerate(paths):
+        try:
+            with Image.open(path) as im:
+                im.size  # noqa: B018 - opening reads and checks the header only
+        except FileNotFoundError:
+            bad[j] = "file not found"
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+            bad[j] = " ".join(str(e).split()) or type(e).__name__
+    return bad
+
+
+def cache_refusal(nbytes: int, cache_dir: Path) -> str:
+    """Why a cache of `nbytes` should not be built under `cache_dir` ("" if it fits): it must leave a tenth
+    of the disk free, and fit in a fifth less than the RAM available (or every epoch reads it from disk)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(cache_dir).free
+    if nbytes > 0.9 * free:
+        return f"it needs {nbytes / 2**30:.1f} GB and {cache_dir} has {free / 2**30:.1f} GB free"
+    available = memory_available()
+    if available and nbytes > 0.8 * available:
+        return f"it needs {nbytes / 2**30:.1f} GB, more than the {available / 2**30:.1f} GB of RAM available can hold"
+    return ""
+
+
+def memory_available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cache_files(paths: Sequence[Path], side: int, cache_dir: Path) -> tuple[Path, Path]:
+    key = cache_key(paths, side)
+    return cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
+
+
+def bytes_to_build(paths: Sequence[Path], side: int, cache_dir: Path) -> int:
+    """Disk a cache of `paths` still needs: 0 when a complete one is there to reuse."""
+    data_path, meta_path = cache_files(paths, side, cache_dir)
+    nbytes = len(paths) * side * side * 3
+    done = meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes
+    return 0 if done else nbytes
+
 
 def cache_key(paths: Sequence[Path], side: int) -> str:
-    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{side}".encode())
+    from kit import __version__
+
+    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{__version__}/{side}".encode())
     for p in paths:
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
@@ -103,19 +202,12 @@ def build_cache(
 ) -> ImageCache:
     """Decode `paths` into a cache under `cache_dir` (reused when the files, size and code are unchanged)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    key = cache_key(paths, side)
-    data_path, meta_path = cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
+    data_path, meta_path = cache_files(paths, side, cache_dir)
     cache = ImageCache(data_path, len(paths), side)
-    if meta_path.exists() and data_path.exists() and data_path.stat().st_size == cache.nbytes:
+    if not bytes_to_build(paths, side, cache_dir):
         cache.bad = {int(k): v for k, v in json.loads(meta_path.read_text())["bad"].items()}
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
-    free = shutil.disk_usage(cache_dir).free
-    if cache.nbytes > free * 0.9:
-        raise KitError(
-            f"{desc}: the decoded cache needs {cache.nbytes / 2**30:.1f} GB but {cache_dir} has "
-            f"{free / 2**30:.1f} GB free; lower image_size or free disk space"
-        )
     np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape).flush()
     chunks = [list(range(i, min(i + 64, len(paths)))) for i in range(0, len(paths), 64)]
     job = _DecodeJob([str(p) for p in paths], str(data_path), side)
@@ -157,7 +249,7 @@ class _DecodeJob:
 
 
 def check_bad(
-    cache: ImageCache, names: Sequence[str], what: str, outcome: str, max_share: float, log: Callable[[str], None]
+    cache: ImageCache | ImageFiles, names: Sequence[str], what: str, outcome: str, max_share: float, log: Callable[[str], None]
 ) -> None:
     """Warn, naming them, about images that could not be decoded; stop if more than `max_share` failed."""
     if not cache.bad:

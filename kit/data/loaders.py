@@ -8,36 +8,31 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from kit.data.images import ImageCache
+from kit.data.images import ImageCache, ImageFiles
 
 Batch = dict[str, torch.Tensor]
 
 
-class CachedImages(Dataset):
-    """Rows of an image cache with their targets; one fancy-index read per batch instead of one per image."""
+class ImageRows(Dataset):
+    """Rows of an image source (the cache, or streamed files) with their targets, read a batch at a time:
+    one fancy-index read of the cache per batch instead of one read per image."""
 
-    def __init__(self, cache: ImageCache, rows: np.ndarray, targets: np.ndarray | None = None):
-        self.cache, self.rows, self.targets = cache, np.asarray(rows), targets
-        self._array = None
+    def __init__(self, source: ImageCache | ImageFiles, rows: np.ndarray, targets: np.ndarray | None = None):
+        self.source, self.rows, self.targets = source, np.asarray(rows), targets
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitems__(self, items: list[int]) -> Batch:
-        if self._array is None:
-            self._array = self.cache.array()
-        items = np.asarray(items)
+        items = np.asarray(items, dtype=np.int64)
         rows = self.rows[items]
-        batch = {"image": torch.from_numpy(np.ascontiguousarray(self._array[rows])), "row": torch.from_numpy(rows)}
+        batch = {"image": torch.from_numpy(self.source.read(rows)), "row": torch.from_numpy(rows)}
         if self.targets is not None:
             batch["target"] = torch.from_numpy(np.asarray(self.targets[items]))
         return batch
 
     def __getitem__(self, item: int) -> Batch:
         return self.__getitems__([item])
-
-    def __getstate__(self):
-        return {**self.__dict__, "_array": None}
 
 
 def _whole_batch(batch: Batch) -> Batch:

@@ -15,7 +15,7 @@ from torch import nn
 
 from kit.data import images, tables
 from kit.data.augment import ImageTransform, hflip
-from kit.data.loaders import CachedImages, DeviceLoader, host_loader
+from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
 from kit.runtime import paths
 from kit.runtime.session import Session
@@ -34,8 +34,8 @@ class ImageData:
     usable: np.ndarray  # rows of train_cache that decoded: what folds split
     target: Target
     sample: pd.DataFrame
-    train_cache: images.ImageCache
-    test_cache: images.ImageCache  # one row per sample submission row
+    train_cache: images.ImageCache | images.ImageFiles
+    test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
 
 
 class Pipeline:
@@ -72,12 +72,20 @@ class Pipeline:
         cache_dir = images.default_cache_dir()
         ids = labels[spec.id_column].to_numpy(dtype=str)
         test_ids = sample[spec.id_column].to_numpy(dtype=str)
-        train_cache = images.build_cache([train_dir / f"{i}{spec.image_ext}" for i in ids], side, cache_dir,
-                                         workers, "decode train", s.log)
+        train_paths = [train_dir / f"{i}{spec.image_ext}" for i in ids]
+        test_paths = [test_dir / f"{i}{spec.image_ext}" for i in test_ids]
+        need = sum(images.bytes_to_build(p, side, cache_dir) for p in (train_paths, test_paths))
+        refusal = images.cache_refusal(need, cache_dir) if need else ""
+        if refusal:
+            s.warn(f"no decoded-image cache: {refusal}; streaming from the image files instead (each epoch "
+                   "decodes them again, so lower image_size or free space for speed)")
+            train_cache = images.streaming(train_paths, side, workers)
+            test_cache = images.streaming(test_paths, side, workers)
+        else:
+            train_cache = images.build_cache(train_paths, side, cache_dir, workers, "decode train", s.log)
+            test_cache = images.build_cache(test_paths, side, cache_dir, workers, "decode test", s.log)
         images.check_bad(train_cache, [f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], "train",
                          "are left out of training", MAX_BAD_SHARE, s.log)
-        test_cache = images.build_cache([test_dir / f"{i}{spec.image_ext}" for i in test_ids], side, cache_dir,
-                                        workers, "decode test", s.log)
         images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
                          "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         y = targets.encode(target, labels[spec.target_column])
@@ -107,13 +115,13 @@ class Pipeline:
         import matplotlib.pyplot as plt
 
         rows = data.usable[np.linspace(0, len(data.usable) - 1, min(n, len(data.usable))).astype(int)]
-        array = data.train_cache.array()
+        pictures = data.train_cache.read(rows)
         cols = min(6, len(rows))
         fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols, figsize=(2.2 * cols, 2.4 * ((len(rows) + cols - 1) // cols)), squeeze=False)
         for ax in axes.flat:
             ax.axis("off")
-        for ax, r in zip(axes.flat, rows):
-            ax.imshow(array[r])
+        for ax, r, picture in zip(axes.flat, rows, pictures):
+            ax.imshow(picture)
             label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
             ax.set_title(str(label)[:24], fontsize=8)
         fig.tight_layout()
@@ -179,19 +187,33 @@ class Pipeline:
                 test: bool = False) -> DeviceLoader:
         s = self.session
         cache = data.test_cache if test else data.train_cache
-        dataset = CachedImages(cache, rows, None if test else data.y[rows])
+        dataset = ImageRows(cache, rows, None if test else data.y[rows])
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train)
         mean, std = self.normalization()
-        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed)
-        return DeviceLoader(loader, s.device, _TransformImages(transform))
+        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed, dtype=self.input_dtype())
+        return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None))
+
+    def input_dtype(self) -> torch.dtype:
+        # Half-precision inputs under fp16/bf16 autocast (the first convolution casts to it anyway).
+        return self.session.precision.dtype
+
+    def mixer(self, data: ImageData):
+        """timm's Mixup/CutMix on the device, with soft targets; None when both are off or nothing mixes."""
+        if not (self.p.mixup or self.p.cutmix) or not data.target.classification:
+            return None
+        from timm.data import Mixup
+
+        return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=self.p.cutmix, label_smoothing=0.0,
+                     num_classes=data.target.outputs)
 
     def make_batch(self, data: ImageData, n: int) -> dict[str, torch.Tensor]:
         """One augmented training batch of `n` rows on the device (rows repeat if there are fewer)."""
         rows = np.resize(data.usable, n)
-        host = CachedImages(data.train_cache, rows, data.y[rows]).__getitems__(list(range(n)))
+        host = ImageRows(data.train_cache, rows, data.y[rows]).__getitems__(list(range(n)))
         mean, std = self.normalization()
-        transform = _TransformImages(ImageTransform(self.p.image_size, mean, std, train=True))
+        transform = _TransformImages(ImageTransform(self.p.image_size, mean, std, train=True, dtype=self.input_dtype()),
+                                     self.mixer(data))
         return transform({k: v.to(self.session.device) for k, v in host.items()})
 
     def predict_rows(self, data: ImageData) -> int:
@@ -222,8 +244,13 @@ class Pipeline:
 
 
 class _TransformImages:
-    def __init__(self, transform: ImageTransform):
-        self.transform = transform
+    """The device-side step of a batch: augment and normalise its images, then mix them if asked."""
+
+    def __init__(self, transform: ImageTransform, mixer=None):
+        self.transform, self.mixer = transform, mixer
 
     def __call__(self, batch):
-        return {**batch, "image": self.transform(batch["image"])}
+        batch = {**batch, "image": self.transform(batch["image"])}
+        if self.mixer is not None and len(batch["image"]) % 2 == 0:  # timm mixes pairs: an odd last batch stays
+            batch["image"], batch["target"] = self.mixer(batch["image"], batch["target"])
+        return batch

@@ -41,3 +41,13 @@ def test_notebook_on_cuda_autotunes_and_monitors(tmp_path):
     assert "batch_size auto:" in log and "samples/s, peak" in log
     assert " | gpu " in log and " | mem " in log
     assert (out / "submission.csv").exists() and (out / "history.png").exists()
+
+
+def test_cpu_and_gpu_augmentation_agree_for_a_seed():
+    from kit.data.augment import ImageTransform
+
+    x = torch.randint(0, 256, (8, 73, 73, 3), dtype=torch.uint8)
+    for train in (True, False):
+        cpu = ImageTransform(64, (0.5,) * 3, (0.25,) * 3, train=train, seed=7)(x)
+        gpu = ImageTransform(64, (0.5,) * 3, (0.25,) * 3, train=train, seed=7)(x.cuda()).cpu()
+        assert torch.allclose(cpu, gpu, atol=1e-3)

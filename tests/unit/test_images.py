@@ -84,3 +84,58 @@ def test_bad_images_warn_below_the_share_and_stop_above(tmp_path):
     assert len(logs) == 1 and logs[0].startswith("WARNING: 1 of 10 train images could not be decoded and are left out: 3.jpg: ")
     with pytest.raises(KitError, match=r"1 of 10 train images could not be decoded \(10.0%, more than 5%\): 3.jpg"):
         images.check_bad(cache, [p.name for p in paths], "train", "are left out", 0.05, logs.append)
+
+
+@pytest.mark.parametrize(
+    "make, outcome",
+    [
+        (lambda p: Image.new("L", (300, 200), 90).save(p, "JPEG"), "converted"),  # grayscale
+        (lambda p: Image.new("CMYK", (300, 200), (10, 200, 30, 0)).save(p, "JPEG"), "converted"),
+        (lambda p: Image.new("RGB", (300, 200), (1, 2, 3)).save(p, "PNG"), "converted"),  # PNG bytes behind .jpg
+        (lambda p: Image.new("RGBA", (300, 200), (1, 2, 3, 4)).save(p, "PNG"), "converted"),
+        (lambda p: Image.new("P", (300, 200), 7).save(p, "GIF"), "converted"),
+        (lambda p: Image.new("I;16", (300, 200), 300).save(p, "PNG"), "converted"),  # 16-bit grayscale
+        (lambda p: p.write_bytes(b""), "empty"),
+        (lambda p: p.write_bytes(b"GIF89a garbage"), "cannot identify"),
+        (lambda p: p.write_bytes(dogs.to_bytes(Image.new("RGB", (300, 200), 5))[:200]), "truncated"),
+        (lambda p: None, "file not found"),
+    ],
+    ids=["gray", "cmyk", "png", "rgba", "gif-palette", "png16", "empty", "garbage", "truncated", "missing"],
+)
+def test_awkward_and_broken_files(tmp_path, make, outcome):
+    path = tmp_path / "x.jpg"
+    make(path)
+    if outcome == "converted":
+        out = images.decode(path, 32)
+        assert out.shape == (32, 32, 3) and out.dtype == np.uint8
+    else:
+        with pytest.raises(images.DecodeError) as e:
+            images.decode(path, 32)
+        assert outcome in str(e.value).lower() or (outcome == "empty" and "cannot identify" in str(e.value))
+
+
+def test_cache_key_follows_the_code_version(tmp_path, monkeypatch):
+    import kit
+
+    paths = make_files(tmp_path / "img", 2)
+    key = images.cache_key(paths, 40)
+    monkeypatch.setattr(kit, "__version__", "9.9.9")
+    assert images.cache_key(paths, 40) != key
+
+
+def test_streaming_reads_the_same_rows_as_the_cache(tmp_path):
+    paths = make_files(tmp_path / "img", 12)
+    dogs.corrupt(paths[4], "garbage")
+    cache = images.build_cache(paths, 36, tmp_path / "cache", workers=1, log=lambda m: None)
+    files = images.streaming(paths, 36, workers=2)
+    assert files.bad.keys() == cache.bad.keys() == {4}
+    rows = np.array([11, 0, 4, 7])
+    assert np.array_equal(files.read(rows), cache.read(rows))
+
+
+def test_cache_refusal_reasons(tmp_path, monkeypatch):
+    assert images.cache_refusal(10**6, tmp_path) == ""
+    monkeypatch.setattr(images.shutil, "disk_usage", lambda p: type("U", (), {"free": 5 * 2**30})())
+    assert images.cache_refusal(8 * 2**30, tmp_path) == f"it needs 8.0 GB and {tmp_path} has 5.0 GB free"
+    monkeypatch.setattr(images, "memory_available", lambda: 2 * 2**30)
+    assert images.cache_refusal(2 * 2**30, tmp_path) == "it needs 2.0 GB, more than the 2.0 GB of RAM available can hold"
