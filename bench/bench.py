@@ -11,6 +11,10 @@ On CUDA, end-to-end training samples/s of efficientnet_b0 at 224 with AMP: kit (
 channels_last) against the model-bound ceiling (the same model and batch on synthetic uint8 already on the
 GPU) and against the naive configuration (batch 32, fp32, num_workers=0).
 
+Sequences (any machine), ventilator-shaped (80 steps, 5 features, 2 categorical): steps/s of batches
+gathered in place from resident tensors (on the GPU where there is one) against a per-sequence DataLoader
+(one __getitem__ per sequence, default collate), for the data path alone and with an LSTM training step.
+
 Prints a table and writes the figures as JSON to BENCH_OUT (default output/bench.json).
 """
 from __future__ import annotations
@@ -188,9 +192,77 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
             "ceiling_sps": ceiling_sps, "naive_sps": naive_sps}
 
 
+class PerSequence(torch.utils.data.Dataset):
+    """The usual way: one sequence per __getitem__, collated by the DataLoader."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]):
+        self.arrays = arrays
+
+    def __len__(self):
+        return len(self.arrays["x"])
+
+    def __getitem__(self, i):
+        return {k: torch.from_numpy(v[i]) for k, v in self.arrays.items()}
+
+
+def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, batch: int = 256) -> dict:
+    from kit.data.sequences import SequenceBatches
+    from kit.models import create_model
+    from kit.runtime.precision import Precision
+    from kit.train.loop import make_optimizer, train_step
+    from kit.train.tasks import SequenceTask
+
+    rng = np.random.default_rng(0)
+    arrays = {"x": rng.normal(size=(count, length, 5)).astype(np.float32),
+              "cat": rng.integers(1, 4, (count, length, 2)).astype(np.int64),
+              "mask": np.ones((count, length), bool), "weight": np.ones((count, length), np.float32),
+              "target": rng.normal(size=(count, length)).astype(np.float32)}
+    resident = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+    rows = np.arange(count)
+
+    def in_place():
+        return SequenceBatches(resident, rows, batch, shuffle=True, device=device)
+
+    def per_sequence():
+        loader = torch.utils.data.DataLoader(PerSequence(arrays), batch_size=batch, shuffle=True, num_workers=0,
+                                             pin_memory=device.type == "cuda")
+        return ({k: v.to(device, non_blocking=True) for k, v in b.items()} for b in loader)
+
+    def data_steps(make) -> float:
+        started, steps = time.perf_counter(), 0
+        for _ in range(2):
+            steps += sum(1 for _batch in make())
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return steps / (time.perf_counter() - started)
+
+    precision = Precision("fp32", device.type) if device.type == "cpu" else Precision(
+        "fp16" if torch.cuda.get_device_capability() < (8, 0) else "bf16", "cuda")
+
+    def train_steps(make, limit: int = 12) -> float:
+        torch.manual_seed(0)
+        model = create_model("lstm", features=5, cardinalities=[3, 3], outputs=1, per_step=True, d_model=64,
+                             hidden_size=64, num_layers=2).to(device)
+        task, opt, scaler = SequenceTask(False, True, "mae"), make_optimizer(model, 1e-3, 0.0), precision.grad_scaler()
+        batches = make()
+        train_step(model, task, next(batches), opt, scaler, precision, 1.0)  # warm-up
+        started = time.perf_counter()
+        for _ in range(limit):
+            train_step(model, task, next(batches), opt, scaler, precision, 1.0)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return limit / (time.perf_counter() - started)
+
+    return {"device": device.type, "sequences": count, "batch": batch,
+            "resident_data_steps_per_s": data_steps(in_place), "dataloader_data_steps_per_s": data_steps(per_sequence),
+            "resident_train_steps_per_s": train_steps(lambda: iter(in_place())),
+            "dataloader_train_steps_per_s": train_steps(per_sequence)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=int(os.environ.get("BENCH_IMAGES", 512)))
+    parser.add_argument("--sequences", type=int, default=4096)
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", "output/bench.json"))
     args = parser.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -204,6 +276,12 @@ def main(argv=None) -> int:
             ("(c) kit cached epochs", "kit_cached_ips"), (f"(d) kit cached + augment on {device.type}", "kit_cached_augmented_ips"))
     for label, key in rows:
         print(f"{label:<38}{im[key]:>10.0f}{im[key] / im['naive_ips']:>9.1f}x")
+    sq = result["sequences"] = bench_sequences(device, count=args.sequences)
+    print(f"\nsequences, batches of {sq['batch']} x 80 steps on {sq['device']}   in place  DataLoader  ratio")
+    for what in ("data", "train"):
+        a, b = sq[f"resident_{what}_steps_per_s"], sq[f"dataloader_{what}_steps_per_s"]
+        label = "steps/s, data path only" if what == "data" else "steps/s, with an LSTM training step"
+        print(f"{label:<38}{a:>10.1f}{b:>11.1f}{a / b:>7.1f}x")
     if device.type == "cuda":
         tr = result["training"] = bench_training(paths)
         print(f"\ntraining samples/s, efficientnet_b0 @224, {tr['gpu']} ({tr['precision']})")

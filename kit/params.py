@@ -45,7 +45,32 @@ class CnnParams(TrainParams):
     cutmix: float = setting(0.0, minimum=0.0)  # cutmix alpha (0 is off)
 
 
-PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams}
+@dataclass(frozen=True)
+class SequenceParams(TrainParams):
+    d_model: int = setting(128, minimum=8)  # width of the input projection (and of the Transformer)
+    hidden_size: int = setting(256, minimum=8)  # LSTM units per direction; the Transformer's feed-forward width
+    num_layers: int = setting(3, minimum=1)
+    dropout: float = setting(0.1, minimum=0.0)
+    nhead: int = setting(8, minimum=1)  # Transformer attention heads (the LSTM has none)
+    conv_kernel: int = setting(3, minimum=0)  # a 1-D convolution over time before the backbone; 0 is off
+    patience: int = setting(6, minimum=0)
+    weight_decay: float = setting(0.01, minimum=0.0)
+    epochs: int = setting(40, minimum=1)
+
+
+@dataclass(frozen=True)
+class LstmParams(SequenceParams):
+    pass
+
+
+@dataclass(frozen=True)
+class TransformerParams(SequenceParams):
+    num_layers: int = setting(4, minimum=1)
+    hidden_size: int = setting(512, minimum=8)
+    lr: float = setting(5e-4, minimum=0.0)
+
+
+PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams, "lstm": LstmParams, "transformer": TransformerParams}
 
 
 def params_class(template: str) -> type[TrainParams]:

@@ -5,7 +5,7 @@ import importlib
 
 from kit.errors import KitError
 
-_PIPELINES = {"cnn": "kit.pipelines.cnn"}
+_PIPELINES = {"cnn": "kit.pipelines.cnn", "lstm": "kit.pipelines.sequence", "transformer": "kit.pipelines.sequence"}
 
 
 def list_pipelines() -> list[str]:

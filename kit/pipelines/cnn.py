@@ -138,9 +138,9 @@ class Pipeline:
         return targets.prior(data.target, data.y[data.usable])
 
     # -- model ------------------------------------------------------------------------------------------
-    def model(self, data: ImageData, pretrained: bool = True) -> nn.Module:
+    def model(self, data: ImageData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The timm model with one output per class (or one value), on the device; `pretrained=False` for
-        models whose weights come from a fold checkpoint next."""
+        models whose weights come from a fold checkpoint next. (`fit_rows`: nothing to fit from them here.)"""
         import timm
 
         s, p = self.session, self.p

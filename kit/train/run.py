@@ -31,6 +31,8 @@ class CVResult:
     metric: str
     folds: list[dict] = field(default_factory=list)  # one summary per finished fold
     score: float = float("nan")  # out-of-fold score over the finished folds
+    baseline: float = float("nan")  # the same rows predicted with the training mean (or class prior)
+    baseline_name: str = "the training mean"
     planned: int = 0
     monitor: Monitor | None = None
     error: str = ""  # what stopped training early, if something failed after a fold checkpoint existed
@@ -111,7 +113,7 @@ def train_folds(session: Session, pipe, data) -> CVResult:
             session.log(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             try:
                 fitted = fit(
-                    maybe_compile(session, pipe.model(data)),
+                    maybe_compile(session, pipe.model(data, fit_rows=train_idx)),
                     pipe.task(data),
                     pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold),
                     pipe.batches(data, val_idx, train=False, batch_size=size),
@@ -153,9 +155,13 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     if rows:
         joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
         result.score = metrics.score(cfg.metric, joined["pred"], joined["target"], joined.get("weight"))
+        prior = np.tile(pipe.prior(data), (len(joined["target"]), 1))
+        result.baseline = metrics.score(cfg.metric, prior, joined["target"], joined.get("weight"))
+        result.baseline_name = "the training mean" if len(pipe.prior(data)) == 1 else "the class prior"
     session.log(summary_table(result))
-    files.write_text(session.output_dir / "cv.json", json.dumps({"metric": cfg.metric, "score": result.score,
-                                                                 "folds": result.folds}, indent=1, default=float))
+    files.write_text(session.output_dir / "cv.json", json.dumps(
+        {"metric": cfg.metric, "score": result.score, "baseline": result.baseline, "folds": result.folds},
+        indent=1, default=float))
     return result
 
 
@@ -165,5 +171,8 @@ def summary_table(result: CVResult) -> str:
         lines.append(
             f"{f['fold'] + 1:>4}  {f['best_epoch']:>10}  {f['epochs_run']:>6}  {f['best_score']:>10.4f}  {f['stopped']}"
         )
-    lines.append(f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f}")
+    lines.append(
+        f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
+        f"(predicting {result.baseline_name}: {result.baseline:.4f})"
+    )
     return "\n".join(lines)

@@ -44,3 +44,37 @@ class Regression:
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         return {"pred": self.predict(output), "target": batch["target"]}
+
+
+class SequenceTask:
+    """Sequences in, one output per step or per sequence. Loss and metric rows count only the rows whose
+    `weight` is set (real steps that the score mask keeps); regression targets are standardised."""
+
+    def __init__(self, classification: bool, per_step: bool, metric: str, mean: float = 0.0, std: float = 1.0):
+        self.classification, self.per_step, self.metric = classification, per_step, metric
+        self.mean, self.std = float(mean), float(std) or 1.0
+
+    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+        out = model(batch["x"], batch["cat"], batch["mask"]).float()  # (B, L, O) or (B, O)
+        y = batch["target"]
+        if self.classification:
+            losses = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
+        else:
+            fn = F.l1_loss if self.metric == "mae" else F.mse_loss
+            losses = fn(out[..., 0], (y.float() - self.mean) / self.std, reduction="none")
+        if self.per_step:
+            w = batch["weight"]
+            loss = (losses * w).sum() / w.sum().clamp(min=1.0)
+        else:
+            loss = losses.mean()
+        return {"loss": loss, "output": out}
+
+    def predict(self, output: torch.Tensor) -> torch.Tensor:
+        return output.float().softmax(-1) if self.classification else output.float() * self.std + self.mean
+
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
+        pred = self.predict(output)
+        if not self.per_step:
+            return {"pred": pred, "target": batch["target"]}
+        real = batch["mask"]  # (B, L): flatten the real steps; weight says which of them are scored
+        return {"pred": pred[real], "target": batch["target"][real], "weight": batch["weight"][real]}

@@ -57,7 +57,9 @@ def test_bench_runs_and_writes_its_json(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench, "ROOT", tmp_path)  # photos under tmp_path/.bench
     out = tmp_path / "bench.json"
-    assert bench.main(["--images", "48", "--out", str(out)]) == 0
-    figures = json.loads(out.read_text())["images"]
+    assert bench.main(["--images", "48", "--sequences", "512", "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
     for key in ("naive_ips", "kit_first_epoch_ips", "kit_cached_ips", "kit_cached_augmented_ips"):
-        assert figures[key] > 0
+        assert figures["images"][key] > 0
+    for key in ("resident_data_steps_per_s", "dataloader_data_steps_per_s", "resident_train_steps_per_s"):
+        assert figures["sequences"][key] > 0

@@ -30,7 +30,7 @@ class ToyPipeline:
     def split(self, data):
         return make_folds(120, 3, seed=0, classes=self.y.numpy())
 
-    def model(self, data, pretrained=True):
+    def model(self, data, pretrained=True, fit_rows=None):
         self.models += 1
         if self.fail_in_fold is not None and self.models == self.fail_in_fold + 1:
             return Exploding()
@@ -45,6 +45,9 @@ class ToyPipeline:
 
     def predict_rows(self, data):
         return 50
+
+    def prior(self, data):
+        return np.bincount(self.y.numpy(), minlength=3) / len(self.y)
 
     def make_batch(self, data, n):
         return {"x": self.x[:n], "target": self.y[:n]}
@@ -74,6 +77,7 @@ def test_three_folds_then_a_rerun_reuses_them(out):
     s = session(out)
     cv = train_folds(s, ToyPipeline(), None)
     assert cv.finished == [0, 1, 2] and np.isfinite(cv.score)
+    assert cv.score < cv.baseline and cv.baseline_name == "the class prior"
     assert sorted(p.name for p in s.checkpoint_dir.iterdir()) == [
         "fold0.json", "fold0.pt", "fold1.json", "fold1.pt", "fold2.json", "fold2.pt"]
     stamps = {p.name: p.stat().st_mtime_ns for p in s.checkpoint_dir.iterdir()}

@@ -1,0 +1,175 @@
+"""Long tables (one row per time step) as padded sequence tensors, and batches gathered where they live.
+
+Rows are grouped by `sequence_column` and ordered by `order_column`; sequences of different lengths are
+padded and carry a mask. Numeric features are standardised per fold, with statistics from the training
+folds only (`standardizer`); categorical features become integer codes for an embedding.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from kit.errors import KitError
+from kit.spec import Spec
+
+
+@dataclass
+class Sequences:
+    ids: np.ndarray  # (S,) sequence ids, as text
+    x: np.ndarray  # (S, L, F) float32 numeric features, 0 in padding
+    cat: np.ndarray  # (S, L, K) int64 category codes, 0 in padding (codes start at 1)
+    mask: np.ndarray  # (S, L) bool: a real row
+    weight: np.ndarray  # (S, L) float32: 1 where the row counts in loss and metric (mask and score_mask)
+    row_index: np.ndarray  # (S, L) int64: each step's row in the table it came from (-1 in padding)
+    y: np.ndarray | None = None  # per_step: (S, L); per_sequence: (S,)
+
+    @property
+    def length(self) -> int:
+        return self.x.shape[1]
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        out = {"x": torch.from_numpy(self.x), "cat": torch.from_numpy(self.cat), "mask": torch.from_numpy(self.mask),
+               "weight": torch.from_numpy(self.weight)}
+        if self.y is not None:
+            out["target"] = torch.from_numpy(self.y)
+        return out
+
+
+def check_columns(df: pd.DataFrame, spec: Spec, path: Path, need_target: bool) -> None:
+    """Missing columns, non-numeric features and NaNs in features: one line each, naming column and row."""
+    wanted = [spec.sequence_column, spec.order_column, *spec.features, *spec.categorical]
+    wanted += [spec.target_column] if need_target else []
+    if spec.task == "per_step":  # per sequence, the sample submission's ids are sequence ids
+        wanted.append(spec.id_column)
+    missing = [c for c in dict.fromkeys(wanted) if c and c not in df.columns]
+    if missing:
+        listed = ", ".join(map(str, df.columns[:12]))
+        raise KitError(f"{path.name}: no column '{missing[0]}' (it has: {listed}); fix [data] in the config")
+    for column in dict.fromkeys([*spec.features, spec.order_column]):
+        values = df[column]
+        if not pd.api.types.is_numeric_dtype(values):
+            bad = (pd.to_numeric(values, errors="coerce").isna() & values.notna()).to_numpy()
+            row = int(np.flatnonzero(bad)[0]) if bad.any() else 0
+            raise KitError(
+                f"{path.name}: feature '{column}' is not numeric ('{values.iloc[row]}' in row {row + 2}); "
+                "encode it as numbers, or list it under [data] categorical"
+            )
+        nan = values.isna().to_numpy()
+        if nan.any():
+            row = int(np.flatnonzero(nan)[0])
+            raise KitError(
+                f"{path.name}: feature '{column}' has {int(nan.sum())} missing values (first in row {row + 2}); "
+                "fill them before training (kit does not guess)"
+            )
+
+
+def score_rows(df: pd.DataFrame, expression: str, path: Path) -> np.ndarray:
+    """The rows `score_mask` selects (all rows when it is empty)."""
+    if not expression:
+        return np.ones(len(df), bool)
+    try:
+        selected = df.eval(expression)
+    except Exception as e:  # pandas raises many types for a bad expression
+        raise KitError(f"[data] score_mask '{expression}' cannot be evaluated on {path.name}: {e}") from None
+    if not pd.api.types.is_bool_dtype(selected):
+        raise KitError(f"[data] score_mask '{expression}' is not a true/false condition on {path.name}")
+    return selected.to_numpy()
+
+
+def category_codes(frames: list[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, dict]:
+    """value -> code (from 1; 0 is padding) per categorical column, over train and test together."""
+    codes = {}
+    for column in columns:
+        values = pd.unique(pd.concat([f[column] for f in frames], ignore_index=True).astype(str))
+        codes[column] = {v: i + 1 for i, v in enumerate(sorted(values))}
+    return codes
+
+
+def to_sequences(df: pd.DataFrame, spec: Spec, codes: dict[str, dict], y: np.ndarray | None, weight: np.ndarray,
+                 per_step: bool, length: int | None = None) -> Sequences:
+    """Group, order and pad `df`. `y` holds one (encoded) target per row; `weight` the score mask per row."""
+    order = np.lexsort((df[spec.order_column].to_numpy(), df[spec.sequence_column].astype(str).to_numpy()))
+    seq = df[spec.sequence_column].astype(str).to_numpy()[order]
+    ids, starts, counts = np.unique(seq, return_index=True, return_counts=True)  # rows are sorted by sequence
+    which = np.repeat(np.arange(len(ids)), counts)  # sequence of each sorted row
+    pos = np.arange(len(seq)) - np.repeat(starts, counts)  # position inside its sequence
+    L = max(int(counts.max()), length or 0)
+    S, F, K = len(ids), len(spec.features), len(spec.categorical)
+    x = np.zeros((S, L, F), np.float32)
+    x[which, pos] = df[list(spec.features)].to_numpy(np.float32)[order] if F else np.zeros((len(seq), 0), np.float32)
+    cat = np.zeros((S, L, K), np.int64)
+    for k, column in enumerate(spec.categorical):
+        cat[which, pos, k] = df[column].astype(str).map(codes[column]).to_numpy()[order]
+    mask = np.zeros((S, L), bool)
+    mask[which, pos] = True
+    w = np.zeros((S, L), np.float32)
+    w[which, pos] = weight[order]
+    row_index = np.full((S, L), -1, np.int64)
+    row_index[which, pos] = order
+    target = None
+    if y is not None:
+        if per_step:
+            target = np.zeros((S, L), y.dtype)
+            target[which, pos] = y[order]
+        else:
+            target = y[order][starts]  # the sequence's label: its first row's
+    return Sequences(ids, x, cat, mask, w, row_index, target)
+
+
+def standardizer(seqs: Sequences, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature mean and std over the real rows of sequences `rows` (the training folds)."""
+    values = seqs.x[rows][seqs.mask[rows]]  # (rows, F)
+    if not len(values):
+        return np.zeros(seqs.x.shape[2], np.float32), np.ones(seqs.x.shape[2], np.float32)
+    std = values.std(0)
+    return values.mean(0).astype(np.float32), np.where(std > 1e-8, std, 1.0).astype(np.float32)
+
+
+class SequenceBatches:
+    """Batches of sequences gathered by index from tensors that stay where they are: on the GPU when they
+    fit (no per-step DataLoader, no copies), else in pinned host memory, copied without blocking."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], rows: np.ndarray, batch_size: int, shuffle: bool,
+                 device: torch.device, seed: int = 0, transform: Callable[[dict], dict] | None = None):
+        self.tensors, self.rows, self.batch_size, self.shuffle = tensors, torch.as_tensor(rows), batch_size, shuffle
+        self.device, self.transform = device, transform or (lambda b: b)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.index_device = next(iter(tensors.values())).device
+
+    def __len__(self) -> int:
+        return (len(self.rows) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        order = self.rows[torch.randperm(len(self.rows), generator=self.generator)] if self.shuffle else self.rows
+        order = order.to(self.index_device)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            batch = {k: self._gather(v, idx) for k, v in self.tensors.items()}
+            yield self.transform(batch)
+
+    def _gather(self, tensor: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        rows = tensor.index_select(0, idx)
+        if rows.device == self.device:
+            return rows
+        if tensor.is_pinned():
+            rows = rows.pin_memory()  # a non-blocking copy needs page-locked memory on the host side
+        return rows.to(self.device, non_blocking=True)
+
+
+def place(tensors: dict[str, torch.Tensor], device: torch.device, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
+    """On the GPU if they take less than a quarter of its free memory, else pinned host memory (CUDA) or
+    as they are (CPU)."""
+    nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
+    if device.type != "cuda":
+        return tensors
+    free, _ = torch.cuda.mem_get_info(device)
+    if nbytes < 0.25 * free:
+        log(f"sequences      {nbytes / 2**20:.0f} MB resident on the GPU: batches are gathered there")
+        return {k: v.to(device) for k, v in tensors.items()}
+    log(f"sequences      {nbytes / 2**20:.0f} MB in pinned host memory (too big for the GPU's {free / 2**30:.1f} GB free)")
+    return {k: v.pin_memory() for k, v in tensors.items()}

@@ -1,0 +1,208 @@
+"""Sequence competitions (a long table, one row per time step) with an LSTM or a Transformer.
+
+One output per row (`task = "per_step"`, e.g. ventilator pressure) or per sequence (`"per_sequence"`, e.g.
+activity classes); regression or classification follows from the metric and the sample submission. The
+padded tensors stay on the GPU when they fit, and batches are gathered there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from kit.data import sequences, tables
+from kit.data.sequences import SequenceBatches, Sequences
+from kit.errors import KitError
+from kit.models import create_model
+from kit.runtime import paths
+from kit.runtime.session import Session
+from kit.train import cv, targets
+from kit.train.predict import submission_frame
+from kit.train.targets import Target
+from kit.train.tasks import SequenceTask
+
+
+@dataclass
+class SequenceData:
+    train: Sequences
+    test: Sequences
+    target: Target
+    sample: pd.DataFrame
+    per_step: bool
+    cardinalities: list[int]
+    test_positions: np.ndarray  # per_step: (S, L) sample row of each test row (-1: padding); else (S,)
+    y_mean: float
+    y_std: float
+    tensors: dict[str, torch.Tensor]  # training tensors, placed (GPU-resident when they fit)
+    test_tensors: dict[str, torch.Tensor]
+
+
+class Pipeline:
+    def __init__(self, session: Session):
+        self.session, self.p, self.spec = session, session.params, session.spec
+        size = session.params.batch_size
+        self.batch_size = size if isinstance(size, int) else 32  # train_folds settles "auto"
+
+    # -- data -------------------------------------------------------------------------------------------
+    def load(self) -> SequenceData:
+        s, spec = self.session, self.spec
+        if not spec.sequence_column or not spec.order_column or not spec.features:
+            raise KitError("[data] needs sequence_column, order_column and features for a sequence template")
+        if not spec.test:
+            raise KitError("[data] test is empty: a sequence template needs the test table's file name")
+        train_path = paths.require_file(s.data_dir, spec.train, "training table")
+        test_path = paths.require_file(s.data_dir, spec.test, "test table")
+        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
+        train = tables.read_csv(train_path, spec.id_column)
+        test = tables.read_csv(test_path, spec.id_column)
+        sample = tables.read_csv(sample_path, spec.id_column)
+        sequences.check_columns(train, spec, train_path, need_target=True)
+        sequences.check_columns(test, spec, test_path, need_target=False)
+        tables.require_columns(sample, [spec.id_column], sample_path)
+        tables.require_unique(sample, spec.id_column, sample_path)
+        per_step = spec.task == "per_step"
+        if train[spec.target_column].isna().any():
+            row = int(np.flatnonzero(train[spec.target_column].isna().to_numpy())[0])
+            raise KitError(f"{train_path.name}: target '{spec.target_column}' is empty in row {row + 2}")
+        labels = train[spec.target_column] if per_step else train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
+        columns = [c for c in sample.columns if c != spec.id_column]
+        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'")
+        y = targets.encode(target, train[spec.target_column])
+        codes = sequences.category_codes([train, test], spec.categorical)
+        length = int(max(train.groupby(spec.sequence_column).size().max(), test.groupby(spec.sequence_column).size().max()))
+        tr = sequences.to_sequences(train, spec, codes, y, sequences.score_rows(train, spec.score_mask, train_path),
+                                    per_step, length)
+        te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
+        positions = self._sample_positions(te, test, sample, per_step, test_path, sample_path)
+        scored = tr.weight > 0
+        values = tr.y[scored] if per_step else tr.y
+        y_mean = float(values.mean()) if not target.classification else 0.0
+        y_std = float(values.std()) if not target.classification else 1.0
+        data = SequenceData(tr, te, target, sample, per_step, [len(codes[c]) for c in spec.categorical], positions,
+                            y_mean, y_std, sequences.place(tr.tensors(), s.device, s.log),
+                            sequences.place(te.tensors(), s.device, lambda m: None))
+        s.log(self.describe(data))
+        return data
+
+    def _sample_positions(self, te: Sequences, test: pd.DataFrame, sample: pd.DataFrame, per_step: bool,
+                          test_path, sample_path) -> np.ndarray:
+        """Where each test prediction goes in the sample submission; every id on both sides must match."""
+        where = {str(v): i for i, v in enumerate(sample[self.spec.id_column])}
+        if per_step:
+            ids = test[self.spec.id_column].astype(str).to_numpy()
+            what = "row id"
+        else:
+            ids = te.ids
+            what = "sequence id"
+        missing = [i for i in ids if i not in where]
+        if missing:
+            raise KitError(f"{test_path.name}: {what} '{missing[0]}' is not in {sample_path.name} "
+                           f"({len(missing)} such); the test table and the sample submission must list the same ids")
+        if len(set(ids)) != len(where):
+            absent = next(i for i in where if i not in set(ids))
+            raise KitError(f"{sample_path.name}: id '{absent}' has no rows in {test_path.name}")
+        if not per_step:
+            return np.array([where[i] for i in te.ids], np.int64)
+        lookup = np.array([where[i] for i in ids], np.int64)  # per table row
+        positions = np.full(te.mask.shape, -1, np.int64)
+        positions[te.mask] = lookup[te.row_index[te.mask]]
+        return positions
+
+    def describe(self, data: SequenceData) -> str:
+        tr, t = data.train, data.target
+        rows = int(tr.mask.sum())
+        scored = f", {float((tr.weight > 0).sum()) / rows:.0%} of rows scored ({self.spec.score_mask})" if self.spec.score_mask else ""
+        kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})" if t.classification else "value"
+        return (f"train          {len(tr.ids)} sequences, {rows} rows, up to {tr.length} steps{scored}\n"
+                f"test           {len(data.test.ids)} sequences\n"
+                f"features       {len(self.spec.features)} numeric, {len(self.spec.categorical)} categorical\n"
+                f"target         {self.spec.task}, {kind}, metric {self.spec.metric}")
+
+    def show_samples(self, data: SequenceData, n: int = 3):
+        """A few training sequences: each feature (standardised for the plot) and the target over time."""
+        import matplotlib.pyplot as plt
+
+        tr = data.train
+        fig, axes = plt.subplots(1, min(n, len(tr.ids)), figsize=(5 * min(n, len(tr.ids)), 3), squeeze=False)
+        mean, std = sequences.standardizer(tr, np.arange(len(tr.ids)))
+        for ax, i in zip(axes.flat, range(n)):
+            real = tr.mask[i]
+            for f, name in enumerate(self.spec.features[:6]):
+                ax.plot(((tr.x[i, real, f] - mean[f]) / std[f]), lw=0.8, label=name)
+            if data.per_step and not data.target.classification:
+                ax2 = ax.twinx()
+                ax2.plot(tr.y[i, real], color="black", lw=1.2, label=self.spec.target_column)
+            ax.set_title(f"{self.spec.sequence_column} {tr.ids[i]}", fontsize=9)
+            ax.legend(fontsize=6, loc="upper right")
+        fig.tight_layout()
+        fig.savefig(self.session.output_dir / "samples.png", dpi=80)
+        return fig
+
+    def split(self, data: SequenceData) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Folds of whole sequences (stratified by class for per-sequence classification)."""
+        classes = data.train.y if data.target.classification and not data.per_step else None
+        return cv.make_folds(len(data.train.ids), self.p.folds, self.p.seed, classes=classes)
+
+    def prior(self, data: SequenceData) -> np.ndarray:
+        tr = data.train
+        values = tr.y[tr.weight > 0] if data.per_step else tr.y
+        return targets.prior(data.target, values)
+
+    # -- model ------------------------------------------------------------------------------------------
+    def model(self, data: SequenceData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
+        """The template's model; `fit_rows` (a fold's training sequences) set its feature standardisation,
+        which it keeps in its state, so a fold checkpoint predicts with its own statistics."""
+        p = self.p
+        model = create_model(
+            self.session.template, features=len(self.spec.features), cardinalities=data.cardinalities,
+            outputs=data.target.outputs, per_step=data.per_step, d_model=p.d_model, hidden_size=p.hidden_size,
+            num_layers=p.num_layers, dropout=p.dropout, nhead=p.nhead, conv_kernel=p.conv_kernel,
+        )
+        if fit_rows is not None:
+            mean, std = sequences.standardizer(data.train, fit_rows)
+            model.front.set_standardization(torch.from_numpy(mean), torch.from_numpy(std))
+        return model.to(self.session.device)
+
+    def task(self, data: SequenceData) -> SequenceTask:
+        return SequenceTask(data.target.classification, data.per_step, self.spec.metric, data.y_mean, data.y_std)
+
+    # -- batches ----------------------------------------------------------------------------------------
+    def batches(self, data: SequenceData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
+                test: bool = False) -> SequenceBatches:
+        tensors = data.test_tensors if test else data.tensors
+        return SequenceBatches(tensors, rows, batch_size, shuffle=train, device=self.session.device, seed=seed)
+
+    def make_batch(self, data: SequenceData, n: int) -> dict[str, torch.Tensor]:
+        rows = np.resize(np.arange(len(data.train.ids)), n)
+        return next(iter(SequenceBatches(data.tensors, rows, n, shuffle=False, device=self.session.device)))
+
+    def predict_rows(self, data: SequenceData) -> int:
+        return len(data.test.ids)
+
+    # -- prediction -------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def predict(self, model: nn.Module, data: SequenceData) -> np.ndarray:
+        """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
+        model.eval()
+        task = self.task(data)
+        out = np.zeros((len(data.sample), data.target.outputs), np.float64)
+        rows = np.arange(len(data.test.ids))
+        done = 0
+        for batch in self.batches(data, rows, train=False, batch_size=2 * self.batch_size, test=True):
+            with self.session.precision.autocast():
+                pred = task.predict(model(batch["x"], batch["cat"], batch["mask"])).float().cpu().numpy()
+            n = len(pred)
+            where = data.test_positions[done : done + n]
+            if data.per_step:
+                real = where >= 0
+                out[where[real]] = pred.reshape(n, pred.shape[1], -1)[real]
+            else:
+                out[where] = pred
+            done += n
+        return out
+
+    def submission(self, data: SequenceData, pred: np.ndarray) -> pd.DataFrame:
+        return submission_frame(data.sample, data.target, pred)

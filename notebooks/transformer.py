@@ -1,0 +1,145 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Sequences with a Transformer encoder, by kit
+#
+# This notebook trains a pre-norm Transformer encoder on a Kaggle competition whose data is a long table
+# (one row per time step, a sequence id, an order column, features) and writes `submission.csv`. It was built by kit (a
+# Kaggle notebook kit) from a short competition config, and it runs with the internet off: the training
+# code is embedded below.
+#
+# The steps:
+#
+# 1. **Parameters**: the one cell to edit. A built kernel appends the config's values to it.
+# 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
+# 3. **Data**: group the rows into sequences, order them, pad them to one length with a mask, check the
+#    test table against the sample submission. When the tensors fit, they stay on the GPU and every batch
+#    is gathered there: no data loader, no copies.
+# 4. **Training**: cross-validated folds of whole sequences. Features are standardised with statistics of
+#    the training folds only. Loss and metric count the rows the score mask keeps (e.g. `u_out == 0`).
+#    A batch size tuned to the GPU, a time budget, a checkpoint every epoch.
+# 5. **Submission**: every fold checkpoint predicts the test sequences; the average is checked against the
+#    sample submission and written.
+
+# %% tags=["parameters"]
+data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
+output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
+device: str = "auto"  # auto, cuda or cpu
+epochs: int = 40  # at most this many epochs per fold
+folds: int = 5  # cross-validation folds of whole sequences; 1 is a single holdout split
+lr: float = 0.0005  # peak AdamW learning rate (for a batch of 64)
+seed: int = 42
+batch_size = "auto"  # an int, or auto: the largest batch that fits and runs fastest
+time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+weight_decay: float = 0.01  # AdamW weight decay (not on biases and norms)
+warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
+patience: int = 6  # epochs without improvement before a fold stops; 0 never stops early
+num_workers: int = -1  # unused by sequences (batches are gathered in place); kept for the contract
+compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer)
+d_model: int = 128  # width of the model: the input projection and every encoder layer
+hidden_size: int = 512  # width of each feed-forward block
+num_layers: int = 4  # encoder layers
+dropout: float = 0.1
+nhead: int = 8  # attention heads (d_model must be a multiple of it)
+conv_kernel: int = 3  # a 1-D convolution over time before the encoder; 0 is off
+competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
+    "slug": "ventilator-pressure-prediction",
+    "template": "transformer",
+    "metric": "mae",
+    "train": "train.csv",
+    "test": "test.csv",
+    "sample_submission": "sample_submission.csv",
+    "id_column": "id",
+    "target_column": "pressure",
+    "sequence_column": "breath_id",
+    "order_column": "time_step",
+    "features": ["R", "C", "time_step", "u_in", "u_out"],
+    "categorical": ["R", "C"],
+    "task": "per_step",
+    "score_mask": "u_out == 0",
+}
+
+# %% [markdown]
+# ## The kit runtime
+#
+# The code behind each step lives in the `kit` package. A kernel built with `make kernel` carries it in the
+# next cell as an embedded zip that is put on `sys.path`, so nothing is installed and no internet is needed.
+
+# %% tags=["kit-runtime"]
+import kit  # a built kernel replaces this cell with the embedded kit runtime
+
+print(f"kit {kit.__version__} from {kit.__file__}")
+
+# %% [markdown]
+# ## 1. Set-up
+#
+# Checks every parameter above (a typo is an error that names it), looks at the GPU and CPU, settles the
+# precision policy and finds the competition data under `/kaggle/input` (or `data_dir`).
+
+# %%
+from kit.runtime.session import start
+
+session = start("transformer", globals())
+
+# %% [markdown]
+# ## 2. Data
+#
+# Reads the training and test tables and the sample submission; checks columns, numeric features without
+# gaps, and that the test ids and the sample submission's ids are the same. Rows become padded sequences
+# with a mask; categorical features become codes for an embedding.
+
+# %%
+from kit.pipelines import create_pipeline
+
+pipe = create_pipeline(session)
+data = pipe.load()
+_ = pipe.show_samples(data)
+
+# %% [markdown]
+# ## 3. Training
+#
+# The model: features and embeddings projected to `d_model`, a 1-D convolution over time, sinusoidal
+# positions, pre-norm encoder layers (`scaled_dot_product_attention`, padding masked out), and a residual
+# head (one output per step, or pooled per sequence). Each fold
+# keeps the weights of its best validation epoch (with its feature statistics) and checkpoints every epoch:
+# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. The last lines
+# compare the out-of-fold score with predicting the training mean (or the class prior).
+
+# %%
+from kit.train.run import train_folds
+
+cv = train_folds(session, pipe, data)
+
+# %% [markdown]
+# ## 4. Submission
+#
+# Every fold checkpoint that exists predicts the test sequences; the predictions are averaged, put in the
+# sample submission's row order, checked, and only then written to `submission.csv`.
+
+# %%
+from kit.train.predict import write_submission
+
+submission = write_submission(session, pipe, data)
+submission.head()
+
+# %% [markdown]
+# ## 5. Curves
+#
+# Training and validation loss per fold, the validation metric with each fold's best epoch marked, and GPU
+# utilisation over the run (also saved as `history.png` and `gpu_monitor.csv`).
+
+# %%
+from kit.train.plots import plot_history
+
+_ = plot_history(session, cv)
