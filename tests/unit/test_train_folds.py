@@ -74,7 +74,7 @@ def out(tmp_path):
 
 
 def test_three_folds_then_a_rerun_reuses_them(out):
-    s = session(out)
+    s = session(out, lr=0.05)
     cv = train_folds(s, ToyPipeline(), None)
     assert cv.finished == [0, 1, 2] and np.isfinite(cv.score)
     assert cv.score < cv.baseline and cv.baseline_name == "the class prior"
