@@ -140,10 +140,14 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
     amp = Precision("fp16" if torch.cuda.get_device_capability() < (8, 0) else "bf16", "cuda")
     task = Classification()
 
-    def run(batches, precision, batch_size, channels_last):
+    def run(batches, precision, batch_size, channels_last, ddp=False):
         model = timm.create_model("efficientnet_b0", num_classes=120).to(device)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
+        if ddp:  # the DDP path at world_size=1: what the wrapper itself costs
+            from torch.nn.parallel import DistributedDataParallel
+
+            model = DistributedDataParallel(model, device_ids=[0])
         opt, scaler = make_optimizer(model, 1e-3, 0.05), precision.grad_scaler()
         it = iter(batches)
         for _ in range(5):  # warm-up: cuDNN autotuning, allocator
@@ -188,8 +192,17 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
     kit_sps = run(forever(kit_batches), amp, batch, True)
     ceiling_sps = run(ceiling_batches(), amp, batch, True)
     naive_sps = run(forever(naive_batches), Precision("fp32", "cuda"), 32, False)
+    import torch.distributed as dist
+
+    from kit.runtime.distributed import free_port
+
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        ddp_sps = run(ceiling_batches(), amp, batch, True, ddp=True)
+    finally:
+        dist.destroy_process_group()
     return {"gpu": torch.cuda.get_device_name(), "precision": amp.name, "batch": batch, "kit_sps": kit_sps,
-            "ceiling_sps": ceiling_sps, "naive_sps": naive_sps}
+            "ceiling_sps": ceiling_sps, "naive_sps": naive_sps, "ddp_world1_sps": ddp_sps}
 
 
 class PerSequence(torch.utils.data.Dataset):
@@ -244,7 +257,12 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
         model = create_model("lstm", features=5, cardinalities=[3, 3], outputs=1, per_step=True, d_model=64,
                              hidden_size=64, num_layers=2).to(device)
         task, opt, scaler = SequenceTask(False, True, "mae"), make_optimizer(model, 1e-3, 0.0), precision.grad_scaler()
-        batches = make()
+
+        def cycle():
+            while True:
+                yield from make()
+
+        batches = cycle()
         train_step(model, task, next(batches), opt, scaler, precision, 1.0)  # warm-up
         started = time.perf_counter()
         for _ in range(limit):
@@ -255,7 +273,7 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
 
     return {"device": device.type, "sequences": count, "batch": batch,
             "resident_data_steps_per_s": data_steps(in_place), "dataloader_data_steps_per_s": data_steps(per_sequence),
-            "resident_train_steps_per_s": train_steps(lambda: iter(in_place())),
+            "resident_train_steps_per_s": train_steps(in_place),
             "dataloader_train_steps_per_s": train_steps(per_sequence)}
 
 
@@ -288,6 +306,8 @@ def main(argv=None) -> int:
         print(f"{'model-bound ceiling (synthetic on GPU)':<38}{tr['ceiling_sps']:>10.0f}")
         print(f"{'kit (cache, 4 workers, AMP)':<38}{tr['kit_sps']:>10.0f}{tr['kit_sps'] / tr['ceiling_sps']:>9.2f} of ceiling")
         print(f"{'naive (batch 32, fp32, 0 workers)':<38}{tr['naive_sps']:>10.0f}  kit is {tr['kit_sps'] / tr['naive_sps']:.1f}x")
+        print(f"{'ceiling through DDP at world_size=1':<38}{tr['ddp_world1_sps']:>10.0f}"
+              f"{tr['ddp_world1_sps'] / tr['ceiling_sps']:>9.2f} of ceiling")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -32,6 +32,8 @@ class TrainParams:
     patience: int = setting(3, minimum=0)  # epochs without improvement before a fold stops; 0 never
     num_workers: int = setting(-1, minimum=-1)  # data loader processes; -1 from the CPU count
     compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for ~10-30%
+    parallel: str = setting("auto", choices=("auto", "none", "folds", "ddp"))  # several GPUs: folds at once or DDP
+    world_size: int = setting(0, minimum=0)  # worker processes; 0 is every visible GPU (gloo on the CPU)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,8 @@ warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 3  # epochs without improvement before a fold stops; 0 never stops early
 num_workers: int = -1  # loader processes; -1 picks from the CPU count
 compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for 10-30%
+parallel: str = "auto"  # several GPUs: auto, none, folds (each GPU trains whole folds) or ddp
+world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)
 model_name: str = "efficientnet_b0"  # any timm model name
 pretrained: bool = True  # start from ImageNet weights
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
@@ -110,6 +112,8 @@ _ = pipe.show_samples(data)
 # folds x epochs do not fit before the deadline, less the time measured for prediction, epochs and then folds
 # are cut, and the plan says so. Each fold keeps the weights of its best validation epoch and checkpoints
 # every epoch: a run into the same `output_dir` reuses finished folds and resumes an interrupted one.
+# With two GPUs (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers
+# run in fresh processes and their lines appear here prefixed `[worker N]`.
 # Out-of-memory errors halve the micro-batch (gradients accumulate to keep the batch); non-finite losses
 # are skipped, and if they persist the fold falls back to fp32 from its last checkpoint.
 

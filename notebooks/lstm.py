@@ -47,6 +47,8 @@ warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 6  # epochs without improvement before a fold stops; 0 never stops early
 num_workers: int = -1  # unused by sequences (batches are gathered in place); kept for the contract
 compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer)
+parallel: str = "auto"  # several GPUs: auto, none, folds (each GPU trains whole folds) or ddp
+world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)
 d_model: int = 128  # width of the input projection (features and embeddings)
 hidden_size: int = 256  # LSTM units per direction
 num_layers: int = 3  # stacked bidirectional LSTM layers
@@ -112,7 +114,9 @@ _ = pipe.show_samples(data)
 # The model: features and embeddings projected to `d_model`, a 1-D convolution over time, a stack of
 # bidirectional LSTM layers, and a residual head (one output per step, or pooled per sequence). Each fold
 # keeps the weights of its best validation epoch (with its feature statistics) and checkpoints every epoch:
-# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. The last lines
+# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. With two GPUs
+# (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers run in fresh
+# processes and their lines appear here prefixed `[worker N]`. The last lines
 # compare the out-of-fold score with predicting the training mean (or the class prior).
 
 # %%

@@ -47,6 +47,8 @@ warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 6  # epochs without improvement before a fold stops; 0 never stops early
 num_workers: int = -1  # unused by sequences (batches are gathered in place); kept for the contract
 compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer)
+parallel: str = "auto"  # several GPUs: auto, none, folds (each GPU trains whole folds) or ddp
+world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)
 d_model: int = 128  # width of the model: the input projection and every encoder layer
 hidden_size: int = 512  # width of each feed-forward block
 num_layers: int = 4  # encoder layers
@@ -113,7 +115,9 @@ _ = pipe.show_samples(data)
 # positions, pre-norm encoder layers (`scaled_dot_product_attention`, padding masked out), and a residual
 # head (one output per step, or pooled per sequence). Each fold
 # keeps the weights of its best validation epoch (with its feature statistics) and checkpoints every epoch:
-# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. The last lines
+# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. With two GPUs
+# (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers run in fresh
+# processes and their lines appear here prefixed `[worker N]`. The last lines
 # compare the out-of-fold score with predicting the training mean (or the class prior).
 
 # %%

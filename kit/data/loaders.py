@@ -39,16 +39,50 @@ def _whole_batch(batch: Batch) -> Batch:
     return batch
 
 
+def shard_rows(order: torch.Tensor, shard: tuple[int, int], even: bool) -> torch.Tensor:
+    """This rank's share of `order`: every world-th row from the rank's. `even` trims the tail first so
+    every rank gets as many (DDP's training steps must match across ranks)."""
+    rank, world = shard
+    if world == 1:
+        return order
+    if even:
+        order = order[: len(order) - len(order) % world]
+    return order[rank::world]
+
+
+class ShardSampler(torch.utils.data.Sampler):
+    """Indices 0..n-1 for one rank: a fresh permutation each epoch (the same on every rank, from `seed` and
+    the epoch), then this rank's share of it."""
+
+    def __init__(self, n: int, shard: tuple[int, int], shuffle: bool, seed: int, even: bool):
+        self.n, self.shard, self.shuffle, self.seed, self.even, self.epoch = n, shard, shuffle, seed, even, 0
+
+    def __iter__(self):
+        self.epoch += 1
+        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed * 1000 + self.epoch)) \
+            if self.shuffle else torch.arange(self.n)
+        return iter(shard_rows(order, self.shard, self.even).tolist())
+
+    def __len__(self) -> int:
+        rank, world = self.shard
+        n = self.n - self.n % world if self.even else self.n
+        return len(range(rank, n, world))
+
+
 def host_loader(
-    dataset: Dataset, batch_size: int, *, shuffle: bool, workers: int, pin: bool, seed: int = 0, drop_last: bool = False
+    dataset: Dataset, batch_size: int, *, shuffle: bool, workers: int, pin: bool, seed: int = 0, drop_last: bool = False,
+    shard: tuple[int, int] = (0, 1),
 ) -> DataLoader:
+    sampler = ShardSampler(len(dataset), shard, shuffle, seed, even=drop_last) if shard[1] > 1 else None
+    n = len(sampler) if sampler is not None else len(dataset)
     return DataLoader(
         dataset,
         batch_size=batch_size,
-        shuffle=shuffle,
+        shuffle=shuffle if sampler is None else False,
+        sampler=sampler,
         # A ragged last batch is dropped on big data (noisy BatchNorm statistics) and when it would hold a
         # single row (BatchNorm fails on it); on small data it is kept, as it is a real share of the data.
-        drop_last=drop_last and (len(dataset) % batch_size == 1 or len(dataset) >= 8 * batch_size),
+        drop_last=drop_last and (n % batch_size == 1 or n >= 8 * batch_size),
         num_workers=workers,
         pin_memory=pin,
         persistent_workers=workers > 0,

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from kit.data.loaders import shard_rows
 from kit.errors import KitError
 from kit.spec import Spec
 
@@ -135,18 +136,23 @@ class SequenceBatches:
     fit (no per-step DataLoader, no copies), else in pinned host memory, copied without blocking."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], rows: np.ndarray, batch_size: int, shuffle: bool,
-                 device: torch.device, seed: int = 0, transform: Callable[[dict], dict] | None = None):
+                 device: torch.device, seed: int = 0, transform: Callable[[dict], dict] | None = None,
+                 shard: tuple[int, int] = (0, 1)):
         self.tensors, self.rows, self.batch_size, self.shuffle = tensors, torch.as_tensor(rows), batch_size, shuffle
+        self.shard = shard
         self.device, self.transform = device, transform or (lambda b: b)
         self.generator = torch.Generator().manual_seed(seed)
         self.index_device = next(iter(tensors.values())).device
 
     def __len__(self) -> int:
-        return (len(self.rows) + self.batch_size - 1) // self.batch_size
+        return (len(self._mine(self.rows)) + self.batch_size - 1) // self.batch_size
+
+    def _mine(self, order: torch.Tensor) -> torch.Tensor:
+        return shard_rows(order, self.shard, even=self.shuffle)  # training (shuffled) shards are even
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         order = self.rows[torch.randperm(len(self.rows), generator=self.generator)] if self.shuffle else self.rows
-        order = order.to(self.index_device)
+        order = self._mine(order).to(self.index_device)
         for start in range(0, len(order), self.batch_size):
             idx = order[start : start + self.batch_size]
             batch = {k: self._gather(v, idx) for k, v in self.tensors.items()}

@@ -184,12 +184,12 @@ class Pipeline:
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
-                test: bool = False) -> DeviceLoader:
+                test: bool = False, shard: tuple[int, int] = (0, 1)) -> DeviceLoader:
         s = self.session
         cache = data.test_cache if test else data.train_cache
         dataset = ImageRows(cache, rows, None if test else data.y[rows])
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers,
-                             pin=s.device.type == "cuda", seed=seed, drop_last=train)
+                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
         transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed, dtype=self.input_dtype())
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None))

@@ -171,9 +171,10 @@ class Pipeline:
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: SequenceData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
-                test: bool = False) -> SequenceBatches:
+                test: bool = False, shard: tuple[int, int] = (0, 1)) -> SequenceBatches:
         tensors = data.test_tensors if test else data.tensors
-        return SequenceBatches(tensors, rows, batch_size, shuffle=train, device=self.session.device, seed=seed)
+        return SequenceBatches(tensors, rows, batch_size, shuffle=train, device=self.session.device, seed=seed,
+                               shard=shard)
 
     def make_batch(self, data: SequenceData, n: int) -> dict[str, torch.Tensor]:
         rows = np.resize(np.arange(len(data.train.ids)), n)

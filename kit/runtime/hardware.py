@@ -95,7 +95,7 @@ def detect(device: str = "auto") -> Hardware:
         raise KitError("device='cuda' but no CUDA GPU is visible: turn on a GPU accelerator, or use device='auto'")
     if device == "cpu" or not cuda:
         return Hardware(device="cpu", cpu_count=cpus, ram_gb=ram)
-    props = torch.cuda.get_device_properties(0)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())  # a worker's own GPU
     return Hardware(
         device="cuda",
         gpu_name=props.name,

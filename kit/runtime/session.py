@@ -32,6 +32,7 @@ class Session:
     data_dir: Path
     output_dir: Path
     started: float = field(default_factory=time.time)  # wall clock the time budget counts from
+    worker: int | None = None  # the rank of a worker process (kit.runtime.distributed); None in the notebook
 
     @property
     def device(self) -> torch.device:
@@ -46,14 +47,15 @@ class Session:
 
     def log(self, message: str) -> None:
         print(message, flush=True)
+        prefix = "" if self.worker is None else f"[worker {self.worker}] "
         with open(self.output_dir / "kit.log", "a", encoding="utf-8") as f:
-            f.write(message + "\n")
+            f.write("".join(f"{prefix}{line}\n" for line in message.splitlines()))
 
     def warn(self, message: str) -> None:
         self.log(f"WARNING: {message}")
 
 
-def start(template: str, namespace: Mapping[str, Any]) -> Session:
+def start(template: str, namespace: Mapping[str, Any], worker: int | None = None) -> Session:
     """Check the notebook's parameters (read by name from `namespace`), look at the machine, settle the
     precision policy, find the data and the output folder, seed everything, and print what was decided."""
     # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
@@ -80,6 +82,7 @@ def start(template: str, namespace: Mapping[str, Any]) -> Session:
         data_dir=data,
         output_dir=out,
         started=_process_start_time(),
+        worker=worker,
     )
     configure_torch(plan)
     seed_everything(p.seed)

@@ -93,16 +93,21 @@ def split_batch(batch: Batch, size: int) -> list[Batch]:
     return [{k: v[i : i + size] for k, v in batch.items()} for i in range(0, n, size)]
 
 
-def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0):
+def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0,
+               agree: Callable[[bool], bool] | None = None):
     """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss, or None
-    when a micro-batch's loss was not finite and the step was skipped."""
+    when a micro-batch's loss was not finite and the step was skipped. `agree` makes data-parallel peers
+    skip together (a rank that skipped alone would leave the others waiting in the gradient all-reduce)."""
     n = batch_size_of(batch)
     optimizer.zero_grad(set_to_none=True)
     total = None
     for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
         with precision.autocast():
             loss = task(model, chunk)["loss"] * (batch_size_of(chunk) / n)
-        if not torch.isfinite(loss):
+        bad = not bool(torch.isfinite(loss))
+        if agree is not None:
+            bad = agree(bad)
+        if bad:
             optimizer.zero_grad(set_to_none=True)
             return None
         scaler.scale(loss).backward()
@@ -116,8 +121,10 @@ def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision):
-    """Mean loss and the concatenated metric rows (numpy; float32 for floats) over `batches`."""
+def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision, collective=None):
+    """Mean loss and the concatenated metric rows (numpy; float32 for floats) over `batches`; with a
+    `collective`, over every rank's batches (each rank holds a shard), the same answer on every rank."""
+    model = _unwrap(model)  # no DDP forward here: ranks hold shards of different sizes
     model.eval()
     loss_sum, count, parts = 0.0, 0, {}
     for batch in batches:
@@ -129,6 +136,10 @@ def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: 
         for k, v in task.rows(out["output"], batch).items():
             parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
     model.train()
+    if collective is not None and collective.world > 1:
+        shards = collective.gather((loss_sum, count, parts))
+        loss_sum, count = sum(x[0] for x in shards), sum(x[1] for x in shards)
+        parts = {k: [a for x in shards for a in x[2].get(k, [])] for k in shards[0][2]}
     return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
 
 
@@ -149,17 +160,24 @@ def fit(
     budget=None,  # kit.runtime.budget.Budget, or None for no deadline
     fold: tuple[int, int] = (0, 1),  # (this fold, folds in all), for the budget's plan
     monitor=None,  # kit.runtime.monitor.Monitor
+    collective=None,  # kit.runtime.distributed.Collective: the data-parallel peers, if any
 ) -> FitResult:
     """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
-    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed."""
-    loop = _Loop(model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor)
+    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. Under DDP every
+    rank runs this; rank 0 alone logs and writes, and every decision (skip a step, stop, the plan) is taken
+    together."""
+    from kit.runtime.distributed import Collective
+
+    loop = _Loop(model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor, collective or Collective())
     return loop.run()
 
 
 class _Loop:
-    def __init__(self, model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor):
+    def __init__(self, model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor, collective):
         self.model, self.task, self.train, self.val, self.cfg = model, task, train, val, cfg
-        self.files, self.log, self.desc, self.budget, self.fold, self.monitor = files, log, desc, budget, fold, monitor
+        self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
+        self.dist = collective
+        self.log = log if collective.main else (lambda message: None)
         self.precision = precision
         self.optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
         self.scaler = precision.grad_scaler()
@@ -172,6 +190,8 @@ class _Loop:
 
     # -- checkpoints --------------------------------------------------------------------------------------
     def save_last(self) -> None:
+        if not self.dist.main:
+            return
         checkpoint.save(
             {
                 "model": _state_dict(self.model),
@@ -245,7 +265,7 @@ class _Loop:
             if batch is None:
                 break
             wait_s += t1 - t0
-            if t1 > deadline:
+            if self.dist.any(t1 > deadline):
                 deadline_hit = True
                 break
             for group in self.optimizer.param_groups:
@@ -275,13 +295,14 @@ class _Loop:
             self.log(f"WARNING: {self.desc} epoch {epoch}: skipped {skipped} steps with a non-finite loss")
         train_s = time.time() - started
         v0 = time.time()
-        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision)
+        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision, self.dist)
         val_s = time.time() - v0
         score = metrics.score(cfg.metric, rows["pred"], rows["target"], rows.get("weight")) if len(rows.get("target", [])) else float("nan")
         improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
         if improved:
             r.best_score, r.best_epoch = score, epoch
-            checkpoint.save({"model": _state_dict(self.model), "epoch": epoch, "score": score, "rows": rows}, self.files.best)
+            if self.dist.main:
+                checkpoint.save({"model": _state_dict(self.model), "epoch": epoch, "score": score, "rows": rows}, self.files.best)
         record = {
             "epoch": epoch,
             "train_loss": float(loss_sum) / max(steps - skipped, 1) if loss_sum is not None else float("nan"),
@@ -308,6 +329,7 @@ class _Loop:
             self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])))
             self.replan(epoch)
         self.save_last()
+        self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them
 
     def step_with_recovery(self, batch: Batch):
         """`train_step`, retried with half the micro-batch for as long as it runs out of memory."""
@@ -315,10 +337,13 @@ class _Loop:
             failed = False
             try:
                 return train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
-                                  self.cfg.grad_clip, self.micro)
+                                  self.cfg.grad_clip, self.micro, agree=self.dist.any if self.dist.world > 1 else None)
             except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
                 if not is_oom(e):
                     raise
+                if self.dist.world > 1:  # peers are already waiting in the all-reduce: stop them all, clearly
+                    raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under DDP; "
+                                   "set a smaller batch_size") from None
                 failed = True
             if failed:  # outside the except block, so the failed step's frames and tensors are gone
                 self.optimizer.zero_grad(set_to_none=True)
@@ -353,7 +378,8 @@ class _Loop:
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
-    return getattr(model, "_orig_mod", model)  # torch.compile wraps the module
+    model = getattr(model, "module", model)  # DistributedDataParallel wraps the module
+    return getattr(model, "_orig_mod", model)  # and so does torch.compile
 
 
 def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -13,8 +13,10 @@ import traceback
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import torch
 
 from kit import files
+from kit.errors import KitError
 from kit.runtime import batch as batch_tuning
 from kit.runtime import checkpoint
 from kit.runtime.budget import Budget, total_budget
@@ -59,19 +61,18 @@ def fit_config(session: Session) -> FitConfig:
     )
 
 
-def resolve_batch(session: Session, pipe, data, train_rows: int) -> tuple[int, float]:
-    """(batch size, learning rate): as given, or for "auto" tuned once and kept for later runs."""
+def resolve_batch(session: Session, pipe, data, train_rows: int, replicas: int = 1) -> tuple[int, float]:
+    """(batch size per worker, learning rate): as given, or for "auto" tuned once (kept in batch.json for
+    later runs and for the workers) with the learning rate scaled to the batch of all `replicas`."""
     p = session.params
     if isinstance(p.batch_size, int):
         return p.batch_size, p.lr
     saved = session.checkpoint_dir / "batch.json"
     if saved.exists():
-        chosen = checkpoint.load_json(saved)
-        session.log(f"batch_size auto: {chosen['batch_size']} (chosen by the earlier run), lr {chosen['lr']:.3g}")
-        return chosen["batch_size"], chosen["lr"]
-    if session.hardware.device != "cuda":
-        size = batch_tuning.CPU_BATCH
-        session.log(f"batch_size auto: {size} on the CPU")
+        size = checkpoint.load_json(saved)["batch_size"]
+        how = "chosen by an earlier run"
+    elif session.hardware.device != "cuda":
+        size, how = batch_tuning.CPU_BATCH, "on the CPU"
     else:
         session.log(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name}")
         model = pipe.model(data)
@@ -80,56 +81,105 @@ def resolve_batch(session: Session, pipe, data, train_rows: int) -> tuple[int, f
         )
         del model
         free_memory()
-    lr = batch_tuning.scaled_lr(p.lr, size)
-    session.log(f"batch_size auto: {size}; lr {p.lr:g} x sqrt({size}/{batch_tuning.REFERENCE_BATCH}) = {lr:.3g}")
-    checkpoint.save_json({"batch_size": size, "lr": lr}, saved)
+        how = "the fastest that fits"
+        checkpoint.save_json({"batch_size": size}, saved)
+    total = size * replicas
+    lr = batch_tuning.scaled_lr(p.lr, total)
+    per = f" per worker, {total} in all" if replicas > 1 else ""
+    session.log(f"batch_size auto: {size}{per} ({how}); lr {p.lr:g} x sqrt({total}/{batch_tuning.REFERENCE_BATCH}) = {lr:.3g}")
     return size, lr
 
 
 def train_folds(session: Session, pipe, data) -> CVResult:
-    """Train each fold of `pipe.split(data)` within the time budget."""
+    """Train each fold of `pipe.split(data)` within the time budget: here, or in worker processes on
+    several GPUs (`parallel`, `world_size`); either way the result is collected from the fold files."""
+    from kit.runtime import distributed
+
+    p = session.params
+    splits = pipe.split(data)
+    gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
+    mode, world, why = distributed.choose(p.parallel, p.world_size, len(splits), gpus)
+    if mode == "none":
+        return train_local(session, pipe, data)
+    session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    resolve_batch(session, pipe, data, len(splits[0][0]), replicas=world if mode == "ddp" else 1)
+    pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
+    session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
+    failure = distributed.launch(session, mode, world, pending) if pending else ""
+    if failure:
+        session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
+    result = train_local(session, pipe, data, train=False)
+    if failure and not result.folds:
+        raise KitError(f"training failed before any fold finished: {failure}")
+    result.error = failure
+    return result
+
+
+def fold_done(session: Session, fold: int) -> bool:
+    saved = fold_files(session, fold)
+    return saved.best.exists() and saved.best.with_suffix(".json").exists()
+
+
+def train_local(session: Session, pipe, data, folds=None, collective=None, train: bool = True) -> CVResult:
+    """Train `folds` (default: all) in this process, one after the other; with `train=False`, only collect
+    the folds already finished. In a DDP worker, `collective` joins this process to its peers."""
+    from kit.runtime.distributed import Collective
+
+    collective = collective or Collective()
+    say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
     session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    size, lr = resolve_batch(session, pipe, data, len(splits[0][0]))
+    size, lr = resolve_batch(session, pipe, data, len(splits[0][0]), replicas=collective.world)
     pipe.batch_size = size
     cfg = replace(fit_config(session), lr=lr)
-    budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data))
-    monitor = Monitor(session.hardware.device).start()
+    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(session, f)]
+    budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
+                    other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
+    monitor = Monitor(session.hardware.device, device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
+    monitor.start()
     result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor)
+    shard = (collective.rank, collective.world)
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
             saved = fold_files(session, fold)
             done = saved.best.with_suffix(".json")
             desc = f"fold {fold + 1}/{len(splits)}"
-            if done.exists() and saved.best.exists():
+            if fold_done(session, fold):
                 summary = checkpoint.load_json(done)
-                session.log(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
+                if train and folds is None:
+                    say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
                 result.folds.append(summary)
                 continue
-            if budget.epoch_s > 0 and fold >= budget.replan(fold, len(splits), 0, cfg.epochs).folds:
-                session.log(f"{desc}: skipped, and the folds after it: the time budget has no room for them")
+            if not train or fold not in mine:
+                continue
+            position = mine.index(fold)  # the budget plans this process's folds
+            if budget.epoch_s > 0 and position >= budget.replan(position, len(mine), 0, cfg.epochs).folds:
+                say(f"{desc}: skipped, and the folds after it here: the time budget has no room for them")
                 break
+            _injected_fault(session, fold)
             seed_everything(session.params.seed + fold)
-            session.log(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
+            say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             try:
                 fitted = fit(
-                    maybe_compile(session, pipe.model(data, fit_rows=train_idx)),
+                    collective.wrap(maybe_compile(session, pipe.model(data, fit_rows=train_idx))),
                     pipe.task(data),
-                    pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold),
-                    pipe.batches(data, val_idx, train=False, batch_size=size),
+                    pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold, shard=shard),
+                    pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard),
                     cfg,
                     session.precision,
                     saved,
                     log=session.log,
                     desc=desc,
                     budget=budget,
-                    fold=(fold, len(splits)),
+                    fold=(position, len(mine)),
                     monitor=monitor,
+                    collective=collective,
                 )
             except Exception as e:  # noqa: BLE001
                 # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
-                # Without one, nothing is lost by failing now, and a mistake is best seen at once.
-                if not fold_checkpoints(session):
+                # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
+                # re-raises: its peers must stop too, and the notebook then predicts.
+                if not fold_checkpoints(session) or collective.world > 1 or session.worker is not None:
                     raise
                 session.log("".join(traceback.format_exception(e)).rstrip())
                 session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold checkpoints that exist")
@@ -142,15 +192,18 @@ def train_folds(session: Session, pipe, data) -> CVResult:
             summary = {"fold": fold, "best_score": fitted.best_score, "best_epoch": fitted.best_epoch,
                        "epochs_run": fitted.epochs_run, "stopped": fitted.stopped, "precision": fitted.precision,
                        "history": fitted.history}  # fmt: skip
-            checkpoint.save_json(summary, done)
-            os.unlink(saved.last)  # the fold is finished: its resume state is no longer needed
+            if collective.main:
+                checkpoint.save_json(summary, done)
+                os.unlink(saved.last)  # the fold is finished: its resume state is no longer needed
+            collective.barrier()
             result.folds.append(summary)
             if fitted.stopped == "time budget":
-                if fold + 1 < len(splits):
-                    session.log(f"time budget: training stops after {desc}; predicting with the folds that exist")
+                if position + 1 < len(mine):
+                    say(f"time budget: training stops after {desc}; predicting with the folds that exist")
                 break
     finally:
         monitor.stop()
+    result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
         joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
@@ -158,11 +211,20 @@ def train_folds(session: Session, pipe, data) -> CVResult:
         prior = np.tile(pipe.prior(data), (len(joined["target"]), 1))
         result.baseline = metrics.score(cfg.metric, prior, joined["target"], joined.get("weight"))
         result.baseline_name = "the training mean" if len(pipe.prior(data)) == 1 else "the class prior"
-    session.log(summary_table(result))
-    files.write_text(session.output_dir / "cv.json", json.dumps(
-        {"metric": cfg.metric, "score": result.score, "baseline": result.baseline, "folds": result.folds},
-        indent=1, default=float))
+    if session.worker is None:
+        session.log(summary_table(result))
+        files.write_text(session.output_dir / "cv.json", json.dumps(
+            {"metric": cfg.metric, "score": result.score, "baseline": result.baseline, "folds": result.folds},
+            indent=1, default=float))
     return result
+
+
+def _injected_fault(session: Session, fold: int) -> None:
+    """Fault injection for the tests of worker failures: KIT_INJECT_FAULT=<worker>:<fold> raises in that
+    worker as it starts that fold (0-based), the way a crash would."""
+    where = os.environ.get("KIT_INJECT_FAULT", "")
+    if where and session.worker is not None and where == f"{session.worker}:{fold}":
+        raise RuntimeError(f"injected fault in worker {session.worker} at fold {fold + 1}")
 
 
 def summary_table(result: CVResult) -> str:

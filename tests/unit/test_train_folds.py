@@ -39,8 +39,8 @@ class ToyPipeline:
     def task(self, data):
         return Classification("x")
 
-    def batches(self, data, rows, train, batch_size, seed=0, test=False):
-        rows = np.asarray(rows)
+    def batches(self, data, rows, train, batch_size, seed=0, test=False, shard=(0, 1)):
+        rows = np.asarray(rows)[shard[0] :: shard[1]]
         return [{"x": self.x[rows[i : i + batch_size]], "target": self.y[rows[i : i + batch_size]]} for i in range(0, len(rows), batch_size)]
 
     def predict_rows(self, data):

@@ -1,0 +1,220 @@
+"""Both GPUs of a T4 x2 session: folds in parallel, or one model with DistributedDataParallel.
+
+The notebook process never forks: `launch` starts fresh worker processes with torch.multiprocessing's
+spawn (safe after CUDA is initialised, and from a Jupyter kernel, since everything a worker runs lives in
+kit). Each worker rebuilds its session and data from a small job description, trains, and writes its
+checkpoints; the notebook relays their output, line by line, and collects the folds from disk. One worker's
+failure stops the others (torch's process context terminates them); the notebook then goes on to predict
+with the checkpoints that exist. On a CPU the same code runs with the gloo backend.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from kit.errors import KitError
+
+MODES = ("auto", "none", "folds", "ddp")
+
+
+def choose(parallel: str, world_size: int, folds: int, gpus: int) -> tuple[str, int, str]:
+    """(mode, workers, why) for the `parallel` and `world_size` parameters on a machine with `gpus` GPUs."""
+    world = world_size or max(gpus, 1)
+    if gpus and world > gpus:
+        raise KitError(f"world_size={world_size} but only {gpus} GPU(s) are visible; use world_size=0 for all of them")
+    if parallel == "none" or world == 1:
+        why = "parallel='none'" if parallel == "none" else "one worker"
+        return "none", 1, why
+    if parallel == "folds" and folds < world:
+        return "folds", folds, f"parallel='folds' with {folds} fold(s): {folds} worker(s)"
+    if parallel != "auto":
+        return parallel, world, f"parallel='{parallel}'"
+    if folds >= world:
+        return "folds", world, f"{folds} folds >= {world} workers: each worker trains whole folds, no communication"
+    return "ddp", world, f"{folds} fold(s) < {world} workers: the folds train one at a time, data-parallel"
+
+
+class Collective:
+    """What the training loop asks of its peers; a single process has none, so every answer is its own."""
+
+    rank, world = 0, 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def any(self, flag: bool) -> bool:
+        return flag
+
+    def gather(self, obj: Any) -> list[Any]:
+        return [obj]
+
+    def broadcast(self, obj: Any) -> Any:
+        return obj
+
+    def barrier(self) -> None:
+        pass
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model
+
+
+class TorchCollective(Collective):
+    """torch.distributed (NCCL on GPUs, gloo on the CPU) for a DistributedDataParallel worker."""
+
+    def __init__(self, rank: int, world: int, device: torch.device):
+        self.rank, self.world, self.device = rank, world, device
+
+    def any(self, flag: bool) -> bool:
+        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def gather(self, obj: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def broadcast(self, obj: Any) -> Any:
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        from torch.nn.parallel import DistributedDataParallel
+
+        if self.device.type == "cuda" and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+            # per-GPU batches are half the batch: BatchNorm statistics over both GPUs' samples
+            model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        ids = [self.device.index if self.device.index is not None else torch.cuda.current_device()] if self.device.type == "cuda" else None
+        return DistributedDataParallel(model, device_ids=ids)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to rebuild the run, and nothing it cannot pickle."""
+
+    template: str
+    params: dict[str, Any]
+    competition: dict[str, Any]
+    started: float
+    mode: str
+    world: int
+    port: int
+    folds: tuple[int, ...]  # folds mode: every worker gets folds[rank::world]
+    logs: str  # folder of the workers' log files
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
+    """Run the workers to the end, relaying their output; "" when all finished, else the first failure."""
+    import torch.multiprocessing as mp
+
+    logs = session.output_dir / "workers"
+    logs.mkdir(parents=True, exist_ok=True)
+    for old in logs.glob("rank*.log"):
+        old.unlink()
+    job = Job(session.template, dataclasses.asdict(session.params), session.spec.to_dict(), session.started, mode, world,
+              free_port(), folds, str(logs))
+    context = mp.start_processes(_worker, args=(job,), nprocs=world, join=False, start_method="spawn")
+    relay = _Relay(logs, world)
+    failure = ""
+    try:
+        while True:
+            relay.poll()
+            try:
+                if context.join(timeout=0.5):
+                    break
+            except Exception as e:  # a worker raised or died; torch has stopped the others
+                failure = _last_line(str(e)) or type(e).__name__
+                index = getattr(e, "error_index", None)
+                failure = f"worker {index}: {failure}" if index is not None else failure
+                break
+    finally:
+        relay.poll()
+    return failure
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+class _Relay:
+    """Copies new lines of each worker's log into this process's output, prefixed with the worker."""
+
+    def __init__(self, folder: Path, world: int):
+        self.paths = [folder / f"rank{r}.log" for r in range(world)]
+        self.offsets = [0] * world
+        self.partial = [""] * world
+
+    def poll(self) -> None:
+        for r, path in enumerate(self.paths):
+            if not path.exists():
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                f.seek(self.offsets[r])
+                chunk = f.read()
+                self.offsets[r] = f.tell()
+            text = self.partial[r] + chunk.replace("\r", "\n")
+            *lines, self.partial[r] = text.split("\n")
+            for line in lines:
+                if line.strip():
+                    print(f"[worker {r}] {line}", flush=True)
+
+
+def _worker(rank: int, job: Job) -> None:
+    """A worker's whole life: its own log, its own GPU, the run rebuilt, its share of the training."""
+    log = open(Path(job.logs) / f"rank{rank}.log", "a", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr = log
+    os.environ["KIT_BATCH"] = "1"
+    import warnings
+
+    # DDP's note on depthwise-convolution weights whose strides are ambiguous (a size-1 dimension): harmless
+    warnings.filterwarnings("ignore", message="Grad strides do not match bucket view strides")
+    os.environ["KIT_PROGRESS_INTERVAL"] = os.environ.get("KIT_PROGRESS_INTERVAL", "30")
+    from kit.pipelines import create_pipeline
+    from kit.runtime.session import start
+    from kit.train.run import train_local
+
+    cuda = job.params["device"] != "cpu" and torch.cuda.is_available()
+    if cuda:
+        torch.cuda.set_device(rank)
+    else:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // job.world))
+    where = f"cuda:{rank}" if cuda else "the CPU"
+    print(f"worker {rank}/{job.world} ({job.mode}) on {where}, pid {os.getpid()}")
+    collective: Collective = Collective()
+    if job.mode == "ddp":
+        dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{job.port}", rank=rank,
+                                world_size=job.world)
+        collective = TorchCollective(rank, job.world, torch.device("cuda", rank) if cuda else torch.device("cpu"))
+    try:
+        session = start(job.template, {**job.params, "competition": job.competition}, worker=rank)
+        session.started = job.started
+        pipe = create_pipeline(session)
+        data = pipe.load()
+        folds = job.folds[rank :: job.world] if job.mode == "folds" else job.folds
+        train_local(session, pipe, data, folds=folds, collective=collective)
+        print(f"worker {rank} done in {time.time() - job.started:.0f} s since the notebook started")
+    finally:
+        if job.mode == "ddp" and dist.is_initialized():
+            dist.destroy_process_group()
+        log.flush()

@@ -1,0 +1,47 @@
+"""Two workers from the notebook, on the CPU with gloo: fold-parallel, DDP, and a worker that fails."""
+import pandas as pd
+import pytest
+
+from kit import config, files, smoke
+from kit.kernel import execute, notebook
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def built(tmp_path):
+    cfg = config.load("dog-breed")
+    root = tmp_path / "input"
+    smoke.make_dataset(cfg.spec, root / cfg.spec.slug, seed=8)
+    path = tmp_path / "kernel.ipynb"
+    files.write_text(path, notebook.dumps(notebook.build("cnn", {**cfg.parameters(smoke=True), "epochs": 2})))
+    return path, root / cfg.spec.slug
+
+
+def run(tmp_path, built, env=None, **params):
+    path, data = built
+    out = tmp_path / "out"
+    execute.run(path, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out), **params},
+                cwd=tmp_path, env=env)
+    sub = pd.read_csv(out / "submission.csv", dtype={"id": str})
+    sample = pd.read_csv(data / "sample_submission.csv", dtype={"id": str})
+    assert sub["id"].tolist() == sample["id"].tolist() and list(sub.columns) == list(sample.columns)
+    return (tmp_path / "executed.ipynb").read_text(), out
+
+
+@pytest.mark.parametrize("mode", ["folds", "ddp"])
+def test_two_workers_write_a_submission(tmp_path, built, mode):
+    text, out = run(tmp_path, built, parallel=mode, world_size=2)
+    assert f"parallel: {mode} on 2 workers" in text
+    assert f"[worker 0] worker 0/2 ({mode}) on the CPU" in text and f"[worker 1] worker 1/2 ({mode}) on the CPU" in text
+    assert "from folds [1, 2]" in text
+    if mode == "folds":  # each worker trained its own fold
+        assert "[worker 0] fold 1/2 epoch" in text and "[worker 1] fold 2/2 epoch" in text
+    else:  # rank 0 speaks for both
+        assert "[worker 0] fold 2/2 epoch" in text and "[worker 1] fold 1/2 epoch" not in text
+
+
+def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(tmp_path, built):
+    text, out = run(tmp_path, built, env={"KIT_INJECT_FAULT": "1:1"}, parallel="ddp", world_size=2)
+    assert "a worker failed (worker 1: RuntimeError: injected fault in worker 1 at fold 2)" in text
+    assert "from folds [1]" in text  # fold 1 finished before the failure
