@@ -217,13 +217,14 @@ class _Loop:
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self) -> FitResult:
-        if self.files.last.exists():
+        if self.dist.broadcast(self.files.last.exists()):  # rank 0's view, so every rank resumes or none
             self.load_last()
             r = self.result
             self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name}")
             r.epochs_planned = self.cfg.epochs  # a new run has a new budget: plan again from the request
         else:
             self.save_last()  # epoch 0: what a fall-back to fp32 in the first epoch restarts from
+            self.dist.barrier()
         while self.result.epochs_run < self.result.epochs_planned and self.result.stopped == "completed":
             try:
                 self.epoch(self.result.epochs_run + 1)
@@ -254,7 +255,7 @@ class _Loop:
         if self.monitor:
             self.monitor.epoch_begin()
         seen, loss_sum, wait_s, step_s, bad_in_row, skipped, deadline_hit = 0, None, 0.0, 0.0, 0, 0, False
-        deadline = self.budget.train_deadline(self.fold[1]) if self.budget else math.inf
+        deadline = self.deadline()
         bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}", leave=False)
         batches = iter(self.train)
         steps = 0
@@ -287,7 +288,7 @@ class _Loop:
             seen += batch_size_of(batch)
             if self.budget and not self.planned and steps == min(3, max(self.steps_per_epoch - 1, 1)):
                 self.first_plan(step_s / steps, seen / max(step_s, 1e-9))
-                deadline = self.budget.train_deadline(self.budget.current.folds)
+                deadline = self.deadline()
         bar.close()
         if steps and skipped == steps:
             raise _Fallback()  # not one finite step this epoch (fewer steps than the patience)
@@ -356,6 +357,12 @@ class _Loop:
                     f"WARNING: {self.desc}: out of memory at {batch_size_of(batch)} samples per step; now micro-batches "
                     f"of {size}, accumulating gradients to keep the batch"
                 )
+
+    def deadline(self) -> float:
+        """When training steps must stop: in time to validate, then predict with the planned fold models."""
+        if self.budget is None:
+            return math.inf
+        return self.budget.train_deadline(self.budget.current.folds if self.budget.current else self.fold[1])
 
     def first_plan(self, step_s: float, rows_per_s: float) -> None:
         val_rows = len(self.val) * getattr(self.val, "batch_size", 1) if isinstance(self.val, Sized) else 0
