@@ -30,6 +30,28 @@ def fake_kaggle(monkeypatch):
     server.close()
 
 
+MINIMAL_TOML = """
+[competition]
+slug = "some-competition"
+template = "cnn"
+metric = "accuracy"
+
+[kernel]
+title = "{title}"
+{kernel}
+"""
+
+
+@pytest.fixture
+def minimal_toml(write_toml):
+    """A config with only the required keys; `kernel` adds lines to its [kernel] table."""
+
+    def write(title: str = "Some Competition Baseline", kernel: str = "") -> Path:
+        return write_toml(MINIMAL_TOML.format(title=title, kernel=kernel))
+
+    return write
+
+
 @pytest.fixture
 def write_toml(tmp_path):
     """Write a config file; `base` (default: the shipped dog-breed config) with `text` appended or replaced."""

@@ -131,8 +131,10 @@ def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
     logs.mkdir(parents=True, exist_ok=True)
     for old in logs.glob("rank*.log"):
         old.unlink()
-    job = Job(session.template, dataclasses.asdict(session.params), session.spec.to_dict(), session.started, mode, world,
-              free_port(), folds, str(logs))
+    params = {**dataclasses.asdict(session.params), "data_dir": str(session.data_dir), "output_dir": str(session.output_dir)}
+    if params["num_workers"] < 0:  # the CPUs are shared: each worker gets its part for its loaders
+        params["num_workers"] = max(1, session.hardware.cpu_count // world) if session.hardware.device == "cuda" else 0
+    job = Job(session.template, params, session.spec.to_dict(), session.started, mode, world, free_port(), folds, str(logs))
     context = mp.start_processes(_worker, args=(job,), nprocs=world, join=False, start_method="spawn")
     relay = _Relay(logs, world)
     failure = ""

@@ -1,18 +1,11 @@
 """Competition configs: what loads, and the one-line error for every way a config can be wrong."""
 import pytest
+from conftest import MINIMAL_TOML
 
 from kit import config
 from kit.errors import KitError
 
-MINIMAL = """
-[competition]
-slug = "some-competition"
-template = "cnn"
-metric = "accuracy"
-
-[kernel]
-title = "Some Competition Baseline"
-"""
+MINIMAL = MINIMAL_TOML.format(title="Some Competition Baseline", kernel="")
 
 
 def test_shipped_dog_breed_config_loads():

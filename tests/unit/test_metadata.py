@@ -7,20 +7,9 @@ from kit import config
 from kit.errors import KitError
 from kit.kernel import metadata
 
-MINIMAL = """
-[competition]
-slug = "some-competition"
-template = "cnn"
-metric = "accuracy"
 
-[kernel]
-title = "{title}"
-{kernel}
-"""
-
-
-def load(write_toml, title="Some Competition Baseline", kernel=""):
-    return config.load(str(write_toml(MINIMAL.format(title=title, kernel=kernel))))
+def load(minimal_toml, title="Some Competition Baseline", kernel=""):
+    return config.load(str(minimal_toml(title=title, kernel=kernel)))
 
 
 def test_dog_breed_metadata_contract():
@@ -44,38 +33,38 @@ def test_dog_breed_metadata_contract():
 
 
 @pytest.mark.parametrize("title", ["Dog", "x" * 51])
-def test_title_length(write_toml, title):
+def test_title_length(minimal_toml, title):
     with pytest.raises(KitError, match="Kaggle needs 5 to 50"):
-        metadata.build(load(write_toml, title=title), "alice")
+        metadata.build(load(minimal_toml, title=title), "alice")
 
 
-def test_fifty_character_title_is_fine(write_toml):
-    meta = metadata.build(load(write_toml, title="A" * 50), "alice")
+def test_fifty_character_title_is_fine(minimal_toml):
+    meta = metadata.build(load(minimal_toml, title="A" * 50), "alice")
     assert meta["id"] == "alice/" + "a" * 50
 
 
-def test_slug_must_match_title(write_toml):
+def test_slug_must_match_title(minimal_toml):
     with pytest.raises(KitError, match="slug 'other-name' does not match the title, which Kaggle turns into 'some-competition-baseline'"):
-        metadata.build(load(write_toml, kernel='slug = "other-name"'), "alice")
-    meta = metadata.build(load(write_toml, kernel='slug = "some-competition-baseline"'), "alice")
+        metadata.build(load(minimal_toml, kernel='slug = "other-name"'), "alice")
+    meta = metadata.build(load(minimal_toml, kernel='slug = "some-competition-baseline"'), "alice")
     assert meta["code_file"] == "some-competition-baseline.ipynb"
 
 
-def test_gpu_off_and_sources(write_toml):
+def test_gpu_off_and_sources(minimal_toml):
     meta = metadata.build(
-        load(write_toml, kernel='gpu = false\ninternet = true\nprivate = false\ndataset_sources = ["me/weights"]'), "alice"
+        load(minimal_toml, kernel='gpu = false\ninternet = true\nprivate = false\ndataset_sources = ["me/weights"]'), "alice"
     )
     assert meta["enable_gpu"] is False and "machine_shape" not in meta
     assert meta["enable_internet"] is True and meta["is_private"] is False
     assert meta["dataset_sources"] == ["me/weights"]
 
 
-def test_p100_warns_and_internet_off_pretrained_warns(write_toml):
-    cfg = load(write_toml, kernel='machine_shape = "NvidiaTeslaP100"')
+def test_p100_warns_and_internet_off_pretrained_warns(minimal_toml):
+    cfg = load(minimal_toml, kernel='machine_shape = "NvidiaTeslaP100"')
     warnings = metadata.warnings_for(cfg)
     assert any("retired" in w and "sm_60" in w for w in warnings)
     assert any("weights_path" in w for w in warnings)
-    cfg = load(write_toml, kernel="internet = true")
+    cfg = load(minimal_toml, kernel="internet = true")
     assert metadata.warnings_for(cfg) == []
 
 
@@ -110,3 +99,25 @@ def test_broken_kaggle_json_never_echoes_its_content(monkeypatch, kaggle_user):
     with pytest.raises(KitError) as e:
         metadata.username()
     assert "secret-key-123" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "kernel, message",
+    [
+        ('model_sources = ["timm/efficientnet"]', "model_sources: 'timm/efficientnet' is not of the form owner/model/framework/variation/version"),
+        ('model_sources = ["a/b/pytorch/default/latest"]', "not of the form owner/model/framework/variation/version"),
+        ('dataset_sources = ["just-a-name"]', "dataset_sources: 'just-a-name' is not of the form owner/dataset-slug"),
+        ('kernel_sources = ["a/b/c/d"]', "kernel_sources: 'a/b/c/d' is not of the form owner/kernel-slug"),
+        ('machine_shape = "NvidiaTeslaK80"', "machine_shape = 'NvidiaTeslaK80' is not one of"),
+        ('docker_image_pinning_type = "newest"', "docker_image_pinning_type = 'newest' is not one of"),
+    ],
+)
+def test_sources_and_shapes_are_checked_before_kaggle_sees_them(minimal_toml, kernel, message):
+    with pytest.raises(KitError, match=message.replace("(", r"\(")):
+        metadata.build(load(minimal_toml, kernel=kernel), "alice")
+
+
+def test_good_sources_pass(minimal_toml):
+    meta = metadata.build(load(minimal_toml, kernel='model_sources = ["google/efficientnet/pytorch/b4/1"]\n'
+                                                     'dataset_sources = ["alice/weights", "bob/more-weights/3"]'), "alice")
+    assert meta["model_sources"] == ["google/efficientnet/pytorch/b4/1"] and len(meta["dataset_sources"]) == 2
