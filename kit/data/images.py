@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from kit import files
 from kit.errors import KitError
 from kit.runtime import progress
 
-CACHE_FORMAT = 1  # bump when `decode` changes what it writes, so stale caches are not reused
+CACHE_FORMAT = 2  # bump when `decode` changes what it writes, so stale caches are not reused
 CROP_PCT = 0.875  # evaluation sees the centre image_size / side of the cached square, as timm's crop_pct does
 
 
@@ -41,24 +42,57 @@ class DecodeError(ValueError):
 
 def decode(path: str | os.PathLike, side: int) -> np.ndarray:
     """`side x side x 3` uint8 RGB: EXIF-rotated, grayscale/CMYK/palette converted, shorter side resized to
-    `side`, centre-cropped. Raises DecodeError for a missing, truncated or non-image file."""
+    `side`, centre-cropped. Raises DecodeError for a missing, truncated or non-image file.
+
+    JPEGs less than twice the size go through libjpeg-turbo in torchvision and a uint8 antialiased resize
+    (about 1.5x faster than Pillow's resize); larger ones through Pillow, whose draft mode decodes them at
+    1/2, 1/4 or 1/8 scale; anything else, or anything the fast path refuses, through Pillow too."""
     try:
         with Image.open(path) as im:
-            # JPEG only: let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still covers `side`.
-            im.draft("RGB", (side, side))
-            im = ImageOps.exif_transpose(im)
-            if im.mode != "RGB":
-                im = im.convert("RGB")
-            w, h = im.size
-            scale = side / min(w, h)
-            nw, nh = max(side, round(w * scale)), max(side, round(h * scale))
-            im = im.resize((nw, nh), Image.Resampling.BILINEAR)
-            left, top = (nw - side) // 2, (nh - side) // 2
-            return np.asarray(im.crop((left, top, left + side, top + side)), dtype=np.uint8)
+            if im.format == "JPEG" and min(im.size) < 2 * side:
+                fast = _decode_jpeg(path, side)
+                if fast is not None:
+                    return fast
+            return _decode_pillow(im, side)
     except FileNotFoundError:
         raise DecodeError("file not found") from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
         raise DecodeError(" ".join(str(e).split()) or type(e).__name__) from None
+
+
+def _decode_pillow(im: Image.Image, side: int) -> np.ndarray:
+    im.draft("RGB", (side, side))  # JPEG only: libjpeg decodes at 1/2, 1/4 or 1/8 scale when that covers `side`
+    im = ImageOps.exif_transpose(im)
+    if im.mode != "RGB":
+        im = im.convert("RGB")
+    w, h = im.size
+    scale = side / min(w, h)
+    nw, nh = max(side, round(w * scale)), max(side, round(h * scale))
+    im = im.resize((nw, nh), Image.Resampling.BILINEAR)
+    left, top = (nw - side) // 2, (nh - side) // 2
+    return np.asarray(im.crop((left, top, left + side, top + side)), dtype=np.uint8)
+
+
+def _decode_jpeg(path: str | os.PathLike, side: int) -> np.ndarray | None:
+    try:
+        import torch
+        import torch.nn.functional as F
+        from torchvision.io import ImageReadMode, decode_jpeg, read_file
+
+        # torchvision 0.29 deprecates its decoders for TorchCodec; when they go, this path returns None
+        warnings.filterwarnings("ignore", message="The image decoding and encoding capabilities of TorchVision")
+
+        x = decode_jpeg(read_file(str(path)), mode=ImageReadMode.RGB, apply_exif_orientation=True)  # (3, H, W)
+    except Exception:  # an older torchvision, CMYK, a truncated file: Pillow decides
+        return None
+    if x.dtype != torch.uint8 or x.shape[0] != 3:
+        return None
+    h, w = x.shape[1:]
+    scale = side / min(h, w)
+    nh, nw = max(side, round(h * scale)), max(side, round(w * scale))
+    x = F.interpolate(x[None], size=(nh, nw), mode="bilinear", antialias=True)[0]
+    top, left = (nh - side) // 2, (nw - side) // 2
+    return x[:, top : top + side, left : left + side].permute(1, 2, 0).contiguous().numpy()  # (side, side, 3)
 
 
 @dataclass
@@ -214,7 +248,7 @@ def build_cache(
     bar = progress.bar(total=len(paths), desc=desc, unit="img")
     if workers > 1 and len(chunks) > 1:
         # fork: the children only run PIL and numpy, never CUDA, so forking after CUDA init is safe.
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_one_thread) as pool:
             for n, bad in pool.imap_unordered(job, chunks):
                 cache.bad.update(bad)
                 bar.update(n)
@@ -227,6 +261,13 @@ def build_cache(
     files.write_text(meta_path, json.dumps({"side": side, "count": len(paths), "bad": cache.bad}, sort_keys=True))
     log(f"{desc}: decoded {len(paths) - len(cache.bad)} of {len(paths)} images into {data_path} ({cache.nbytes / 2**20:.0f} MB)")
     return cache
+
+
+def _one_thread() -> None:
+    # the pool already has a process per core: torch's resize must not start threads of its own on top
+    import torch
+
+    torch.set_num_threads(1)
 
 
 class _DecodeJob:

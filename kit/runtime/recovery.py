@@ -17,7 +17,7 @@ OOM_MESSAGES = (
 
 def is_oom(error: BaseException) -> bool:
     """Whether `error` means the batch did not fit (a pure function of the exception)."""
-    if isinstance(error, torch.OutOfMemoryError):
+    if isinstance(error, getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)):  # torch < 2.5: cuda's
         return True
     return isinstance(error, RuntimeError) and len(error.args) == 1 and any(m in str(error.args[0]) for m in OOM_MESSAGES)
 

@@ -139,3 +139,16 @@ def test_cache_refusal_reasons(tmp_path, monkeypatch):
     assert images.cache_refusal(8 * 2**30, tmp_path) == f"it needs 8.0 GB and {tmp_path} has 5.0 GB free"
     monkeypatch.setattr(images, "memory_available", lambda: 2 * 2**30)
     assert images.cache_refusal(2 * 2**30, tmp_path) == "it needs 2.0 GB, more than the 2.0 GB of RAM available can hold"
+
+
+def test_fast_jpeg_path_agrees_with_pillow_and_honours_exif(tmp_path):
+    path = tmp_path / "p.jpg"
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    dogs.photo(np.random.default_rng(3), 1, 300, 200).save(path, quality=92, exif=exif.tobytes())
+    fast = images._decode_jpeg(path, 128)
+    with Image.open(path) as im:
+        slow = images._decode_pillow(im, 128)
+    assert fast is not None and fast.shape == slow.shape == (128, 128, 3)
+    assert np.abs(fast.astype(int) - slow.astype(int)).mean() < 2.0  # same picture, same orientation
+    assert np.array_equal(images.decode(path, 128), fast)  # decode takes the fast path for this size
