@@ -132,7 +132,7 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
     import timm
 
     from kit.runtime.precision import Precision
-    from kit.train.loop import make_optimizer, train_step
+    from kit.train.step import make_optimizer, train_step
     from kit.train.tasks import Classification
 
     device = torch.device("cuda")
@@ -222,7 +222,7 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
     from kit.data.sequences import SequenceBatches
     from kit.models import create_model
     from kit.runtime.precision import Precision
-    from kit.train.loop import make_optimizer, train_step
+    from kit.train.step import make_optimizer, train_step
     from kit.train.tasks import SequenceTask
 
     rng = np.random.default_rng(0)

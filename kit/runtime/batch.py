@@ -22,6 +22,7 @@ from torch import nn
 from kit.errors import KitError
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
+from kit.train.step import make_optimizer, train_step
 
 REFERENCE_BATCH = 64
 MEMORY_MARGIN = 0.85  # a batch fits if its trial's peak stays under this share of GPU memory
@@ -84,8 +85,6 @@ def run_trial(
     warmup: int = 2,
 ) -> Trial:
     """Train `warmup + steps` steps and validate once at `batch`; an out-of-memory error is a result."""
-    from kit.train.loop import make_optimizer, train_step  # the loop imports this module's neighbours
-
     cuda = precision.device_type == "cuda"
     if cuda:
         torch.cuda.synchronize()

@@ -25,6 +25,7 @@ from kit.runtime import checkpoint, progress
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
 from kit.train import metrics
+from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
 
 Batch = dict[str, torch.Tensor]
 NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
@@ -64,60 +65,6 @@ class FitResult:
 class FoldFiles:
     best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
     last: Path  # the latest epoch: everything needed to resume
-
-
-def warmup_cosine(step: int, total: int, warmup: int) -> float:
-    """Learning-rate factor at optimizer step `step` (0-based) of `total`: linear warm-up over `warmup`
-    steps, then a half cosine from 1 down to 0 at `total`."""
-    if warmup > 0 and step < warmup:
-        return (step + 1) / warmup
-    span = max(total - warmup, 1)
-    done = min(max(step - warmup, 0) / span, 1.0)
-    return 0.5 * (1.0 + math.cos(math.pi * done))
-
-
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    # timm's AdamW set-up: no weight decay on biases and norm weights (1-D parameters).
-    from timm.optim import create_optimizer_v2
-
-    return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay)
-
-
-def batch_size_of(batch: Batch) -> int:
-    return next(iter(batch.values())).shape[0]
-
-
-def split_batch(batch: Batch, size: int) -> list[Batch]:
-    """Micro-batches of at most `size` rows (gradient accumulation keeps the effective batch)."""
-    n = batch_size_of(batch)
-    return [{k: v[i : i + size] for k, v in batch.items()} for i in range(0, n, size)]
-
-
-def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0,
-               agree: Callable[[bool], bool] | None = None):
-    """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss, or None
-    when a micro-batch's loss was not finite and the step was skipped. `agree` makes data-parallel peers
-    skip together (a rank that skipped alone would leave the others waiting in the gradient all-reduce)."""
-    n = batch_size_of(batch)
-    optimizer.zero_grad(set_to_none=True)
-    total = None
-    for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
-        with precision.autocast():
-            loss = task(model, chunk)["loss"] * (batch_size_of(chunk) / n)
-        bad = not bool(torch.isfinite(loss))
-        if agree is not None:
-            bad = agree(bad)
-        if bad:
-            optimizer.zero_grad(set_to_none=True)
-            return None
-        scaler.scale(loss).backward()
-        total = loss.detach() if total is None else total + loss.detach()
-    if grad_clip > 0:
-        scaler.unscale_(optimizer)
-        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    scaler.step(optimizer)
-    scaler.update()
-    return total
 
 
 @torch.inference_mode()
