@@ -69,7 +69,7 @@ def cmd_smoke(args) -> None:
     started = time.time()
     result = smoke.run(args.comp)
     print(f"smoke passed in {time.time() - started:.0f}s: {result.rows} submission rows, out-of-fold "
-          f"{result.metric} {result.score:.4f} (predicting the mean or prior: {result.baseline:.4f})")
+          f"{result.metric} {result.score:.4f} (predicting {result.baseline_name}: {result.baseline:.4f})")
     print(f"  data       {result.input_dir}")
     print(f"  notebook   {result.executed}")
     print(f"  submission {result.submission}")

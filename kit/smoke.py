@@ -36,6 +36,7 @@ class SmokeResult:
     metric: str
     score: float  # out-of-fold
     baseline: float  # predicting the training mean or the class prior
+    baseline_name: str
 
 
 def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
@@ -58,7 +59,7 @@ def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
     submission = working / "submission.csv"
     rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
     cv = json.loads((working / "cv.json").read_text())
-    return SmokeResult(data_dir, executed, submission, rows, cv["metric"], cv["score"], cv["baseline"])
+    return SmokeResult(data_dir, executed, submission, rows, cv["metric"], cv["score"], cv["baseline"], cv["baseline_name"])
 
 
 def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:

@@ -214,7 +214,8 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
-            {"metric": cfg.metric, "score": result.score, "baseline": result.baseline, "folds": result.folds},
+            {"metric": cfg.metric, "score": result.score, "baseline": result.baseline,
+             "baseline_name": result.baseline_name, "folds": result.folds},
             indent=1, default=float))
     return result
 
