@@ -82,30 +82,36 @@ def score_rows(df: pd.DataFrame, expression: str, path: Path) -> np.ndarray:
     return selected.to_numpy()
 
 
-def category_codes(frames: list[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, dict]:
-    """value -> code (from 1; 0 is padding) per categorical column, over train and test together."""
+def category_codes(frames: list[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, pd.Index]:
+    """The values of each categorical column over train and test together, sorted: value i gets code i + 1
+    (0 is padding)."""
     codes = {}
     for column in columns:
-        values = pd.unique(pd.concat([f[column] for f in frames], ignore_index=True).astype(str))
-        codes[column] = {v: i + 1 for i, v in enumerate(sorted(values))}
+        values = pd.Index(pd.unique(pd.concat([f[column] for f in frames], ignore_index=True).dropna()))
+        try:
+            values = values.sort_values()
+        except TypeError:  # mixed types: first-seen order serves as well
+            pass
+        codes[column] = values
     return codes
 
 
-def to_sequences(df: pd.DataFrame, spec: Spec, codes: dict[str, dict], y: np.ndarray | None, weight: np.ndarray,
+def to_sequences(df: pd.DataFrame, spec: Spec, codes: dict[str, pd.Index], y: np.ndarray | None, weight: np.ndarray,
                  per_step: bool, length: int | None = None) -> Sequences:
     """Group, order and pad `df`. `y` holds one (encoded) target per row; `weight` the score mask per row."""
-    order = np.lexsort((df[spec.order_column].to_numpy(), df[spec.sequence_column].astype(str).to_numpy()))
-    seq = df[spec.sequence_column].astype(str).to_numpy()[order]
-    ids, starts, counts = np.unique(seq, return_index=True, return_counts=True)  # rows are sorted by sequence
+    seq_codes, seq_ids = pd.factorize(df[spec.sequence_column], sort=True)  # hashing, not string sorting
+    order = np.lexsort((df[spec.order_column].to_numpy(), seq_codes))
+    _, starts, counts = np.unique(seq_codes[order], return_index=True, return_counts=True)
+    ids = np.asarray(seq_ids).astype(str)
     which = np.repeat(np.arange(len(ids)), counts)  # sequence of each sorted row
-    pos = np.arange(len(seq)) - np.repeat(starts, counts)  # position inside its sequence
+    pos = np.arange(len(order)) - np.repeat(starts, counts)  # position inside its sequence
     L = max(int(counts.max()), length or 0)
     S, F, K = len(ids), len(spec.features), len(spec.categorical)
     x = np.zeros((S, L, F), np.float32)
-    x[which, pos] = df[list(spec.features)].to_numpy(np.float32)[order] if F else np.zeros((len(seq), 0), np.float32)
+    x[which, pos] = df[list(spec.features)].to_numpy(np.float32)[order] if F else np.zeros((len(order), 0), np.float32)
     cat = np.zeros((S, L, K), np.int64)
     for k, column in enumerate(spec.categorical):
-        cat[which, pos, k] = df[column].astype(str).map(codes[column]).to_numpy()[order]
+        cat[which, pos, k] = pd.Categorical(df[column], categories=codes[column]).codes[order] + 1
     mask = np.zeros((S, L), bool)
     mask[which, pos] = True
     w = np.zeros((S, L), np.float32)

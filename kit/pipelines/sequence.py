@@ -90,25 +90,21 @@ class Pipeline:
     def _sample_positions(self, te: Sequences, test: pd.DataFrame, sample: pd.DataFrame, per_step: bool,
                           test_path, sample_path) -> np.ndarray:
         """Where each test prediction goes in the sample submission; every id on both sides must match."""
-        where = {str(v): i for i, v in enumerate(sample[self.spec.id_column])}
-        if per_step:
-            ids = test[self.spec.id_column].astype(str).to_numpy()
-            what = "row id"
-        else:
-            ids = te.ids
-            what = "sequence id"
-        missing = [i for i in ids if i not in where]
-        if missing:
-            raise KitError(f"{test_path.name}: {what} '{missing[0]}' is not in {sample_path.name} "
-                           f"({len(missing)} such); the test table and the sample submission must list the same ids")
-        if len(set(ids)) != len(where):
-            absent = next(i for i in where if i not in set(ids))
-            raise KitError(f"{sample_path.name}: id '{absent}' has no rows in {test_path.name}")
+        sample_ids = pd.Index(sample[self.spec.id_column].astype(str))
+        ids = test[self.spec.id_column].astype(str).to_numpy() if per_step else te.ids
+        where = sample_ids.get_indexer(ids)  # -1: not in the sample submission
+        if (where < 0).any():
+            what = "row id" if per_step else "sequence id"
+            raise KitError(f"{test_path.name}: {what} '{ids[np.flatnonzero(where < 0)[0]]}' is not in {sample_path.name} "
+                           f"({int((where < 0).sum())} such); the test table and the sample submission must list the same ids")
+        covered = np.zeros(len(sample_ids), bool)
+        covered[where] = True
+        if not covered.all():
+            raise KitError(f"{sample_path.name}: id '{sample_ids[np.flatnonzero(~covered)[0]]}' has no rows in {test_path.name}")
         if not per_step:
-            return np.array([where[i] for i in te.ids], np.int64)
-        lookup = np.array([where[i] for i in ids], np.int64)  # per table row
+            return where.astype(np.int64)
         positions = np.full(te.mask.shape, -1, np.int64)
-        positions[te.mask] = lookup[te.row_index[te.mask]]
+        positions[te.mask] = where[te.row_index[te.mask]]
         return positions
 
     def describe(self, data: SequenceData) -> str:

@@ -69,8 +69,8 @@ def encode(target: Target, labels: pd.Series) -> np.ndarray:
     """Class indices (int64) for classification, float32 values for regression."""
     if not target.classification:
         return labels.to_numpy(dtype=np.float32)
-    index = {str(c): i for i, c in enumerate(target.classes)}
-    return np.array([index[str(v)] for v in labels], dtype=np.int64)
+    codes = pd.Categorical(labels.astype(str), categories=[str(c) for c in target.classes]).codes
+    return codes.astype(np.int64)  # every label is a class (infer checked it): no -1 here
 
 
 def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
