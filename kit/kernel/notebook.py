@@ -2,6 +2,7 @@
 kit runtime embedded, no outputs, and stable cell ids, so the same inputs give the same bytes."""
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,9 @@ def build(template: str, parameters: Mapping[str, Any]) -> nbformat.NotebookNode
     """The template with `parameters` injected after its parameters cell and the runtime embedded."""
     import papermill
 
+    # papermill's parameter inspection warns about lines it cannot parse (a dict holding "u_out == 0");
+    # the values are injected all the same, and kit checks them itself
+    logging.getLogger("papermill").setLevel(logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "prepared.ipynb"
         papermill.execute_notebook(
