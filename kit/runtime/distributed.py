@@ -96,8 +96,11 @@ class TorchCollective(Collective):
         from torch.nn.parallel import DistributedDataParallel
 
         if self.device.type == "cuda" and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
-            # per-GPU batches are half the batch: BatchNorm statistics over both GPUs' samples
-            model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
+            # per-GPU batches are half the batch: BatchNorm statistics over both GPUs' samples. timm's converter
+            # keeps the activation of its fused BatchNormAct layers (torch's would silently drop it).
+            from timm.layers import convert_sync_batchnorm
+
+            model = convert_sync_batchnorm(model)
         ids = [self.device.index if self.device.index is not None else torch.cuda.current_device()] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids)
 
