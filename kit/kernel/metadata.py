@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,20 +39,29 @@ def kaggle_config_dirs() -> list[Path]:
     return [Path.home() / ".kaggle", xdg / "kaggle"]
 
 
+def kaggle_json_files() -> Iterator[tuple[Path, dict]]:
+    """Each kaggle.json where the client looks, parsed; a broken one is an error that never echoes it."""
+    for folder in kaggle_config_dirs():
+        path = folder / "kaggle.json"
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, OSError):
+                data = None
+            if not isinstance(data, dict):
+                raise KitError(f"{path} is not valid JSON; download a new token from kaggle.com > Settings > API")
+            yield path, data
+
+
 def username() -> str:
     """The Kaggle user the kernel belongs to: KAGGLE_USERNAME, else kaggle.json's username."""
     name = os.environ.get("KAGGLE_USERNAME", "").strip()
     if name:
         return name
-    for folder in kaggle_config_dirs():
-        path = folder / "kaggle.json"
-        if path.is_file():
-            try:
-                name = str(json.loads(path.read_text(encoding="utf-8")).get("username", "")).strip()
-            except (ValueError, OSError, AttributeError):
-                raise KitError(f"{path} is not valid JSON; download a new token from kaggle.com > Settings > API") from None
-            if name:
-                return name
+    for _, data in kaggle_json_files():
+        name = str(data.get("username", "")).strip()
+        if name:
+            return name
     raise KitError(
         "no Kaggle username: set KAGGLE_USERNAME, or save kaggle.json (kaggle.com > Settings > API > "
         "Create New Token) to ~/.kaggle/"

@@ -42,15 +42,9 @@ def credentials() -> Credentials:
     user, key = os.environ.get("KAGGLE_USERNAME", ""), os.environ.get("KAGGLE_KEY", "")
     if user and key:
         return Credentials(user, key, "KAGGLE_USERNAME/KAGGLE_KEY")
-    for folder in metadata.kaggle_config_dirs():
-        path = folder / "kaggle.json"
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (ValueError, OSError):
-                raise KitError(f"{path} is not valid JSON; download a new token from kaggle.com > Settings > API") from None
-            if data.get("username") and data.get("key"):
-                return Credentials(str(data["username"]), str(data["key"]), str(path))
+    for path, data in metadata.kaggle_json_files():
+        if data.get("username") and data.get("key"):
+            return Credentials(str(data["username"]), str(data["key"]), str(path))
     token = os.environ.get("KAGGLE_API_TOKEN", "")
     if token and user:
         return Credentials(user, token, "KAGGLE_API_TOKEN")
@@ -181,11 +175,8 @@ def push(comp: str) -> dict[str, Any]:
     return {"id": kernel, "url": answer.url, "version": answer.version_number, "rebuilt": built.changed}
 
 
-def kernel_id(comp: str) -> str:
+def kernel_id(cfg) -> str:
     """The kernel's id from the built bundle (or from the config and username when not built yet)."""
-    from kit import config as kit_config
-
-    cfg = kit_config.load(comp)
     meta_path = bundle.kernels_dir() / cfg.name / "kernel-metadata.json"
     if meta_path.is_file():
         return json.loads(meta_path.read_text())["id"]
@@ -194,8 +185,10 @@ def kernel_id(comp: str) -> str:
 
 def status(comp: str, wait: bool = False, log: Callable[[str], None] = print) -> str:
     """The latest session's status; with `wait`, poll with backoff until it is final. ERROR raises."""
+    from kit import config as kit_config
+
     client = Client()
-    kernel = kernel_id(comp)
+    kernel = kernel_id(kit_config.load(comp))
     hint = f"push it first: make push COMP={comp}"
     delay, last = _seconds("KIT_POLL_S", 10.0), None
     while True:
@@ -218,8 +211,9 @@ def output(comp: str) -> tuple[Path, list[str]]:
     from kit import config as kit_config
 
     client = Client()
-    kernel = kernel_id(comp)
-    target = bundle.kernels_dir() / kit_config.load(comp).name / "output"
+    cfg = kit_config.load(comp)
+    kernel = kernel_id(cfg)
+    target = bundle.kernels_dir() / cfg.name / "output"
     with files.atomic_dir(target) as tmp:
         with contextlib.redirect_stdout(sys.stderr):
             names, _ = client.call(

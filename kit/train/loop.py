@@ -66,6 +66,11 @@ class FoldFiles:
     best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
     last: Path  # the latest epoch: everything needed to resume
 
+    @property
+    def done(self) -> Path:
+        """The fold's summary, written when it finishes."""
+        return self.best.with_suffix(".json")
+
 
 @torch.inference_mode()
 def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision, collective=None):

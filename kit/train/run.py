@@ -117,7 +117,7 @@ def train_folds(session: Session, pipe, data) -> CVResult:
 
 def fold_done(session: Session, fold: int) -> bool:
     saved = fold_files(session, fold)
-    return saved.best.exists() and saved.best.with_suffix(".json").exists()
+    return saved.best.exists() and saved.done.exists()
 
 
 def train_local(session: Session, pipe, data, folds=None, collective=None, train: bool = True) -> CVResult:
@@ -136,16 +136,16 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
     budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
                     other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
     monitor = Monitor(session.hardware.device, device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
-    monitor.start()
+    if train:  # collecting finished folds samples nothing
+        monitor.start()
     result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor)
     shard = (collective.rank, collective.world)
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
             saved = fold_files(session, fold)
-            done = saved.best.with_suffix(".json")
             desc = f"fold {fold + 1}/{len(splits)}"
             if fold_done(session, fold):
-                summary = checkpoint.load_json(done)
+                summary = checkpoint.load_json(saved.done)
                 if train and folds is None:
                     say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
                 result.folds.append(summary)
@@ -193,7 +193,7 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                        "epochs_run": fitted.epochs_run, "stopped": fitted.stopped, "precision": fitted.precision,
                        "history": fitted.history}  # fmt: skip
             if collective.main:
-                checkpoint.save_json(summary, done)
+                checkpoint.save_json(summary, saved.done)
                 os.unlink(saved.last)  # the fold is finished: its resume state is no longer needed
             collective.barrier()
             result.folds.append(summary)
@@ -208,9 +208,10 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
     if rows:
         joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
         result.score = metrics.score(cfg.metric, joined["pred"], joined["target"], joined.get("weight"))
-        prior = np.tile(pipe.prior(data), (len(joined["target"]), 1))
-        result.baseline = metrics.score(cfg.metric, prior, joined["target"], joined.get("weight"))
-        result.baseline_name = "the training mean" if len(pipe.prior(data)) == 1 else "the class prior"
+        prior = pipe.prior(data)
+        result.baseline = metrics.score(cfg.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
+                                        joined.get("weight"))
+        result.baseline_name = "the training mean" if len(prior) == 1 else "the class prior"
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
