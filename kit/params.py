@@ -26,6 +26,7 @@ class TrainParams:
     lr: float = setting(1e-3, minimum=0.0)
     seed: int = 42
     batch_size: int | str = setting("auto", choices=("auto",), minimum=1)
+    precision: str = setting("auto", choices=("auto", "fp32", "fp16", "bf16"))  # auto: fp16 on a T4, bf16 on Ampere+
     time_budget_s: float = setting(0.0, minimum=0.0)  # 0: Kaggle's session limit less a margin
     weight_decay: float = setting(0.05, minimum=0.0)
     warmup_epochs: float = setting(1.0, minimum=0.0)

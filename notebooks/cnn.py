@@ -39,6 +39,7 @@ folds: int = 5  # cross-validation folds; 1 is a single holdout split
 lr: float = 0.001  # peak AdamW learning rate
 seed: int = 42
 batch_size = "auto"  # an int, or auto: the largest batch that fits and runs fastest
+precision: str = "auto"  # auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16
 time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
 weight_decay: float = 0.05  # AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
@@ -107,7 +108,10 @@ _ = pipe.show_samples(data)
 # %% [markdown]
 # ## 3. Training
 #
-# With `batch_size = "auto"` a few trial steps find the largest batch that fits and the fastest one (the
+# First a preflight: each optional accelerant (channels_last, the precision's step with its scaler, the
+# side-stream prefetch, torch.compile when asked, the GPU monitor) is tried once on a small batch, and what
+# fails is turned off with one line. With `batch_size = "auto"` a few trial steps find the largest batch
+# that fits and the fastest one (the
 # learning rate follows it by the square-root rule). After the first steps the time budget is planned: if
 # folds x epochs do not fit before the deadline, less the time measured for prediction, epochs and then folds
 # are cut, and the plan says so. Each fold keeps the weights of its best validation epoch and checkpoints
@@ -115,7 +119,8 @@ _ = pipe.show_samples(data)
 # With two GPUs (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers
 # run in fresh processes and their lines appear here prefixed `[worker N]`.
 # Out-of-memory errors halve the micro-batch (gradients accumulate to keep the batch); non-finite losses
-# are skipped, and if they persist the fold falls back to fp32 from its last checkpoint.
+# are skipped, and if they persist the fold falls back to fp32 from its last checkpoint; a failed
+# torch.compile falls back to eager mode. Interrupting this cell stops every worker.
 
 # %%
 from kit.train.run import train_folds

@@ -41,6 +41,7 @@ folds: int = 5  # cross-validation folds of whole sequences; 1 is a single holdo
 lr: float = 0.0005  # peak AdamW learning rate (for a batch of 64)
 seed: int = 42
 batch_size = "auto"  # an int, or auto: the largest batch that fits and runs fastest
+precision: str = "auto"  # auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16
 time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
 weight_decay: float = 0.01  # AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
@@ -117,8 +118,9 @@ _ = pipe.show_samples(data)
 # keeps the weights of its best validation epoch (with its feature statistics) and checkpoints every epoch:
 # a run into the same `output_dir` reuses finished folds and resumes an interrupted one. With two GPUs
 # (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers run in fresh
-# processes and their lines appear here prefixed `[worker N]`. The last lines
-# compare the out-of-fold score with predicting the training mean (or the class prior).
+# processes and their lines appear here prefixed `[worker N]`; interrupting this cell stops them all.
+# Before the first fold each optional accelerant is tried once, and what fails is turned off with one line.
+# The last lines compare the out-of-fold score with predicting the training mean (or the class prior).
 
 # %%
 from kit.train.run import train_folds

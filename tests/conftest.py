@@ -65,6 +65,17 @@ def write_toml(tmp_path):
     return write
 
 
+@pytest.fixture(scope="module")
+def dog_breed_data(tmp_path_factory):
+    """The dog-breed config and its smoke data (Kaggle's layout), made once per test module."""
+    from kit import config, smoke
+
+    cfg = config.load("dog-breed")
+    folder = tmp_path_factory.mktemp("dogs") / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=3)
+    return cfg, folder
+
+
 @pytest.fixture(autouse=True, scope="session")
 def outputs_in_temp_folders(tmp_path_factory):
     """Decoded-image caches and bundles of test runs go to pytest's temp folder, not /tmp/kit-cache or the

@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 
 class ImageTransform:
-    """uint8 (B, S, S, 3) -> normalised float (B, 3, size, size) in channels_last, where the batch lives."""
+    """uint8 (B, S, S, 3) -> normalised float (B, 3, size, size) (channels_last unless asked not to), where the
+    batch lives."""
 
     def __init__(
         self,
@@ -25,9 +26,12 @@ class ImageTransform:
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
         hflip: float = 0.5,
         seed: int = 0,
-        dtype: torch.dtype = torch.float32,  # the precision policy's: half the bytes into the model on a GPU
+        precision=None,  # the precision in force (its `.dtype`, read at every call): half the bytes into the model
+        channels_last: bool = True,
     ):
-        self.size, self.train, self.scale, self.ratio, self.hflip, self.dtype = size, train, scale, ratio, hflip, dtype
+        self.size, self.train, self.scale, self.ratio, self.hflip = size, train, scale, ratio, hflip
+        self.precision = precision
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # x / 255 then (x - mean) / std, folded into one multiply-add
         self.mul = torch.tensor([1 / (255 * s) for s in std]).view(1, 3, 1, 1)
         self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, 3, 1, 1)
@@ -42,7 +46,8 @@ class ImageTransform:
         else:
             x = center_crop(x, self.size)
         x = x * self.mul.to(x.device) + self.add.to(x.device)
-        return x.to(self.dtype).contiguous(memory_format=torch.channels_last)
+        dtype = self.precision.dtype if self.precision is not None else torch.float32
+        return x.to(dtype).contiguous(memory_format=self.memory_format)
 
 
 def crop_flip_theta(

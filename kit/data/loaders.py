@@ -94,10 +94,13 @@ def host_loader(
 
 class DeviceLoader:
     """Wraps a host loader: copies each batch to `device` (non-blocking, on a side stream on CUDA, one batch
-    ahead) and applies `transform` there, so the training step only ever sees ready device batches."""
+    ahead, unless `prefetch` is off) and applies `transform` there, so the training step only ever sees ready
+    device batches."""
 
-    def __init__(self, loader: DataLoader, device: torch.device, transform: Callable[[Batch], Batch] | None = None):
+    def __init__(self, loader: DataLoader, device: torch.device, transform: Callable[[Batch], Batch] | None = None,
+                 prefetch: bool = True):
         self.loader, self.device, self.transform = loader, device, transform or _whole_batch
+        self.prefetch = prefetch
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -110,7 +113,7 @@ class DeviceLoader:
         return self.transform({k: v.to(self.device, non_blocking=True) for k, v in batch.items()})
 
     def __iter__(self) -> Iterator[Batch]:
-        if self.device.type != "cuda":
+        if self.device.type != "cuda" or not self.prefetch:
             for batch in self.loader:
                 yield self._to_device(batch)
             return

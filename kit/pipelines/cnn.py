@@ -17,7 +17,7 @@ from kit.data import images, tables
 from kit.data.augment import ImageTransform, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
-from kit.runtime import paths
+from kit.runtime import faults, paths
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -184,19 +184,19 @@ class Pipeline:
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
-                test: bool = False, shard: tuple[int, int] = (0, 1)) -> DeviceLoader:
+                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None) -> DeviceLoader:
+        """Device batches of `rows`; images come in the dtype of `precision` (the session's unless given; an
+        `InForce` is followed as it switches)."""
         s = self.session
         cache = data.test_cache if test else data.train_cache
         dataset = ImageRows(cache, rows, None if test else data.y[rows])
-        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers,
+        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
-        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed, dtype=self.input_dtype())
-        return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None))
-
-    def input_dtype(self) -> torch.dtype:
-        # Half-precision inputs under fp16/bf16 autocast (the first convolution casts to it anyway).
-        return self.session.precision.dtype
+        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed, precision=precision or s.precision,
+                                   channels_last=s.plan.channels_last)
+        return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
+                            prefetch=s.plan.prefetch)
 
     def mixer(self, data: ImageData):
         """timm's Mixup/CutMix on the device, with soft targets; None when both are off or nothing mixes."""
@@ -207,14 +207,16 @@ class Pipeline:
         return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=self.p.cutmix, label_smoothing=0.0,
                      num_classes=data.target.outputs)
 
-    def make_batch(self, data: ImageData, n: int) -> dict[str, torch.Tensor]:
-        """One augmented training batch of `n` rows on the device (rows repeat if there are fewer)."""
-        rows = np.resize(data.usable, n)
-        host = ImageRows(data.train_cache, rows, data.y[rows]).__getitems__(list(range(n)))
-        mean, std = self.normalization()
-        transform = _TransformImages(ImageTransform(self.p.image_size, mean, std, train=True, dtype=self.input_dtype()),
-                                     self.mixer(data))
-        return transform({k: v.to(self.session.device) for k, v in host.items()})
+    def host_bytes(self, data: ImageData) -> int:
+        """Host memory a process that loads this data needs: the cache is memory-mapped and shared."""
+        return 0
+
+    def release(self, data: ImageData) -> None:
+        """Nothing to give back: images are read from the cache on disk."""
+
+    def trial_rows(self, data: ImageData) -> np.ndarray:
+        """Training rows a batch-size trial may draw from."""
+        return data.usable
 
     def predict_rows(self, data: ImageData) -> int:
         """Rows a fold model predicts: the test images, twice with TTA (the time budget's reserve)."""
@@ -222,17 +224,18 @@ class Pipeline:
 
     # -- prediction -------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def predict(self, model: nn.Module, data: ImageData) -> np.ndarray:
+    def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray:
         """(test rows, outputs): probabilities or values, averaged with the flipped view when tta is on."""
         model.eval()
         task = self.task(data)
         out = []
         rows = np.arange(data.test_cache.count)
-        for batch in self.batches(data, rows, train=False, batch_size=2 * self.batch_size, test=True):
-            with self.session.precision.autocast():
+        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision):
+            with precision.autocast():
                 pred = task.predict(model(batch["image"]))
                 if self.p.tta:
                     pred = (pred + task.predict(model(hflip(batch["image"])))) / 2
+            faults.oom("oom.predict")
             out.append(pred.float().cpu().numpy())
         pred = np.concatenate(out).astype(np.float64)
         if data.test_cache.bad:

@@ -30,6 +30,9 @@ class Plan:
     channels_last: bool
     compile_ok: bool  # torch.compile's Triton backend needs sm_70 or newer
     workers: int
+    prefetch: bool = False  # copy and augment the next batch on a side stream while the current one trains
+    monitor: bool = False  # sample GPU utilisation, memory and power in the background
+    autotune: bool = False  # batch_size="auto" runs trials (else a fixed batch: the CPU has no memory wall)
 
 
 def choose_precision(device: str, capability: tuple[int, int] | None) -> str:
@@ -43,18 +46,23 @@ def choose_precision(device: str, capability: tuple[int, int] | None) -> str:
     return "fp32"  # Pascal (P100): fp16 has no tensor cores there
 
 
-def plan(hw: Hardware, num_workers: int = -1) -> Plan:
+def plan(hw: Hardware, num_workers: int = -1, precision: str = "auto") -> Plan:
+    """What follows from the machine; `precision` other than "auto" is honoured as asked, on any device
+    (fp16 on the CPU runs CPU autocast with a live GradScaler: how the tests exercise a T4's precision)."""
     cuda = hw.device == "cuda"
     if num_workers < 0:
         # The loaders only gather rows of a decoded uint8 cache, so a few workers keep a GPU fed; on the
         # CPU they would compete with the model for the same cores.
         num_workers = min(hw.cpu_count, 8) if cuda else 0
     return Plan(
-        precision=choose_precision(hw.device, hw.capability),
+        precision=choose_precision(hw.device, hw.capability) if precision == "auto" else precision,
         tf32=cuda and hw.capability is not None and hw.capability >= (8, 0),
         channels_last=cuda,
         compile_ok=cuda and hw.capability is not None and hw.capability >= (7, 0),
         workers=num_workers,
+        prefetch=cuda,
+        monitor=cuda,
+        autotune=cuda,
     )
 
 
@@ -108,13 +116,24 @@ def detect(device: str = "auto") -> Hardware:
     )
 
 
-def describe(hw: Hardware, p: Plan, compile_wanted: bool = False) -> str:
+def precision_note(hw: Hardware, p: Plan, asked: str) -> str:
+    """A warning for a precision asked for that the GPU runs slowly, else ""."""
+    if asked == "bf16" and hw.device == "cuda" and hw.capability is not None and hw.capability < (8, 0):
+        return f"precision='bf16' on a {hw.gpu_name} (compute {hw.capability[0]}.{hw.capability[1]}) is emulated, with no bf16 tensor cores: fp16 is several times faster there"
+    if asked in ("fp16", "bf16") and hw.device == "cpu":
+        return f"precision='{asked}' on the CPU runs much slower than fp32 (CPU autocast); it is there to test the GPU's precision path"
+    return ""
+
+
+def describe(hw: Hardware, p: Plan, compile_wanted: bool = False, precision_asked: str = "auto") -> str:
     if hw.device == "cuda":
         cc = f"{hw.capability[0]}.{hw.capability[1]}" if hw.capability else "?"
         gpu = f"{hw.gpu_count} x {hw.gpu_name} (compute {cc}, {hw.gpu_memory_gb:.1f} GB)"
     else:
         gpu = "none: training on the CPU"
-    precision = {"fp16": "fp16 autocast + GradScaler", "bf16": "bf16 autocast", "fp32": "fp32"}[p.precision]
+    from kit.runtime.precision import Precision
+
+    precision = Precision(p.precision, hw.device).describe() + (" (auto)" if precision_asked == "auto" else " (as asked)")
     return "\n".join(
         [
             f"GPU            {gpu}",
@@ -139,3 +158,12 @@ def _ram_gb() -> float:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         return 0.0
+
+
+def available_ram_bytes() -> int:
+    """Memory the kernel could still give this process without swapping (MemAvailable); 0 where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, ValueError, StopIteration):
+        return 0

@@ -37,7 +37,7 @@ def test_notebook_on_cuda_autotunes_and_monitors(tmp_path):
     out = tmp_path / "out"
     execute.run(built, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path)
     log = (out / "kit.log").read_text()
-    assert "precision      fp16 autocast + GradScaler" in log or "precision      bf16 autocast" in log
+    assert "precision      fp16 autocast with loss scaling" in log or "precision      bf16 autocast" in log
     assert "batch_size auto:" in log and "samples/s, peak" in log
     assert " | gpu " in log and " | mem " in log
     assert (out / "submission.csv").exists() and (out / "history.png").exists()
