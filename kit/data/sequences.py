@@ -139,16 +139,21 @@ def standardizer(seqs: Sequences, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 class SequenceBatches:
     """Batches of sequences gathered by index from tensors that stay where they are: on the GPU when they
-    fit (no per-step DataLoader, no copies), else in pinned host memory, copied without blocking."""
+    fit (no per-step DataLoader, no copies); else in host memory, each batch gathered into a page-locked
+    staging buffer and copied on a side stream one batch ahead. Every batch also carries `lengths`, each
+    sequence's real steps, on the host: what an LSTM's packing needs without asking the GPU."""
 
     def __init__(self, tensors: dict[str, torch.Tensor], rows: np.ndarray, batch_size: int, shuffle: bool,
                  device: torch.device, seed: int = 0, transform: Callable[[dict], dict] | None = None,
-                 shard: tuple[int, int] = (0, 1)):
+                 shard: tuple[int, int] = (0, 1), lengths: torch.Tensor | None = None, prefetch: bool = True):
         self.tensors, self.rows, self.batch_size, self.shuffle = tensors, torch.as_tensor(rows), batch_size, shuffle
-        self.shard = shard
+        self.shard, self.prefetch = shard, prefetch
         self.device, self.transform = device, transform or (lambda b: b)
         self.generator = torch.Generator().manual_seed(seed)
         self.index_device = next(iter(tensors.values())).device
+        if lengths is None and "mask" in tensors:
+            lengths = tensors["mask"].sum(1).cpu()  # (S,) on the host, once
+        self.lengths = lengths
 
     def __len__(self) -> int:
         return (len(self._mine(self.rows)) + self.batch_size - 1) // self.batch_size
@@ -158,30 +163,62 @@ class SequenceBatches:
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         order = self.rows[torch.randperm(len(self.rows), generator=self.generator)] if self.shuffle else self.rows
-        order = self._mine(order).to(self.index_device)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            batch = {k: self._gather(v, idx) for k, v in self.tensors.items()}
-            yield self.transform(batch)
+        order = self._mine(order)
+        placed = order.to(self.index_device)  # once per epoch; batches slice it where the tables are
+        steps = [(order[i : i + self.batch_size], placed[i : i + self.batch_size]) for i in range(0, len(order), self.batch_size)]
+        if self.index_device == self.device or self.device.type != "cuda" or not self.prefetch:
+            for idx in steps:
+                yield self.transform(self._gather(*idx))
+            return
+        stream = torch.cuda.Stream(self.device)  # host-resident tables on a GPU: copy one batch ahead
+        ready = None
+        for idx in steps:
+            with torch.cuda.stream(stream):
+                upcoming = self._gather(*idx)
+            if ready is not None:
+                yield self.transform(ready)
+            torch.cuda.current_stream(self.device).wait_stream(stream)
+            for v in upcoming.values():
+                if v.device.type == "cuda":
+                    v.record_stream(torch.cuda.current_stream(self.device))
+            ready = upcoming
+        if ready is not None:
+            yield self.transform(ready)
 
-    def _gather(self, tensor: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        rows = tensor.index_select(0, idx)
-        if rows.device == self.device:
-            return rows
-        if tensor.is_pinned():
-            rows = rows.pin_memory()  # a non-blocking copy needs page-locked memory on the host side
-        return rows.to(self.device, non_blocking=True)
+    def _gather(self, host_idx: torch.Tensor, idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        batch = {k: self._rows(v, idx) for k, v in self.tensors.items()}
+        if self.lengths is not None:
+            batch["lengths"] = self.lengths.index_select(0, host_idx)
+        return batch
+
+    def _rows(self, tensor: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        if tensor.device == self.device:
+            return tensor.index_select(0, idx)
+        if self.device.type != "cuda":
+            return tensor.index_select(0, idx).to(self.device)
+        staging = torch.empty((len(idx), *tensor.shape[1:]), dtype=tensor.dtype, pin_memory=True)
+        torch.index_select(tensor, 0, idx, out=staging)  # one batch page-locked, never the whole table
+        return staging.to(self.device, non_blocking=True)
+
+
+GPU_SHARE = 0.25  # tables stay on the GPU when they take less than this share of its free memory
+
+
+def placement(nbytes: int, gpu_free: int) -> str:
+    """"gpu" when tables of `nbytes` fit in GPU_SHARE of `gpu_free` bytes, else "host"."""
+    return "gpu" if nbytes < GPU_SHARE * gpu_free else "host"
 
 
 def place(tensors: dict[str, torch.Tensor], device: torch.device, log: Callable[[str], None]) -> dict[str, torch.Tensor]:
-    """On the GPU if they take less than a quarter of its free memory, else pinned host memory (CUDA) or
-    as they are (CPU)."""
-    nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
+    """On the GPU if they fit (`placement`); else left where they are, in host memory, shared with the numpy
+    arrays they were made from (a pinned copy of a big table would double it, and round it up)."""
     if device.type != "cuda":
         return tensors
+    nbytes = sum(t.numel() * t.element_size() for t in tensors.values())
     free, _ = torch.cuda.mem_get_info(device)
-    if nbytes < 0.25 * free:
+    if placement(nbytes, free) == "gpu":
         log(f"sequences      {nbytes / 2**20:.0f} MB resident on the GPU: batches are gathered there")
         return {k: v.to(device) for k, v in tensors.items()}
-    log(f"sequences      {nbytes / 2**20:.0f} MB in pinned host memory (too big for the GPU's {free / 2**30:.1f} GB free)")
-    return {k: v.pin_memory() for k, v in tensors.items()}
+    log(f"sequences      {nbytes / 2**20:.0f} MB stay in host memory (too big for the GPU's {free / 2**30:.1f} GB free): "
+        "each batch is copied one ahead")
+    return tensors

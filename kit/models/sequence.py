@@ -88,8 +88,9 @@ class SequenceModel(nn.Module):
         self.front, self.backbone, self.per_step = front, backbone, per_step
         self.head = ResidualHead(width if per_step else 2 * width, outputs, dropout)
 
-    def forward(self, x: torch.Tensor, cat: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        h = self.backbone(self.front(x, cat, mask), mask)  # (B, L, width)
+    def forward(self, x: torch.Tensor, cat: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """`lengths`: (B,) real steps per sequence on the host, when the caller knows them (saves a device sync)."""
+        h = self.backbone(self.front(x, cat, mask), mask, lengths)  # (B, L, width)
         return self.head(h) if self.per_step else self.head(masked_pool(h, mask))
 
 
@@ -99,11 +100,12 @@ class LSTMBackbone(nn.Module):
         self.lstm = nn.LSTM(d_model, hidden_size, num_layers, batch_first=True, bidirectional=True,
                             dropout=dropout if num_layers > 1 else 0.0)
 
-    def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        lengths = mask.sum(1)
-        if bool((lengths == mask.shape[1]).all()):  # equal lengths (the usual case): no packing needed
+    def forward(self, h: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        if lengths is None:
+            lengths = mask.sum(1).cpu()  # packing needs the lengths on the host: this waits for the device
+        if int(lengths.min()) == mask.shape[1]:  # equal lengths (the usual case): no packing needed
             return self.lstm(h)[0]
-        packed = nn.utils.rnn.pack_padded_sequence(h, lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        packed = nn.utils.rnn.pack_padded_sequence(h, lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)
         return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=mask.shape[1])[0]
 
@@ -145,7 +147,7 @@ class TransformerBackbone(nn.Module):
         self.blocks = nn.ModuleList(EncoderBlock(d_model, nhead, ffn, dropout) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model)
 
-    def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         h = h + sinusoidal(h.shape[1], h.shape[2], h.device).to(h.dtype)
         keep = mask[:, None, None, :]  # (B, 1, 1, L): attend to real steps only
         for block in self.blocks:

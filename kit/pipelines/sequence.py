@@ -2,11 +2,12 @@
 
 One output per row (`task = "per_step"`, e.g. ventilator pressure) or per sequence (`"per_sequence"`, e.g.
 activity classes); regression or classification follows from the metric and the sample submission. The
-padded tensors stay on the GPU when they fit, and batches are gathered there.
+padded tensors go to the GPU, when they fit, in the process that first makes batches of them (never in a
+notebook that leaves the training to worker processes), and batches are gathered there.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from kit.data import sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models import create_model
-from kit.runtime import paths
+from kit.runtime import faults, paths
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -36,8 +37,7 @@ class SequenceData:
     test_positions: np.ndarray  # per_step: (S, L) sample row of each test row (-1: padding); else (S,)
     y_mean: float
     y_std: float
-    tensors: dict[str, torch.Tensor]  # training tensors, placed (GPU-resident when they fit)
-    test_tensors: dict[str, torch.Tensor]
+    placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
 
 
 class Pipeline:
@@ -82,8 +82,7 @@ class Pipeline:
         y_mean = float(values.mean()) if not target.classification else 0.0
         y_std = float(values.std()) if not target.classification else 1.0
         data = SequenceData(tr, te, target, sample, per_step, [len(codes[c]) for c in spec.categorical], positions,
-                            y_mean, y_std, sequences.place(tr.tensors(), s.device, s.log),
-                            sequences.place(te.tensors(), s.device, lambda m: None))
+                            y_mean, y_std)
         s.log(self.describe(data))
         return data
 
@@ -167,30 +166,46 @@ class Pipeline:
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: SequenceData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
-                test: bool = False, shard: tuple[int, int] = (0, 1)) -> SequenceBatches:
-        tensors = data.test_tensors if test else data.tensors
-        return SequenceBatches(tensors, rows, batch_size, shuffle=train, device=self.session.device, seed=seed,
-                               shard=shard)
+                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None) -> SequenceBatches:
+        """Batches of sequences `rows` (features in float32: autocast casts them where it pays)."""
+        split = "test" if test else "train"
+        if split not in data.placed:
+            seqs = data.test if test else data.train
+            data.placed[split] = sequences.place(seqs.tensors(), self.session.device, self.session.log if split == "train" else lambda m: None)
+        return SequenceBatches(data.placed[split], rows, batch_size, shuffle=train, device=self.session.device, seed=seed,
+                               shard=shard, prefetch=self.session.plan.prefetch)
 
-    def make_batch(self, data: SequenceData, n: int) -> dict[str, torch.Tensor]:
-        rows = np.resize(np.arange(len(data.train.ids)), n)
-        return next(iter(SequenceBatches(data.tensors, rows, n, shuffle=False, device=self.session.device)))
+    def host_bytes(self, data: SequenceData) -> int:
+        """Host memory a process that loads this data needs at its peak: the tables, and the CSVs they were
+        built from, about twice as much again."""
+        arrays = [a for q in (data.train, data.test) for a in (q.x, q.cat, q.mask, q.weight, q.row_index, q.y) if a is not None]
+        return 3 * sum(a.nbytes for a in arrays)
+
+    def release(self, data: SequenceData) -> None:
+        """Give the device copies back (before worker processes take the GPUs); batches place them again."""
+        data.placed.clear()
+
+    def trial_rows(self, data: SequenceData) -> np.ndarray:
+        """Training rows a batch-size trial may draw from."""
+        return np.arange(len(data.train.ids))
 
     def predict_rows(self, data: SequenceData) -> int:
         return len(data.test.ids)
 
     # -- prediction -------------------------------------------------------------------------------------
     @torch.inference_mode()
-    def predict(self, model: nn.Module, data: SequenceData) -> np.ndarray:
+    def predict(self, model: nn.Module, data: SequenceData, precision, batch_size: int) -> np.ndarray:
         """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
         model.eval()
         task = self.task(data)
         out = np.zeros((len(data.sample), data.target.outputs), np.float64)
         rows = np.arange(len(data.test.ids))
         done = 0
-        for batch in self.batches(data, rows, train=False, batch_size=2 * self.batch_size, test=True):
-            with self.session.precision.autocast():
-                pred = task.predict(model(batch["x"], batch["cat"], batch["mask"])).float().cpu().numpy()
+        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True):
+            with precision.autocast():
+                pred = task.predict(model(batch["x"], batch["cat"], batch["mask"], batch["lengths"]))
+            faults.oom("oom.predict")
+            pred = pred.float().cpu().numpy()
             n = len(pred)
             where = data.test_positions[done : done + n]
             if data.per_step:

@@ -1,4 +1,4 @@
-"""Telling an out-of-memory error from other failures, and giving the memory back afterwards."""
+"""Telling an out-of-memory error or a failed compile from other failures, and giving the memory back."""
 from __future__ import annotations
 
 import gc
@@ -20,6 +20,26 @@ def is_oom(error: BaseException) -> bool:
     if isinstance(error, getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)):  # torch < 2.5: cuda's
         return True
     return isinstance(error, RuntimeError) and len(error.args) == 1 and any(m in str(error.args[0]) for m in OOM_MESSAGES)
+
+
+COMPILER_MODULES = ("torch._dynamo", "torch._inductor", "triton")
+
+
+def is_compile_error(error: BaseException) -> bool:
+    """Whether `error` comes from torch.compile's machinery (Dynamo, Inductor, Triton) rather than from the
+    model: then eager mode runs the same model. A pure function of the exception and its causes."""
+    seen = 0
+    while error is not None and seen < 8:
+        if any(c.__module__.startswith(COMPILER_MODULES) for c in type(error).__mro__):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def describe_error(error: BaseException, width: int = 160) -> str:
+    """`Type: the message's first line`, for the one line that says what was turned off and why."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:width] if text else ''}".rstrip(": ")
 
 
 def free_memory() -> None:

@@ -4,7 +4,8 @@ It knows nothing of images, sequences, CUDA or dtypes: a task turns a batch into
 metric rows, the loaders hand it device batches, the precision policy owns autocast and the scaler. What it
 does know is how to survive: it checkpoints every epoch and resumes from there, halves the micro-batch on an
 out-of-memory error and accumulates gradients to keep the batch, skips non-finite steps and falls back to
-fp32 when they persist, and stops in time for the budget.
+fp32 when they persist, turns a failed torch.compile into eager mode, and stops in time for the budget.
+A step never waits for the device: losses are summed there and read every CHECK_EVERY steps.
 """
 from __future__ import annotations
 
@@ -14,29 +15,22 @@ import time
 from collections.abc import Callable, Iterable, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-import numpy as np
 import torch
 from torch import nn
 
 from kit.errors import KitError
 from kit.runtime import checkpoint, progress
-from kit.runtime.precision import Precision
-from kit.runtime.recovery import free_memory, is_oom
+from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
+from kit.runtime.recovery import describe_error, free_memory, is_compile_error, is_oom
 from kit.train import metrics
+from kit.train.evaluate import evaluate, unwrap
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
+from kit.train.tasks import Task
 
 Batch = dict[str, torch.Tensor]
 NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
-
-
-class Task(Protocol):
-    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
-        """{"loss": scalar, "output": the model's raw output}"""
-
-    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
-        """Metric rows: {"pred": (N, C) probabilities or (N,) values, "target": (N,), optional "weight": (N,)}"""
+CHECK_EVERY = 8  # steps between looks at the device's loss figures (a host sync; under DDP, an all-reduce)
 
 
 @dataclass(frozen=True)
@@ -72,31 +66,36 @@ class FoldFiles:
         return self.best.with_suffix(".json")
 
 
-@torch.inference_mode()
-def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision, collective=None):
-    """Mean loss and the concatenated metric rows (numpy; float32 for floats) over `batches`; with a
-    `collective`, over every rank's batches (each rank holds a shard), the same answer on every rank."""
-    model = _unwrap(model)  # no DDP forward here: ranks hold shards of different sizes
-    model.eval()
-    loss_sum, count, parts = 0.0, 0, {}
-    for batch in batches:
-        with precision.autocast():
-            out = task(model, batch)
-        n = batch_size_of(batch)
-        loss_sum += float(out["loss"]) * n
-        count += n
-        for k, v in task.rows(out["output"], batch).items():
-            parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
-    model.train()
-    if collective is not None and collective.world > 1:
-        shards = collective.gather((loss_sum, count, parts))
-        loss_sum, count = sum(x[0] for x in shards), sum(x[1] for x in shards)
-        parts = {k: [a for x in shards for a in x[2].get(k, [])] for k in shards[0][2]}
-    return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
-
-
 class _Fallback(Exception):
     """Non-finite losses persisted under mixed precision."""
+
+
+class _Losses:
+    """One epoch's training losses, kept on the device so that no step waits for the host: the sum of the
+    finite ones, how many were not finite, and the longest run of non-finite steps since the last look."""
+
+    def __init__(self):
+        self.sum = self.bad = self.streak = self.worst = None
+        self.steps = 0
+
+    def add(self, loss: torch.Tensor) -> None:
+        if self.sum is None:
+            zero = torch.zeros((), device=loss.device)
+            self.sum, self.bad, self.streak, self.worst = zero, zero.clone(), zero.clone(), zero.clone()
+        finite = torch.isfinite(loss)
+        self.sum = self.sum + torch.where(finite, loss.float(), 0.0)
+        self.bad = self.bad + (~finite).float()
+        self.streak = torch.where(finite, 0.0, self.streak + 1)
+        self.worst = torch.maximum(self.worst, self.streak)
+        self.steps += 1
+
+    def worst_streak(self) -> int:
+        """The longest run of non-finite steps since the last call (waits for the device)."""
+        if self.worst is None:
+            return 0
+        worst = int(self.worst)
+        self.worst = self.streak.clone()
+        return worst
 
 
 def fit(
@@ -105,7 +104,7 @@ def fit(
     train: Iterable[Batch],
     val: Iterable[Batch],
     cfg: FitConfig,
-    precision: Precision,
+    precision: Precision | InForce,
     files: FoldFiles,
     log: Callable[[str], None] = print,
     desc: str = "",
@@ -115,17 +114,19 @@ def fit(
     collective=None,  # kit.runtime.distributed.Collective: the data-parallel peers, if any
 ) -> FitResult:
     """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
-    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. Under DDP every
-    rank runs this; rank 0 alone logs and writes, and every decision (skip a step, stop, the plan) is taken
-    together."""
+    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. `precision` is
+    switched in place on a fall-back to fp32 or a resume (pass the `InForce` the data path reads). Under DDP
+    every rank runs this; rank 0 alone logs, writes and plans, and every decision (stop, fall back, the plan)
+    is taken together."""
     from kit.runtime.distributed import Collective
 
-    loop = _Loop(model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor, collective or Collective())
+    loop = _Loop(model, task, train, val, cfg, in_force(precision), files, log, desc, budget, fold, monitor,
+                 collective or Collective())
     return loop.run()
 
 
 class _Loop:
-    def __init__(self, model, task, train, val, cfg, precision, files, log, desc, budget, fold, monitor, collective):
+    def __init__(self, model, task, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor, collective):
         self.model, self.task, self.train, self.val, self.cfg = model, task, train, val, cfg
         self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
         self.dist = collective
@@ -136,6 +137,7 @@ class _Loop:
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
         self.micro = 0
         self.step = 0
+        self.warm = False  # whether this run has finished an epoch of the fold (its first step is not a usual one)
         planned = budget.current.epochs if budget is not None and budget.current else cfg.epochs
         self.result = FitResult(epochs_planned=planned, precision=precision.name)
         self.planned = budget is not None and budget.epoch_s > 0  # a first plan needs the first steps' times
@@ -159,10 +161,9 @@ class _Loop:
 
     def load_last(self) -> None:
         state = checkpoint.load(self.files.last)
-        _unwrap(self.model).load_state_dict(state["model"])
-        if state["precision"] != self.precision.name:
-            self.precision = Precision(state["precision"], self.precision.device_type)
-            self.scaler = self.precision.grad_scaler()
+        unwrap(self.model).load_state_dict(state["model"])
+        self.precision.switch(Precision(state["precision"], self.precision.device_type))
+        self.scaler = self.precision.grad_scaler()
         self.optimizer.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
         self.step, self.micro, self.result = state["step"], state["micro"], FitResult(**state["result"])
@@ -172,7 +173,7 @@ class _Loop:
         if self.dist.broadcast(self.files.last.exists()):  # rank 0's view, so every rank resumes or none
             self.load_last()
             r = self.result
-            self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name}")
+            self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name} ({r.precision})")
             r.epochs_planned = self.cfg.epochs  # a new run has a new budget: plan again from the request
         else:
             self.save_last()  # epoch 0: what a fall-back to fp32 in the first epoch restarts from
@@ -187,7 +188,7 @@ class _Loop:
                     break
                 failed = self.precision.name
                 self.load_last()
-                self.precision = self.precision.fallback()
+                self.precision.switch(self.precision.fallback())
                 self.scaler = self.precision.grad_scaler()
                 self.result.precision = self.precision.name
                 self.log(
@@ -206,11 +207,11 @@ class _Loop:
         started = time.time()
         if self.monitor:
             self.monitor.epoch_begin()
-        seen, loss_sum, wait_s, step_s, bad_in_row, skipped, deadline_hit = 0, None, 0.0, 0.0, 0, 0, False
+        seen, wait_s, step_s, deadline_hit, steps, first_s = 0, 0.0, 0.0, False, 0, 0.0
+        losses = _Losses()
         deadline = self.deadline()
         bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}", leave=False)
         batches = iter(self.train)
-        steps = 0
         while True:
             t0 = time.time()
             batch = next(batches, None)
@@ -218,51 +219,58 @@ class _Loop:
             if batch is None:
                 break
             wait_s += t1 - t0
-            if self.dist.any(t1 > deadline):
+            # one process reads its clock every step; DDP ranks agree every few steps (an all-reduce)
+            if (self.dist.world == 1 or steps % CHECK_EVERY == 0) and self.dist.any(t1 > deadline):
                 deadline_hit = True
                 break
             for group in self.optimizer.param_groups:
                 group["lr"] = self.lr_at(self.step)
-            loss = self.step_with_recovery(batch)
-            step_s += time.time() - t1
+            losses.add(self.step_with_recovery(batch))
             self.step += 1
             steps += 1
-            bar.update(1)
-            if loss is None:
-                skipped += 1
-                bad_in_row += 1
-                if bad_in_row >= NONFINITE_PATIENCE:
-                    bar.close()
-                    raise _Fallback()
-                continue
-            bad_in_row = 0
-            loss_sum = loss if loss_sum is None else loss_sum + loss
             seen += batch_size_of(batch)
-            if self.budget and not self.planned and steps == min(3, max(self.steps_per_epoch - 1, 1)):
-                self.first_plan(step_s / steps, seen / max(step_s, 1e-9))
+            first = not self.warm and steps == 1  # this run's first step of the fold: compiling, cuDNN's search
+            planning = self.budget is not None and not self.planned and steps == self.first_plan_at()
+            if first or planning:
+                float(losses.sum)  # wait for the device: these steps are timed
+            step_s += time.time() - t1
+            bar.update(1)
+            if first:
+                first_s = step_s
+            elif planning:
+                usual = (step_s - first_s) / (steps - (1 if first_s else 0))
+                self.first_plan(usual, seen / max(usual * steps, 1e-9))
                 deadline = self.deadline()
+            if steps % CHECK_EVERY == 0 and self.dist.any(losses.worst_streak() >= NONFINITE_PATIENCE):
+                bar.close()
+                raise _Fallback()
         bar.close()
-        if steps and skipped == steps:
-            raise _Fallback()  # not one finite step this epoch (fewer steps than the patience)
+        skipped = int(losses.bad) if losses.bad is not None else 0
+        if self.dist.any(steps > 0 and (skipped == steps or losses.worst_streak() >= NONFINITE_PATIENCE)):
+            raise _Fallback()  # not one finite step this epoch, or a streak of them at its end
         if skipped:
             self.log(f"WARNING: {self.desc} epoch {epoch}: skipped {skipped} steps with a non-finite loss")
-        train_s = time.time() - started
+        # the first step's time beyond a usual step's happens once per fold: the budget does not plan for it
+        one_off = max(first_s - (step_s - first_s) / (steps - 1), 0.0) if first_s and steps > 1 else 0.0
+        self.warm = True
+        train_s = time.time() - started - one_off
         v0 = time.time()
-        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision, self.dist)
+        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision, self.dist, self.log)
         val_s = time.time() - v0
         score = metrics.score(cfg.metric, rows["pred"], rows["target"], rows.get("weight")) if len(rows.get("target", [])) else float("nan")
         improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
         if improved:
             r.best_score, r.best_epoch = score, epoch
             if self.dist.main:
-                checkpoint.save({"model": _state_dict(self.model), "epoch": epoch, "score": score, "rows": rows}, self.files.best)
+                checkpoint.save({"model": _state_dict(self.model), "epoch": epoch, "score": score, "rows": rows,
+                                 "precision": self.precision.name}, self.files.best)
         record = {
             "epoch": epoch,
-            "train_loss": float(loss_sum) / max(steps - skipped, 1) if loss_sum is not None else float("nan"),
+            "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),
             "val_loss": val_loss,
             cfg.metric: score,
             "lr": self.optimizer.param_groups[0]["lr"],
-            "samples_per_s": seen / max(step_s, 1e-9),
+            "samples_per_s": seen / max(step_s - one_off, 1e-9),
             "seconds": time.time() - started,
             "steps": steps,
         }
@@ -284,37 +292,50 @@ class _Loop:
         self.save_last()
         self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them
 
-    def step_with_recovery(self, batch: Batch):
-        """`train_step`, retried with half the micro-batch for as long as it runs out of memory."""
+    def step_with_recovery(self, batch: Batch) -> torch.Tensor:
+        """`train_step`, retried with half the micro-batch for as long as it runs out of memory, and in eager
+        mode if torch.compile fails."""
         while True:
-            failed = False
+            failure = ""
             try:
                 return train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
-                                  self.cfg.grad_clip, self.micro, agree=self.dist.any if self.dist.world > 1 else None)
-            except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
-                if not is_oom(e):
+                                  self.cfg.grad_clip, self.micro)
+            except Exception as e:  # noqa: BLE001 - out-of-memory and compile errors are handled, the rest re-raised
+                if is_oom(e):
+                    if self.dist.world > 1:  # peers are already waiting in the all-reduce: stop them all, clearly
+                        raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under "
+                                       "DDP; set a smaller batch_size") from None
+                    failure = "oom"
+                elif is_compile_error(e) and _compiled(self.model):
+                    failure = describe_error(e)
+                else:
                     raise
-                if self.dist.world > 1:  # peers are already waiting in the all-reduce: stop them all, clearly
-                    raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under DDP; "
-                                   "set a smaller batch_size") from None
-                failed = True
-            if failed:  # outside the except block, so the failed step's frames and tensors are gone
-                self.optimizer.zero_grad(set_to_none=True)
-                free_memory()
-                size = (self.micro or batch_size_of(batch)) // 2
-                if size < 1:
-                    raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a smaller model")
-                self.micro = size
-                self.log(
-                    f"WARNING: {self.desc}: out of memory at {batch_size_of(batch)} samples per step; now micro-batches "
-                    f"of {size}, accumulating gradients to keep the batch"
-                )
+            # outside the except block, so the failed step's frames and tensors are gone
+            self.optimizer.zero_grad(set_to_none=True)
+            self.scaler = fresh_scaler(self.scaler, self.precision.current)  # forget a half-done unscale_
+            free_memory()
+            if failure != "oom":
+                self.model = self.model._orig_mod
+                self.log(f"WARNING: {self.desc}: torch.compile failed ({failure}); training in eager mode")
+                continue
+            size = (self.micro or batch_size_of(batch)) // 2
+            if size < 1:
+                raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a smaller model")
+            self.micro = size
+            self.log(
+                f"WARNING: {self.desc}: out of memory at {batch_size_of(batch)} samples per step; now micro-batches "
+                f"of {size}, accumulating gradients to keep the batch"
+            )
 
     def deadline(self) -> float:
         """When training steps must stop: in time to validate, then predict with the planned fold models."""
         if self.budget is None:
             return math.inf
         return self.budget.train_deadline(self.budget.current.folds if self.budget.current else self.fold[1])
+
+    def first_plan_at(self) -> int:
+        """The step after which the first plan is made: steps 2 to 4 are timed (the first is not usual)."""
+        return min(4, max(self.steps_per_epoch - 1, 2))
 
     def first_plan(self, step_s: float, rows_per_s: float) -> None:
         val_rows = len(self.val) * getattr(self.val, "batch_size", 1) if isinstance(self.val, Sized) else 0
@@ -323,8 +344,11 @@ class _Loop:
         self.replan(0, announce=self.budget.current is None)
 
     def replan(self, epochs_done: int, announce: bool = False) -> None:
+        """Rank 0 plans on its clock and every rank follows that plan: ranks that planned on their own could
+        differ by an epoch and wait for each other in a collective until it times out."""
         r, b = self.result, self.budget
-        p = b.replan(self.fold[0], self.fold[1], epochs_done, self.cfg.epochs)
+        p = self.dist.broadcast(b.replan(self.fold[0], self.fold[1], epochs_done, self.cfg.epochs) if self.dist.main else None)
+        b.current = p
         r.epochs_planned = max(p.epochs, epochs_done)
         told = b.announced
         # re-announce only real changes: a dropped fold, or epochs moving by more than a fifth
@@ -336,13 +360,12 @@ class _Loop:
         return getattr(self.train, "batch_size", 0) or 0
 
 
-def _unwrap(model: nn.Module) -> nn.Module:
-    model = getattr(model, "module", model)  # DistributedDataParallel wraps the module
-    return getattr(model, "_orig_mod", model)  # and so does torch.compile
+def _compiled(model: nn.Module) -> bool:
+    return isinstance(getattr(model, "_orig_mod", None), nn.Module)
 
 
 def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().cpu() for k, v in _unwrap(model).state_dict().items()}
+    return {k: v.detach().cpu() for k, v in unwrap(model).state_dict().items()}
 
 
 def _epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats) -> str:

@@ -6,11 +6,11 @@ Pure enough to test with exact numbers; the epoch loop (`kit.train.loop`) and th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 from torch import nn
 
+from kit.runtime import faults
 from kit.runtime.precision import Precision
 
 Batch = dict[str, torch.Tensor]
@@ -27,10 +27,14 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    # timm's AdamW set-up: no weight decay on biases and norm weights (1-D parameters).
+    # timm's AdamW set-up: no weight decay on biases and norm weights (1-D parameters). Fused: one kernel for
+    # the whole update, which takes the GradScaler's found-inf flag on the device instead of asking the host.
     from timm.optim import create_optimizer_v2
 
-    return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay)
+    try:
+        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay, fused=True)
+    except (RuntimeError, TypeError, ValueError):  # a device or torch without a fused AdamW
+        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay)
 
 
 def batch_size_of(batch: Batch) -> int:
@@ -43,28 +47,29 @@ def split_batch(batch: Batch, size: int) -> list[Batch]:
     return [{k: v[i : i + size] for k, v in batch.items()} for i in range(0, n, size)]
 
 
-def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0,
-               agree: Callable[[bool], bool] | None = None):
-    """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss, or None
-    when a micro-batch's loss was not finite and the step was skipped. `agree` makes data-parallel peers
-    skip together (a rank that skipped alone would leave the others waiting in the gradient all-reduce)."""
+def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0) -> torch.Tensor:
+    """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss as a device
+    tensor, without waiting for the device: it is not finite when a micro-batch's loss was not, and then the
+    scaler has skipped the update (a non-finite loss gives non-finite gradients; under DDP, on every rank,
+    since the gradients are averaged). The host reads the loss later, every few steps (`kit.train.loop`)."""
     n = batch_size_of(batch)
     optimizer.zero_grad(set_to_none=True)
     total = None
     for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
         with precision.autocast():
             loss = task(model, chunk)["loss"] * (batch_size_of(chunk) / n)
-        bad = not bool(torch.isfinite(loss))
-        if agree is not None:
-            bad = agree(bad)
-        if bad:
-            optimizer.zero_grad(set_to_none=True)
-            return None
+        faults.oom("oom.forward")
+        loss = faults.nan("nan.loss", loss)
+        if precision.name != "fp32":
+            loss = faults.nan("nan.amp", loss)
         scaler.scale(loss).backward()
+        faults.oom("oom.backward")
         total = loss.detach() if total is None else total + loss.detach()
+    scaler.unscale_(optimizer)  # records, on the device, whether every gradient is finite
+    faults.oom("oom.unscale")
     if grad_clip > 0:
-        scaler.unscale_(optimizer)
         nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    faults.oom("oom.step")
     scaler.step(optimizer)
     scaler.update()
     return total

@@ -1,11 +1,21 @@
 """Tasks: how a batch becomes a loss and metric rows. The loop calls them without knowing which it runs."""
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 Batch = dict[str, torch.Tensor]
+
+
+class Task(Protocol):
+    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+        """{"loss": scalar, "output": the model's raw output}"""
+
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
+        """Metric rows: {"pred": (N, C) probabilities or (N,) values, "target": (N,), optional "weight": (N,)}"""
 
 
 class Classification:
@@ -55,7 +65,7 @@ class SequenceTask:
         self.mean, self.std = float(mean), float(std) or 1.0
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
-        out = model(batch["x"], batch["cat"], batch["mask"]).float()  # (B, L, O) or (B, O)
+        out = model(batch["x"], batch["cat"], batch["mask"], batch.get("lengths")).float()  # (B, L, O) or (B, O)
         y = batch["target"]
         if self.classification:
             losses = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)

@@ -138,5 +138,5 @@ def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
     saved["result"]["epochs_planned"] = 4
     checkpoint.save(saved, tmp_path / "cut.last.pt")
     model, resumed, lines = run_toy(tmp_path, Classification("x"), epochs=4, name="cut")
-    assert lines[0] == ": resuming after epoch 2 from cut.last.pt"
+    assert lines[0] == ": resuming after epoch 2 from cut.last.pt (fp32)"
     assert resumed.epochs_run == 4 and [h["epoch"] for h in resumed.history] == [1, 2, 3, 4]

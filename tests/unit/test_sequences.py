@@ -104,7 +104,7 @@ def test_sequence_task_counts_scored_rows_only():
     task = SequenceTask(classification=False, per_step=True, metric="mae", mean=1.0, std=2.0)
 
     class Const(torch.nn.Module):
-        def forward(self, x, cat, mask):
+        def forward(self, x, cat, mask, lengths=None):
             return torch.zeros(x.shape[0], x.shape[1], 1)
 
     batch = {"x": torch.zeros(1, 3, 1), "cat": torch.zeros(1, 3, 0, dtype=torch.long), "mask": torch.tensor([[True, True, False]]),

@@ -1,0 +1,66 @@
+"""Validation: the model over batches without gradients, and the metric rows gathered from every rank."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import torch
+from torch import nn
+
+from kit.runtime import faults
+from kit.runtime.precision import InForce, Precision
+from kit.runtime.recovery import free_memory, is_oom
+from kit.train.step import batch_size_of
+from kit.train.tasks import Task
+
+Batch = dict[str, torch.Tensor]
+
+
+@torch.inference_mode()
+def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision | InForce, collective=None,
+             log: Callable[[str], None] = print):
+    """Mean loss and the concatenated metric rows (numpy; float32 for floats) over `batches`; with a
+    `collective`, over every rank's batches (each rank holds a shard), the same answer on every rank. A batch
+    that runs out of memory is taken in halves, and so are the batches after it."""
+    model = unwrap(model)  # no DDP forward here (ranks hold shards of different sizes), no compiled graph
+    model.eval()
+    loss_sum, count, parts, micro = 0.0, 0, {}, 0
+    for batch in batches:
+        n = batch_size_of(batch)
+        start = 0
+        while start < n:
+            size = min(micro or n, n - start)
+            chunk = batch if size == n else {k: v[start : start + size] for k, v in batch.items()}
+            try:
+                with precision.autocast():
+                    out = task(model, chunk)
+                faults.oom("oom.validation")
+            except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
+                if not is_oom(e) or size == 1:
+                    raise
+                out = None
+            if out is None:  # outside the except block, so the failed forward's tensors are gone
+                free_memory()
+                micro = size // 2
+                log(f"WARNING: out of memory in validation at {size} samples; validating {micro} at a time")
+                continue
+            loss_sum += float(out["loss"]) * size
+            count += size
+            for k, v in task.rows(out["output"], chunk).items():
+                parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
+            start += size
+    model.train()
+    if collective is not None and collective.world > 1:
+        shards = collective.gather((loss_sum, count, parts))
+        loss_sum, count = sum(x[0] for x in shards), sum(x[1] for x in shards)
+        parts = {k: [a for x in shards for a in x[2].get(k, [])] for k in shards[0][2]}
+    return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The module itself, out of torch.compile's and DistributedDataParallel's wrappers (in either order)."""
+    while True:
+        inner = getattr(model, "_orig_mod", None) or getattr(model, "module", None)
+        if not isinstance(inner, nn.Module):
+            return model
+        model = inner

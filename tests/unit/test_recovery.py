@@ -1,0 +1,149 @@
+"""The loop's recovery under mixed precision on the CPU (fp16 with a live GradScaler, bf16): out-of-memory
+retries after `unscale_`, no host sync per step, torch.compile failures, and what the budget plans for."""
+import time
+
+import pytest
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kit.runtime.budget import Budget
+from kit.runtime.precision import Precision
+from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.tasks import Classification
+
+FP16 = Precision("fp16", "cpu")
+
+
+def toy(n=128, d=8, classes=3):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n, d, generator=g)
+    return x, (x @ torch.randn(d, classes, generator=g)).argmax(1)
+
+
+def run(tmp_path, precision=FP16, epochs=2, size=16, model=None, name="a", budget=None, task=None):
+    torch.manual_seed(0)
+    x, y = toy()
+    model = model if model is not None else nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    cfg = FitConfig(epochs=epochs, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
+    train = [{"x": x[i : i + size], "target": y[i : i + size]} for i in range(0, 96, size)]
+    val = [{"x": x[96:], "target": y[96:]}]
+    lines = []
+    files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
+    result = fit(model, task or Classification("x"), train, val, cfg, precision, files, log=lines.append, budget=budget)
+    return model, result, lines
+
+
+@pytest.fixture
+def armed():
+    from kit.runtime import faults
+
+    yield faults.arm
+    faults.arm("")
+
+
+def test_oom_after_unscale_under_fp16_is_retried_with_half_the_batch(tmp_path, monkeypatch):
+    reference, _, _ = run(tmp_path, name="ref")
+    real, calls = nn.utils.clip_grad_norm_, []
+
+    def clip_then_fail_once(*args, **kwargs):  # as clip_grad_norm_ does when its norm buffer cannot be allocated
+        calls.append(1)
+        if len(calls) == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nn.utils, "clip_grad_norm_", clip_then_fail_once)
+    model, result, lines = run(tmp_path, name="oom")
+    assert result.epochs_run == 2 and result.precision == "fp16"
+    assert "out of memory at 16 samples per step; now micro-batches of 8" in "\n".join(lines)
+    assert all(torch.allclose(a, b, atol=1e-3) for a, b in zip(model.parameters(), reference.parameters()))
+
+
+@pytest.mark.parametrize("site", ["oom.forward", "oom.backward", "oom.unscale", "oom.step"])
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_oom_anywhere_in_the_step_is_retried(tmp_path, armed, site, precision):
+    armed(f"{site}:3")
+    model, result, lines = run(tmp_path, Precision(precision, "cpu"))
+    assert result.epochs_run == 2 and result.precision == precision and result.best_epoch
+    assert sum("out of memory at 16 samples per step" in line for line in lines) == 1
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_oom_in_validation_takes_the_batch_in_halves(tmp_path, armed):
+    armed("oom.validation:1")
+    _, result, lines = run(tmp_path)
+    assert "WARNING: out of memory in validation at 32 samples; validating 16 at a time" in lines
+    assert result.epochs_run == 2 and result.best_epoch
+
+
+class _Reads(TorchDispatchMode):
+    """Counts reads of a tensor's value by the host (.item(), float(), bool()): each is a device sync on a GPU."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_step_does_not_wait_for_the_device(tmp_path):
+    steps = 48  # 96 rows in batches of 2, one epoch
+    with _Reads() as reads:
+        run(tmp_path, Precision("fp32", "cpu"), epochs=1, size=2)
+    # a look at the loss figures every few steps (kit.train.loop.CHECK_EVERY), a handful at the epoch's end
+    assert reads.count < steps // 2, reads.count
+
+
+def test_the_lstm_reads_no_device_value_when_lengths_are_given():
+    from kit.models.sequence import LSTMBackbone
+
+    lstm = LSTMBackbone(8, 8, 1, 0.0).to("meta")  # a meta tensor cannot be read: any sync would raise
+    h, mask = torch.empty(2, 5, 8, device="meta"), torch.ones(2, 5, dtype=torch.bool, device="meta")
+    assert lstm(h, mask, torch.tensor([5, 5])).shape == (2, 5, 16)
+
+
+def _failing_backend(graph, example_inputs):
+    raise RuntimeError("Triton cannot compile for this GPU (a stand-in)")
+
+
+def test_a_compile_error_falls_back_to_eager(tmp_path):
+    model = torch.compile(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), backend=_failing_backend)
+    _, result, lines = run(tmp_path, Precision("fp32", "cpu"), model=model)
+    assert result.epochs_run == 2 and result.best_epoch
+    fallback = [line for line in lines if "torch.compile failed" in line]
+    assert len(fallback) == 1 and fallback[0].endswith("; training in eager mode") and "BackendCompilerFailed" in fallback[0]
+
+
+def test_is_compile_error():
+    from kit.runtime.recovery import is_compile_error
+
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - whatever Dynamo wraps the backend's error in
+        torch.compile(lambda x: x * 2, backend=_failing_backend)(torch.ones(2))
+    assert is_compile_error(caught.value)
+    assert not is_compile_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    assert not is_compile_error(torch.OutOfMemoryError("CUDA out of memory."))
+
+
+class SlowFirstCall(Classification):
+    """The first forward takes `seconds` (as compiling does); the rest are quick."""
+
+    def __init__(self, seconds):
+        super().__init__("x")
+        self.seconds, self.calls = seconds, 0
+
+    def __call__(self, model, batch):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.seconds)
+        return super().__call__(model, batch)
+
+
+def test_the_budget_does_not_plan_for_the_first_steps_one_off_time(tmp_path):
+    budget = Budget(time.time(), total_s=40.0, predict_rows=10)
+    _, result, lines = run(tmp_path, Precision("fp32", "cpu"), epochs=20, size=8, budget=budget, task=SlowFirstCall(2.0))
+    plan = [line for line in "\n".join(lines).splitlines() if line.startswith("plan:")]
+    assert plan and plan[0].startswith("plan: 1 folds x 20 epochs fit"), lines[:3]
+    assert result.epochs_planned == 20 and result.epochs_run == 20
