@@ -1,10 +1,14 @@
 """`batch_size="auto"`: the largest batch that fits with a margin, then the one that trains fastest.
 
-Each trial runs real optimizer steps and one validation step on the real model at a batch size, with cuDNN's
-autotuner on (so its workspace counts), and records samples/s and the peak memory the caching allocator
-reserved. Doubling stops at the first batch that runs out of memory or passes the margin; among those that
-fit, the fastest wins, and a smaller batch wins a near tie (more updates per epoch for the same time).
-The model's weights are restored after the trials.
+Each trial runs real optimizer steps and one validation step on the real model at a batch size, fed by the
+real data path (so the batch in flight on the side stream and the augmentation's buffers count), with
+cuDNN's autotuner on (so its workspace counts), and records samples/s and the memory the trial needed: the
+caching allocator's peak plus what the device holds outside it (CUDA contexts, NCCL's buffers, the notebook
+process and other workers on the same GPU), read from the driver. Under DDP the trials run on the bare model
+on every rank at once (an out-of-memory error inside a collective would leave the peer waiting), the
+reducer's share is added (`ddp_extra`), and the ranks agree after every trial. Doubling stops at the first
+batch that runs out of memory or passes the margin; among those that fit, the fastest wins, and a smaller
+batch wins a near tie (more updates per epoch for the same time). The model's weights are restored after.
 
 Learning-rate rule: `lr` is the rate for a batch of 64 (REFERENCE_BATCH); an automatically chosen batch
 scales it by sqrt(batch / 64), the square-root rule for Adam-type optimizers.
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from kit.errors import KitError
+from kit.runtime import faults
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
 from kit.train.step import make_optimizer, train_step
@@ -75,59 +80,113 @@ def limit_for(train_rows: int) -> int:
     return 1 << (cap.bit_length() - 1)
 
 
+@dataclass(frozen=True)
+class Memory:
+    """Bytes on the device during a trial."""
+
+    peak: int  # the caching allocator's peak reserve
+    others: int  # held outside it: CUDA contexts, NCCL's buffers, other processes on the same GPU
+    total: int
+
+    @property
+    def share(self) -> float:
+        return (self.peak + self.others) / self.total if self.total else 0.0
+
+
+class Probe:
+    """Reads a CUDA device's memory for a trial; on the CPU there is nothing to read and a batch fits
+    unless it runs out of memory."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.others = 0
+
+    def start(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.others = self._outside()
+
+    def stop(self, extra: int = 0) -> Memory:
+        if not self.cuda:
+            return Memory(0, 0, 0)
+        torch.cuda.synchronize(self.device)
+        total = torch.cuda.get_device_properties(self.device).total_memory  # this device's, not device 0's
+        return Memory(torch.cuda.max_memory_reserved(self.device) + extra, max(self.others, self._outside()), total)
+
+    def _outside(self) -> int:
+        free, total = torch.cuda.mem_get_info(self.device)  # the driver's view: every process on the GPU
+        return max(total - free - torch.cuda.memory_reserved(self.device), 0)
+
+
+def ddp_extra(model: nn.Module) -> int:
+    """Bytes DDP adds to a bare model's training step: its gradient buckets hold the gradients as views (no
+    copy), but a parameter's fresh gradient is copied into its bucket, and SyncBatchNorm gathers statistics;
+    a quarter of the fp32 gradients covers both."""
+    gradient_bytes = 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return gradient_bytes // 4
+
+
 def run_trial(
     model: nn.Module,
     task,
-    make_batch: Callable[[int], dict[str, torch.Tensor]],
+    batches: Callable[[int], Iterable[dict[str, torch.Tensor]]],
     precision: Precision,
     batch: int,
+    probe: Probe | None = None,
+    extra: int = 0,
     steps: int = 3,
     warmup: int = 2,
 ) -> Trial:
-    """Train `warmup + steps` steps and validate once at `batch`; an out-of-memory error is a result."""
-    cuda = precision.device_type == "cuda"
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
+    """Train `warmup + steps` steps on `batches(batch)` and validate once; an out-of-memory error is a result.
+    `extra`: bytes the run will need beyond what the trial allocates (`ddp_extra`)."""
+    probe = probe or Probe(torch.device("cpu"))
+    probe.start()
     optimizer = make_optimizer(model, 1e-6, 0.0)
     scaler = precision.grad_scaler()
-    oom, rate = False, 0.0
+    oom, rate, data, source, loss = False, 0.0, None, None, None
     try:
-        data = make_batch(batch)
         model.train()
+        source = iter(batches(batch))
         for i in range(warmup + steps):
+            data = next(source)
+            faults.oom("oom.autotune")
             if i == warmup:
-                if cuda:
-                    torch.cuda.synchronize()
+                float(loss)  # wait for the device: the timed steps start here
                 started = time.perf_counter()
-            train_step(model, task, data, optimizer, scaler, precision, grad_clip=1.0)
-        if cuda:
-            torch.cuda.synchronize()
+            loss = train_step(model, task, data, optimizer, scaler, precision, grad_clip=1.0)
+        float(loss)
         rate = batch * steps / max(time.perf_counter() - started, 1e-9)
         with torch.inference_mode(), precision.autocast():
             model.eval()
-            task(model, data)
+            float(task(model, data)["loss"])
         model.train()
-        if cuda:
-            torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - only out-of-memory errors are results; the rest re-raised
         if not is_oom(e):
             raise
         oom = True
-    data = optimizer = scaler = None  # drop the references before freeing (outside the except block)
+    data = source = optimizer = scaler = loss = None  # drop the references before freeing (outside the except block)
+    model.zero_grad(set_to_none=True)
     free_memory()
-    peak = 0.0
-    if cuda:
-        peak = torch.cuda.max_memory_reserved() / torch.cuda.get_device_properties(0).total_memory
-    return Trial(batch, fits=not oom and peak <= MEMORY_MARGIN, samples_per_s=rate, peak=peak, oom=oom)
+    memory = probe.stop(extra)
+    return Trial(batch, fits=not oom and memory.share <= MEMORY_MARGIN, samples_per_s=rate, peak=memory.share, oom=oom)
 
 
-def autotune(model: nn.Module, task, make_batch, precision: Precision, train_rows: int, log=print) -> int:
-    """The batch size for this model on this GPU (see the module's docstring); the weights are restored."""
+def autotune(model: nn.Module, task, batches, precision: Precision, train_rows: int, log=print, probe: Probe | None = None,
+             collective=None) -> int:
+    """The batch size for this model on this GPU (see the module's docstring); the weights are restored.
+    With a `collective` of several ranks, every rank runs the same trials and they agree: a batch fits if it
+    fits on every rank, and rank 0's speed decides."""
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    world = collective.world if collective is not None else 1
+    extra = ddp_extra(model) if world > 1 else 0
 
     def trial(b: int) -> Trial:
-        t = run_trial(model, task, make_batch, precision, b)
+        t = run_trial(model, task, batches, precision, b, probe, extra)
+        if world > 1:
+            fits = not collective.any(not t.fits)
+            t = Trial(b, fits, collective.broadcast(t.samples_per_s), max(collective.gather(t.peak)), collective.any(t.oom))
         state = "out of memory" if t.oom else f"{t.samples_per_s:.0f} samples/s, peak {t.peak:.0%} of memory"
         log(f"  batch {b:>4}: {state}{'' if t.fits or t.oom else ' (over the margin)'}")
         return t

@@ -2,15 +2,18 @@
 
 The notebook process never forks: `launch` starts fresh worker processes with torch.multiprocessing's
 spawn (safe after CUDA is initialised, and from a Jupyter kernel, since everything a worker runs lives in
-kit). Each worker rebuilds its session and data from a small job description, trains, and writes its
-checkpoints; the notebook relays their output, line by line, and collects the folds from disk. One worker's
-failure stops the others (torch's process context terminates them); the notebook then goes on to predict
-with the checkpoints that exist. On a CPU the same code runs with the gloo backend.
+kit). Each worker rebuilds its session and data from a small job description, tunes the batch size with
+its peers, trains, and writes its checkpoints; the notebook relays their output (fd 1 and 2, so C-level
+errors too), line by line, and collects the folds from disk. One worker's failure stops the others; the
+notebook then goes on to predict with the checkpoints that exist. No worker outlives the call that started
+it: an interrupt of the cell or an error stops and reaps them all, a new launch first stops any left by an
+earlier one, and a worker dies with the notebook's process. On a CPU the same code runs on gloo.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import socket
 import sys
 import time
@@ -22,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from kit.errors import KitError
+from kit.runtime import faults
 
 MODES = ("auto", "none", "folds", "ddp")
 
@@ -101,8 +105,9 @@ class TorchCollective(Collective):
             from timm.layers import convert_sync_batchnorm
 
             model = convert_sync_batchnorm(model)
-        ids = [self.device.index if self.device.index is not None else torch.cuda.current_device()] if self.device.type == "cuda" else None
-        return DistributedDataParallel(model, device_ids=ids)
+        # device_ids=None: batches are on the device already, and a sequence batch's `lengths` must stay on the
+        # host (DDP would move every input tensor to the device). The gradients are the buckets' views: no copy.
+        return DistributedDataParallel(model, device_ids=None, gradient_as_bucket_view=True)
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,7 @@ class Job:
     port: int
     folds: tuple[int, ...]  # folds mode: every worker gets folds[rank::world]
     logs: str  # folder of the workers' log files
+    parent: int  # the notebook's pid: a worker dies with it
 
 
 def free_port() -> int:
@@ -126,10 +132,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+WORKER_NAME = "kit-worker"
+GRACE_S = 10.0  # seconds a worker gets to exit after SIGTERM before SIGKILL
+
+
 def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
     """Run the workers to the end, relaying their output; "" when all finished, else the first failure."""
     import torch.multiprocessing as mp
 
+    stopped = stop_workers()
+    if stopped:
+        session.warn(f"stopped {stopped} worker(s) still running from an earlier launch (an interrupted cell)")
     logs = session.output_dir / "workers"
     logs.mkdir(parents=True, exist_ok=True)
     for old in logs.glob("rank*.log"):
@@ -137,8 +150,11 @@ def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
     params = {**dataclasses.asdict(session.params), "data_dir": str(session.data_dir), "output_dir": str(session.output_dir)}
     if params["num_workers"] < 0:  # the CPUs are shared: each worker gets its part for its loaders
         params["num_workers"] = max(1, session.hardware.cpu_count // world) if session.hardware.device == "cuda" else 0
-    job = Job(session.template, params, session.spec.to_dict(), session.started, mode, world, free_port(), folds, str(logs))
+    job = Job(session.template, params, session.spec.to_dict(), session.started, mode, world, free_port(), folds, str(logs),
+              os.getpid())
     context = mp.start_processes(_worker, args=(job,), nprocs=world, join=False, start_method="spawn")
+    for rank, process in enumerate(context.processes):
+        process.name = f"{WORKER_NAME}-{rank}"  # how a later launch, after a reload of kit, knows them
     relay = _Relay(logs, world)
     failure = ""
     try:
@@ -147,14 +163,36 @@ def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
             try:
                 if context.join(timeout=0.5):
                     break
-            except Exception as e:  # a worker raised or died; torch has stopped the others
+            except Exception as e:  # a worker raised or died
                 failure = _last_line(str(e)) or type(e).__name__
                 index = getattr(e, "error_index", None)
                 failure = f"worker {index}: {failure}" if index is not None else failure
                 break
-    finally:
+    finally:  # the end, a failure, or an interrupt of the cell (KeyboardInterrupt): no worker is left running
+        reap(context.processes)
         relay.poll()
     return failure
+
+
+def reap(processes, grace_s: float = GRACE_S) -> int:
+    """Stop `processes` (SIGTERM, then SIGKILL after `grace_s`) and wait for them; how many were running."""
+    alive = [p for p in processes if p.is_alive()]
+    for p in alive:
+        p.terminate()
+    deadline = time.time() + grace_s
+    for p in alive:
+        p.join(max(deadline - time.time(), 0.1))
+        if p.is_alive():
+            p.kill()
+            p.join(5)
+    return len(alive)
+
+
+def stop_workers() -> int:
+    """Stop this process's workers that still run (from a launch that was interrupted); how many."""
+    import multiprocessing
+
+    return reap([p for p in multiprocessing.active_children() if p.name.startswith(WORKER_NAME)])
 
 
 def _last_line(text: str) -> str:
@@ -185,9 +223,24 @@ class _Relay:
                     print(f"[worker {r}] {line}", flush=True)
 
 
+def worker_faults(rank: int) -> None:
+    """Failpoints (kit.runtime.faults) for the tests of worker failures, as the worker starts a fold: an
+    exception, a death by SIGKILL, or a C-level error written to fd 2 and an abort (as NCCL does)."""
+    if faults.hit(f"crash.worker{rank}"):
+        raise RuntimeError(f"injected crash in worker {rank}")
+    if faults.hit(f"die.worker{rank}"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if faults.hit(f"abort.worker{rank}"):
+        os.write(2, f"injected C-level failure in worker {rank}: NCCL error: unhandled system error\n".encode())
+        os.abort()
+
+
 def _worker(rank: int, job: Job) -> None:
     """A worker's whole life: its own log, its own GPU, the run rebuilt, its share of the training."""
+    _die_with_parent(job.parent)
     log = open(Path(job.logs) / f"rank{rank}.log", "a", buffering=1, encoding="utf-8")
+    os.dup2(log.fileno(), 1)  # C-level output too (CUDA, NCCL, a C++ abort): the relay copies the file
+    os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     os.environ["KIT_BATCH"] = "1"
     import warnings
@@ -207,19 +260,35 @@ def _worker(rank: int, job: Job) -> None:
     where = f"cuda:{rank}" if cuda else "the CPU"
     print(f"worker {rank}/{job.world} ({job.mode}) on {where}, pid {os.getpid()}")
     collective: Collective = Collective()
+    peers: Collective = collective
+    init = f"tcp://127.0.0.1:{job.port}"
     if job.mode == "ddp":
-        dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{job.port}", rank=rank,
-                                world_size=job.world)
-        collective = TorchCollective(rank, job.world, torch.device("cuda", rank) if cuda else torch.device("cpu"))
+        dist.init_process_group("nccl" if cuda else "gloo", init_method=init, rank=rank, world_size=job.world)
+        collective = peers = TorchCollective(rank, job.world, torch.device("cuda", rank) if cuda else torch.device("cpu"))
+    elif job.world > 1:  # fold-parallel workers train alone, but agree on the batch size over gloo
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=job.world)
+        peers = TorchCollective(rank, job.world, torch.device("cpu"))
     try:
         session = start(job.template, {**job.params, "competition": job.competition}, worker=rank)
         session.started = job.started
         pipe = create_pipeline(session)
         data = pipe.load()
         folds = job.folds[rank :: job.world] if job.mode == "folds" else job.folds
-        train_local(session, pipe, data, folds=folds, collective=collective)
+        train_local(session, pipe, data, folds=folds, collective=collective, peers=peers)
         print(f"worker {rank} done in {time.time() - job.started:.0f} s since the notebook started")
     finally:
-        if job.mode == "ddp" and dist.is_initialized():
+        if dist.is_initialized():
             dist.destroy_process_group()
         log.flush()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGTERM this worker when the notebook's process dies (a killed kernel runs no cleanup)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the notebook's reaping is all there is
+        return
+    if os.getppid() != parent:  # it died before the request was made
+        os._exit(1)

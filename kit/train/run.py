@@ -18,14 +18,18 @@ import torch
 from kit import files
 from kit.errors import KitError
 from kit.runtime import batch as batch_tuning
-from kit.runtime import checkpoint
+from kit.runtime import checkpoint, faults, hardware, preflight
 from kit.runtime.budget import Budget, total_budget
 from kit.runtime.monitor import Monitor
-from kit.runtime.recovery import free_memory
+from kit.runtime.precision import InForce
+from kit.runtime.recovery import describe_error, free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
 from kit.train import metrics
 from kit.train.loop import FitConfig, FoldFiles, fit
 from kit.train.predict import fold_checkpoints
+
+TUNED = "the fastest that fits"
+RAM_SHARE = 0.8  # parallel workers start only if their copies of the data fit in this share of free RAM
 
 
 @dataclass
@@ -61,33 +65,61 @@ def fit_config(session: Session) -> FitConfig:
     )
 
 
-def resolve_batch(session: Session, pipe, data, train_rows: int, replicas: int = 1) -> tuple[int, float]:
-    """(batch size per worker, learning rate): as given, or for "auto" tuned once (kept in batch.json for
-    later runs and for the workers) with the learning rate scaled to the batch of all `replicas`."""
+def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, replicas: int = 1,
+                  train: bool = True) -> tuple[int, float]:
+    """(batch size per worker, learning rate): as given, or for "auto" tuned once where the training runs
+    (kept in batch.json for later runs and for prediction) with the learning rate scaled to the batch of all
+    `replicas`. `peers`: the workers that tune together and agree (kit.runtime.distributed)."""
+    from kit.runtime.distributed import Collective
+
     p = session.params
+    peers = peers or Collective()
     if isinstance(p.batch_size, int):
         return p.batch_size, p.lr
     saved = session.checkpoint_dir / "batch.json"
-    if saved.exists():
-        size = checkpoint.load_json(saved)["batch_size"]
-        how = "chosen by an earlier run"
-    elif session.hardware.device != "cuda":
-        size, how = batch_tuning.CPU_BATCH, "on the CPU"
+    if peers.broadcast(saved.exists()):  # rank 0's view: every worker tunes, or none
+        size, how = checkpoint.load_json(saved)["batch_size"], "chosen by an earlier run"
+    elif not session.plan.autotune or not train:
+        size, how = batch_tuning.CPU_BATCH, "on the CPU" if train else "nothing tuned yet"
     else:
-        session.log(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name}")
-        model = pipe.model(data)
-        size = batch_tuning.autotune(
-            model, pipe.task(data), lambda n: pipe.make_batch(data, n), session.precision, train_rows, session.log
-        )
-        del model
-        free_memory()
-        how = "the fastest that fits"
-        checkpoint.save_json({"batch_size": size}, saved)
+        size, how = tune_batch(session, pipe, data, train_rows, peers)
+        if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
+            checkpoint.save_json({"batch_size": size}, saved)
     total = size * replicas
     lr = batch_tuning.scaled_lr(p.lr, total)
     per = f" per worker, {total} in all" if replicas > 1 else ""
-    session.log(f"batch_size auto: {size}{per} ({how}); lr {p.lr:g} x sqrt({total}/{batch_tuning.REFERENCE_BATCH}) = {lr:.3g}")
+    if peers.main:
+        session.log(f"batch_size auto: {size}{per} ({how}); lr {p.lr:g} x sqrt({total}/{batch_tuning.REFERENCE_BATCH}) = {lr:.3g}")
     return size, lr
+
+
+def tune_batch(session: Session, pipe, data, train_rows: int, peers) -> tuple[int, str]:
+    """batch_size="auto" on this GPU: trials on the real model and data path (kit.runtime.batch). Trials
+    that fail for another reason than memory leave a fixed batch, with one line: the run goes on."""
+    say = session.log if peers.main else (lambda message: None)
+    say(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name or session.hardware.device}")
+    pool = pipe.trial_rows(data)
+
+    def batches(n: int):  # enough rows for the trial's steps and the batch in flight, no loader processes
+        rows = np.resize(pool, n * 6)
+        return pipe.batches(data, rows, train=True, batch_size=n, seed=session.params.seed, workers=0)
+
+    model = pipe.model(data, pretrained=False, fit_rows=pool)
+    failure = ""
+    try:
+        faults.fail("fail.autotune")
+        size = batch_tuning.autotune(model, pipe.task(data), batches, session.precision, train_rows, say,
+                                     batch_tuning.Probe(session.device), peers)
+    except Exception as e:  # noqa: BLE001 - an accelerant that fails is turned off, whatever the error
+        failure = describe_error(e)
+    del model
+    free_memory()
+    failed = peers.any(bool(failure))  # every worker keeps the same batch
+    if not failed:
+        return size, TUNED
+    if failure:
+        session.warn(f"batch_size auto: the trials failed ({failure}); a fixed batch of {batch_tuning.CPU_BATCH} instead")
+    return batch_tuning.CPU_BATCH, "fixed, after failed trials"
 
 
 def train_folds(session: Session, pipe, data) -> CVResult:
@@ -99,12 +131,20 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     splits = pipe.split(data)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     mode, world, why = distributed.choose(p.parallel, p.world_size, len(splits), gpus)
+    if mode != "none":
+        need, available = pipe.host_bytes(data) * (world + 1), hardware.available_ram_bytes()
+        if available and need > RAM_SHARE * available:  # each worker loads its own copy of the data
+            session.warn(f"parallel: {world} workers would need about {need / 2**30:.1f} GB of RAM for their copies of "
+                         f"the data, and {available / 2**30:.1f} GB are free; training in this process instead")
+            mode = "none"
     if mode == "none":
         return train_local(session, pipe, data)
     session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    resolve_batch(session, pipe, data, len(splits[0][0]), replicas=world if mode == "ddp" else 1)
     pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
     session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
+    # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
+    pipe.release(data)
+    free_memory()
     failure = distributed.launch(session, mode, world, pending) if pending else ""
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
@@ -120,22 +160,27 @@ def fold_done(session: Session, fold: int) -> bool:
     return saved.best.exists() and saved.done.exists()
 
 
-def train_local(session: Session, pipe, data, folds=None, collective=None, train: bool = True) -> CVResult:
+def train_local(session: Session, pipe, data, folds=None, collective=None, train: bool = True, peers=None) -> CVResult:
     """Train `folds` (default: all) in this process, one after the other; with `train=False`, only collect
-    the folds already finished. In a DDP worker, `collective` joins this process to its peers."""
-    from kit.runtime.distributed import Collective
+    the folds already finished. In a DDP worker, `collective` joins this process to its peers; in a
+    fold-parallel worker, `peers` are the other workers, with whom only the batch size is agreed."""
+    from kit.runtime import distributed
 
-    collective = collective or Collective()
+    collective = collective or distributed.Collective()
     say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
     session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    size, lr = resolve_batch(session, pipe, data, len(splits[0][0]), replicas=collective.world)
+    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(session, f)]
+    peers = peers or collective
+    if train and mine:
+        preflight.run(session, pipe, data, peers)
+    size, lr = resolve_batch(session, pipe, data, len(splits[0][0]), peers=peers, replicas=collective.world, train=train)
     pipe.batch_size = size
     cfg = replace(fit_config(session), lr=lr)
-    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(session, f)]
     budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
                     other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
-    monitor = Monitor(session.hardware.device, device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
+    monitor = Monitor("cuda" if session.plan.monitor else "cpu",
+                      device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     if train:  # collecting finished folds samples nothing
         monitor.start()
     result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor)
@@ -153,20 +198,25 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
             if not train or fold not in mine:
                 continue
             position = mine.index(fold)  # the budget plans this process's folds
-            if budget.epoch_s > 0 and position >= budget.replan(position, len(mine), 0, cfg.epochs).folds:
+            # rank 0's plan: ranks that skipped on their own clocks would leave the others waiting
+            room = budget.epoch_s <= 0 or position < budget.replan(position, len(mine), 0, cfg.epochs).folds
+            if not collective.broadcast(room):
                 say(f"{desc}: skipped, and the folds after it here: the time budget has no room for them")
                 break
-            _injected_fault(session, fold)
+            if session.worker is not None:
+                distributed.worker_faults(session.worker)
             seed_everything(session.params.seed + fold)
             say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
+            precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
             try:
                 fitted = fit(
-                    collective.wrap(maybe_compile(session, pipe.model(data, fit_rows=train_idx))),
+                    maybe_compile(session, collective.wrap(pipe.model(data, fit_rows=train_idx))),
                     pipe.task(data),
-                    pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold, shard=shard),
-                    pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard),
+                    pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold, shard=shard,
+                                 precision=precision),
+                    pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
                     cfg,
-                    session.precision,
+                    precision,
                     saved,
                     log=session.log,
                     desc=desc,
@@ -219,14 +269,6 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
              "baseline_name": result.baseline_name, "folds": result.folds},
             indent=1, default=float))
     return result
-
-
-def _injected_fault(session: Session, fold: int) -> None:
-    """Fault injection for the tests of worker failures: KIT_INJECT_FAULT=<worker>:<fold> raises in that
-    worker as it starts that fold (0-based), the way a crash would."""
-    where = os.environ.get("KIT_INJECT_FAULT", "")
-    if where and session.worker is not None and where == f"{session.worker}:{fold}":
-        raise RuntimeError(f"injected fault in worker {session.worker} at fold {fold + 1}")
 
 
 def summary_table(result: CVResult) -> str:

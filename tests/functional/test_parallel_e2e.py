@@ -1,4 +1,7 @@
 """Two workers from the notebook, on the CPU with gloo: fold-parallel, DDP, and a worker that fails."""
+import os
+import re
+
 import pandas as pd
 import pytest
 
@@ -41,7 +44,31 @@ def test_two_workers_write_a_submission(tmp_path, built, mode):
         assert "[worker 0] fold 2/2 epoch" in text and "[worker 1] fold 1/2 epoch" not in text
 
 
-def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(tmp_path, built):
-    text, out = run(tmp_path, built, env={"KIT_INJECT_FAULT": "1:1"}, parallel="ddp", world_size=2)
-    assert "a worker failed (worker 1: RuntimeError: injected fault in worker 1 at fold 2)" in text
+def worker_pids(text: str) -> list[int]:
+    return [int(m) for m in re.findall(r"\[worker \d\] worker \d/\d \(\w+\) on [^,]+, pid (\d+)", text)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "fault, says",
+    [
+        ("crash.worker1:2", "worker 1: RuntimeError: injected crash in worker 1"),
+        ("die.worker1:2", "process 1 terminated with signal SIGKILL"),
+        ("abort.worker1:2", "process 1 terminated with signal SIGABRT"),  # a C++ abort, as NCCL's errors end
+    ],
+)
+def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(tmp_path, built, fault, says):
+    text, out = run(tmp_path, built, env={"KIT_FAULTS": fault}, parallel="ddp", world_size=2)
+    assert "a worker failed (" in text and says in text
     assert "from folds [1]" in text  # fold 1 finished before the failure
+    if fault.startswith("abort"):  # what the worker wrote to fd 2 before dying reached the notebook
+        assert "[worker 1] injected C-level failure in worker 1: NCCL error: unhandled system error" in text
+    pids = worker_pids(text)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)

@@ -1,6 +1,7 @@
 """The parallel modes: choosing one, and DDP on gloo reaching the single-process result."""
 import json
 import os
+import time
 
 import pytest
 import torch
@@ -85,3 +86,37 @@ def test_ddp_on_gloo_matches_one_process(tmp_path):
     assert ddp["score"] == pytest.approx(single["score"], rel=1e-4)
     assert ddp["weights"] == pytest.approx(single["weights"], abs=1e-5)
     assert single["val_loss"][-1] < single["val_loss"][0]  # and it did learn
+
+
+def _planning_worker(rank, world, port, folder):
+    """Rank 1's clock runs 90 s ahead: planned on its own, its budget has room for one epoch, rank 0's for
+    four. Every rank must follow rank 0's plan, or they wait for each other in a collective."""
+    from datetime import timedelta
+
+    from kit.runtime.budget import Budget
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=20))
+    try:
+        torch.manual_seed(0)
+        x, y = data()
+        collective = TorchCollective(rank, world, torch.device("cpu"))
+        model = collective.wrap(nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3)))
+        ahead = 90.0 if rank == 1 else 0.0
+        started = time.time()
+        budget = Budget(started, total_s=100.0, predict_rows=10, clock=lambda: time.time() + ahead)
+        cfg = FitConfig(epochs=4, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss")
+        files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
+        result = fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world), batches(x[64:], y[64:], 32, rank, world),
+                     cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective)
+        collective.barrier()
+        (folder / f"rank{rank}.json").write_text(json.dumps({"epochs": result.epochs_run, "planned": result.epochs_planned}))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_ranks_follow_rank_0s_time_plan(tmp_path):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    mp.start_processes(_planning_worker, args=(2, free_port(), tmp_path), nprocs=2, start_method="spawn")
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0] == ranks[1] == {"epochs": 4, "planned": 4}

@@ -107,10 +107,10 @@ def test_autotune_with_faked_ooms_restores_the_weights():
     before = {k: v.clone() for k, v in model.state_dict().items()}
     lines = []
 
-    def make(n):
-        return {"x": torch.randn(n, 8), "target": torch.randint(0, 3, (n,))}
+    def batches(n):
+        return ({"x": torch.randn(n, 8), "target": torch.randint(0, 3, (n,))} for _ in range(6))
 
-    chosen = batch.autotune(model, OomAbove(40), make, Precision("fp32", "cpu"), train_rows=10_000, log=lines.append)
+    chosen = batch.autotune(model, OomAbove(40), batches, Precision("fp32", "cpu"), train_rows=10_000, log=lines.append)
     assert chosen in (16, 32)
     assert lines[-1] == "  batch   64: out of memory" and len(lines) == 3
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -122,7 +122,7 @@ def test_run_trial_reraises_other_errors():
             raise ValueError("a bug, not memory")
 
     with pytest.raises(ValueError):
-        batch.run_trial(nn.Linear(8, 3), Broken("x"), lambda n: {"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)},
+        batch.run_trial(nn.Linear(8, 3), Broken("x"), lambda n: iter([{"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)}] * 6),
                         Precision("fp32", "cpu"), 4)
 
 

@@ -1,70 +1,11 @@
 """train_folds with a toy pipeline: resume, the budget's cuts, and a failing fold after a checkpoint exists."""
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
+from toys import ToyPipeline, session
 
-from kit.params import TrainParams
-from kit.runtime.hardware import Hardware, plan
-from kit.runtime.precision import Precision
-from kit.runtime.session import Session
-from kit.spec import Spec
-from kit.train.cv import make_folds
 from kit.train.run import train_folds
-from kit.train.tasks import Classification
-
-
-class ToyPipeline:
-    """Linearly separable points; `fail_in_fold` makes that fold's model raise on its first forward."""
-
-    def __init__(self, fail_in_fold=None):
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(120, 6, generator=g)
-        self.y = (self.x @ torch.randn(6, 3, generator=g)).argmax(1)
-        self.fail_in_fold, self.models = fail_in_fold, 0
-        self.batch_size = 16
-
-    def split(self, data):
-        return make_folds(120, 3, seed=0, classes=self.y.numpy())
-
-    def model(self, data, pretrained=True, fit_rows=None):
-        self.models += 1
-        if self.fail_in_fold is not None and self.models == self.fail_in_fold + 1:
-            return Exploding()
-        return nn.Linear(6, 3)
-
-    def task(self, data):
-        return Classification("x")
-
-    def batches(self, data, rows, train, batch_size, seed=0, test=False, shard=(0, 1)):
-        rows = np.asarray(rows)[shard[0] :: shard[1]]
-        return [{"x": self.x[rows[i : i + batch_size]], "target": self.y[rows[i : i + batch_size]]} for i in range(0, len(rows), batch_size)]
-
-    def predict_rows(self, data):
-        return 50
-
-    def prior(self, data):
-        return np.bincount(self.y.numpy(), minlength=3) / len(self.y)
-
-    def make_batch(self, data, n):
-        return {"x": self.x[:n], "target": self.y[:n]}
-
-
-class Exploding(nn.Linear):
-    def __init__(self):
-        super().__init__(6, 3)
-
-    def forward(self, x):
-        raise RuntimeError("a bug in fold 2")
-
-
-def session(tmp_path: Path, **params) -> Session:
-    hw = Hardware("cpu", cpu_count=2, ram_gb=8)
-    p = TrainParams(**{"epochs": 3, "folds": 3, "batch_size": 16, "patience": 0, "warmup_epochs": 0, **params})
-    return Session("cnn", p, Spec(slug="toy", metric="log_loss"), hw, plan(hw), Precision("fp32", "cpu"), tmp_path, tmp_path / "out")
 
 
 @pytest.fixture

@@ -1,0 +1,163 @@
+"""CUDA-only decisions checked on the CPU with the driver's answers faked: what a batch-size trial counts
+as used memory, how DDP ranks agree on a batch, which NVML device a CUDA ordinal is, where sequence tables
+live, and what the notebook process gives back before its workers take the GPUs."""
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from toys import ToyPipeline, session
+
+from kit.data import sequences
+from kit.runtime import batch, monitor
+from kit.runtime.precision import Precision
+from kit.train.tasks import Classification
+
+GB = 2**30
+CPU32 = Precision("fp32", "cpu")
+
+
+def toy_batches(n):
+    return iter([{"x": torch.randn(n, 8), "target": torch.randint(0, 3, (n,))}] * 6)
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """Two 'GPUs' as the driver would answer: device 0 has 40 GB, device 1 16 GB. On device 1 this process's
+    allocator peaks at 8 GB and holds 1 GB now; 6 GB more are in use there by others (the notebook process,
+    contexts, NCCL's buffers): 9 GB free."""
+    totals = {0: 40 * GB, 1: 16 * GB}
+
+    def index(device=None):
+        return torch.device(device).index if device is not None else 0
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_reserved", lambda device=None: 8 * GB)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 1 * GB)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (9 * GB, totals[index(device)]))
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device=None: SimpleNamespace(total_memory=totals[index(device)], uuid="5a3b-77"))
+
+
+def test_a_trial_counts_what_others_hold_on_its_own_gpu(fake_gpus):
+    t = batch.run_trial(nn.Linear(8, 3), Classification("x"), toy_batches, CPU32, 16, batch.Probe(torch.device("cuda", 1)))
+    assert t.peak == pytest.approx((8 + 6) / 16)  # not 8 / 40: device 1's memory, and the 6 GB others hold
+    assert not t.fits and not t.oom
+
+
+def test_ddp_trials_add_the_reducers_share_and_agree_across_ranks():
+    model = nn.Linear(8, 3)
+    assert batch.ddp_extra(model) == 27 * 4 // 4  # a quarter of the fp32 gradients' bytes
+
+    class Probe:  # records what the trial was told to add
+        extras = []
+
+        def start(self):
+            pass
+
+        def stop(self, extra=0):
+            self.extras.append(extra)
+            return batch.Memory(0, 0, 0)
+
+    class Peers:  # rank 0 of two; the other rank runs out of memory from 64 rows up
+        world, main = 2, True
+        batch_now = 0
+
+        def any(self, flag):
+            return flag or self.batch_now >= 64
+
+        def broadcast(self, value):
+            return value
+
+        def gather(self, value):
+            return [value, value]
+
+    peers = Peers()
+
+    def batches(n):
+        peers.batch_now = n
+        return toy_batches(n)
+
+    lines = []
+    chosen = batch.autotune(model, Classification("x"), batches, CPU32, 10_000, lines.append, Probe(), peers)
+    assert chosen in (16, 32) and "  batch   64: out of memory" in lines
+    assert set(Probe.extras) == {batch.ddp_extra(model)}
+
+
+def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
+    handles = {"GPU-5a3b-77": "the GPU by its UUID", 0: "NVML's device 0", 3: "NVML's device 3"}
+
+    class FakeNvml:
+        def nvmlDeviceGetHandleByUUID(self, uuid):
+            if uuid not in handles:
+                raise RuntimeError("NVML_ERROR_NOT_FOUND")
+            return handles[uuid]
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return handles[i]
+
+    assert monitor.nvml_handle(FakeNvml(), 0) == "the GPU by its UUID"
+    assert monitor.nvml_index(0, "3,1") == 3 and monitor.nvml_index(1, "3,1") == 1 and monitor.nvml_index(0, None) == 0
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: SimpleNamespace(uuid=None))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,0")
+    assert monitor.nvml_handle(FakeNvml(), 0) == "NVML's device 3"
+
+
+def test_big_sequence_tables_stay_in_host_memory_unpinned():
+    assert sequences.placement(200 * 2**20, 14 * GB) == "gpu"  # the ventilator's 200 MB on a T4
+    assert sequences.placement(5 * GB, 14 * GB) == "host"
+    tensors = {"x": torch.randn(6, 4, 2)}
+    assert sequences.place(tensors, torch.device("cpu"), print)["x"] is tensors["x"]  # shared, no copy
+
+
+def test_sequence_batches_carry_host_lengths():
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1], [1, 0, 0]], dtype=torch.bool)
+    tensors = {"x": torch.arange(9.0).view(3, 3, 1), "mask": mask}
+    got = list(sequences.SequenceBatches(tensors, np.array([2, 0, 1]), 2, False, torch.device("cpu")))
+    assert [b["lengths"].tolist() for b in got] == [[1, 2], [3]]
+    assert all(b["lengths"].device.type == "cpu" for b in got)
+
+
+class _Launched(Exception):
+    pass
+
+
+def test_the_notebook_gives_the_gpus_to_its_workers(monkeypatch, tmp_path):
+    """Parallel mode: the notebook process tunes nothing and holds no device copies when workers start."""
+    from kit.runtime import distributed
+    from kit.train import run
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, batch_size="auto", parallel="folds", world_size=2)
+    s.plan = dataclasses.replace(s.plan, autotune=True)
+    events = []
+    pipe = ToyPipeline()
+    pipe.release = lambda data: events.append("release")
+    monkeypatch.setattr(batch, "autotune", lambda *a, **k: events.append("autotune") or 16)
+
+    def launch(*args):
+        events.append("launch")
+        raise _Launched
+
+    monkeypatch.setattr(distributed, "launch", launch)
+    with pytest.raises(_Launched):
+        run.train_folds(s, pipe, None)
+    assert events == ["release", "launch"]
+
+
+def test_workers_that_would_not_fit_in_ram_train_here_instead(monkeypatch, tmp_path, capsys):
+    from kit.runtime import distributed, hardware
+    from kit.train import run
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, parallel="folds", world_size=2)
+    pipe = ToyPipeline()
+    pipe.host_bytes = lambda data: 6 * GB  # each worker loads its own copy of the data
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 12 * GB)
+    monkeypatch.setattr(distributed, "launch", lambda *a: pytest.fail("workers were launched"))
+    cv = run.train_folds(s, pipe, None)
+    assert cv.finished == [0, 1, 2]
+    assert "2 workers would need about 18.0 GB of RAM for their copies of the data, and 12.0 GB are free" in capsys.readouterr().out
