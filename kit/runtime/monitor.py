@@ -10,6 +10,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from kit.runtime import faults
+
 LOW_UTIL = 70.0  # % below which an epoch gets a diagnosis
 DATA_BOUND = 0.2  # share of step time spent waiting for batches that makes the data path the suspect
 
@@ -51,19 +53,44 @@ def diagnose(util: float | None, data_wait: float, batch_size: int) -> str:
     )
 
 
+def nvml_index(ordinal: int, visible: str | None) -> int:
+    """NVML's index of CUDA device `ordinal`: NVML numbers every GPU of the machine, CUDA only those in
+    CUDA_VISIBLE_DEVICES, in its order (integer entries; anything else leaves the ordinal)."""
+    items = [v.strip() for v in (visible or "").split(",") if v.strip()]
+    if ordinal < len(items) and items[ordinal].isdigit():
+        return int(items[ordinal])
+    return ordinal
+
+
+def nvml_handle(nvml, ordinal: int):
+    """The NVML handle of CUDA device `ordinal`: by its UUID where torch knows it, else by index."""
+    import os
+
+    import torch
+
+    uuid = str(getattr(torch.cuda.get_device_properties(ordinal), "uuid", "") or "")
+    for name in filter(None, (uuid, f"GPU-{uuid}" if uuid and not uuid.startswith("GPU-") else "")):
+        try:
+            return nvml.nvmlDeviceGetHandleByUUID(name)
+        except Exception:  # another spelling of the UUID, or an NVML without the call: try the next
+            continue
+    return nvml.nvmlDeviceGetHandleByIndex(nvml_index(ordinal, os.environ.get("CUDA_VISIBLE_DEVICES")))
+
+
 class _Source:
     """Reads (util %, memory used bytes, memory total bytes, power W) for one GPU; None where unknown."""
 
     def __init__(self, device_index: int):
-        self.index, self.nvml, self.handle = device_index, None, None
+        self.index, self.nvml, self.handle, self.error = device_index, None, None, ""
         try:
+            faults.fail("fail.monitor")
             import pynvml
 
             pynvml.nvmlInit()
-            self.handle = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            self.handle = nvml_handle(pynvml, device_index)
             self.nvml = pynvml
-        except Exception:  # no driver, no library, a container without NVML: degrade quietly
-            self.nvml = None
+        except Exception as e:  # no driver, no library, a container without NVML: degrade quietly
+            self.nvml, self.error = None, f"{type(e).__name__}: {e}"
 
     def read(self) -> tuple[float | None, float | None, float | None, float | None]:
         if self.nvml is not None:

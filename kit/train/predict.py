@@ -10,6 +10,8 @@ import pandas as pd
 from kit import files
 from kit.errors import KitError
 from kit.runtime import checkpoint
+from kit.runtime.precision import Precision
+from kit.runtime.recovery import free_memory, is_oom
 from kit.runtime.session import Session
 from kit.train import targets
 from kit.train.targets import Target
@@ -26,17 +28,49 @@ def fold_checkpoints(session: Session) -> dict[int, Path]:
 
 
 def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]]:
-    """Mean of the test predictions of every fold checkpoint, and which folds took part."""
+    """Mean of the test predictions of every fold checkpoint, and which folds took part. Each fold predicts
+    in the precision it was trained in (a fold that fell back to fp32 may overflow in fp16)."""
     total, used = None, []
     for fold, path in fold_checkpoints(session).items():
         state = checkpoint.load(path)
         model = pipe.model(data, pretrained=False)
         model.load_state_dict(state["model"])
-        pred = pipe.predict(model, data)
+        precision = Precision(state.get("precision", session.precision.name), session.precision.device_type)
+        pred = predict_fold(session, pipe, data, model, precision, f"fold {fold + 1}")
+        del model
+        free_memory()
+        if pred is None:
+            continue
         total = pred if total is None else total + pred
         used.append(fold)
-        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f})")
+        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, {precision.name})")
     return (None if total is None else total / len(used)), used
+
+
+def predict_fold(session: Session, pipe, data, model, precision: Precision, desc: str) -> np.ndarray | None:
+    """`pipe.predict` at twice the training batch, halved for as long as it runs out of memory, and redone
+    in fp32 if mixed precision gives values that are not finite; None (with a warning) if fp32 does too."""
+    size = 2 * pipe.batch_size
+    while True:
+        failed = False
+        try:
+            pred = pipe.predict(model, data, precision, size)
+        except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
+            if not is_oom(e) or size == 1:
+                raise
+            failed = True
+        if failed:  # outside the except block, so the failed batch's tensors are gone
+            free_memory()
+            size //= 2
+            session.warn(f"{desc}: out of memory predicting; now batches of {size}")
+            continue
+        if np.isfinite(pred).all():
+            return pred
+        if precision.name == "fp32":
+            session.warn(f"{desc}: predictions that are not finite even in fp32; this fold is left out of the submission")
+            return None
+        session.warn(f"{desc}: predictions that are not finite under {precision.name}; predicting again in fp32")
+        precision = precision.fallback()
 
 
 def write_submission(session: Session, pipe, data) -> pd.DataFrame:

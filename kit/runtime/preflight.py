@@ -1,0 +1,107 @@
+"""Preflight: before training, each optional accelerant is tried once on the GPU the run landed on. What
+fails is turned off with one line naming it and the simple path that replaces it, and the run goes on.
+
+In order, on a fresh model and one small batch of the real data: the precision policy's training step with
+its scaler (else fp32), channels_last (else the default layout), the side-stream prefetch (else copies on
+the default stream), torch.compile when asked (else eager), the GPU monitor's NVML (else torch's memory
+counters, else no GPU figures). A few seconds in all; on a CPU only the precision step has anything to try.
+The batch-size trials come after (kit.train.run): there a failure other than memory leaves a fixed batch.
+(channels_last is tried in fp32 first, so that its failure is not taken for the precision's.)
+Under DDP an accelerant stays on only where it works on every rank, so the ranks run the same way.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from kit.runtime import faults
+from kit.runtime.precision import Precision
+from kit.runtime.recovery import describe_error, free_memory
+from kit.runtime.session import Session
+
+PROBE_BATCH = 8  # rows of the batch each accelerant is tried on
+
+
+def run(session: Session, pipe, data, peers=None) -> list[str]:
+    """Try each accelerant the session plans to use; returns the lines of what was turned off."""
+    from kit.runtime.distributed import Collective
+
+    peers = peers or Collective()
+    p, plan = session.params, session.plan
+
+    def batches():
+        pool = pipe.trial_rows(data)
+        size = max(2, min(PROBE_BATCH, len(pool)))
+        return pipe.batches(data, np.resize(pool, size * 2), train=True, batch_size=size, seed=p.seed, workers=0)
+
+    checks: list[tuple[str, bool, Callable[[], None], Callable[[], None], str]] = [
+        ("channels_last", plan.channels_last,
+         lambda: _step(session, pipe, data, batches, Precision("fp32", session.device.type), site="fail.channels_last"),
+         lambda: _set(session, channels_last=False), "the default memory layout"),
+        (f"{session.precision.name} training step", session.precision.name != "fp32",
+         lambda: _step(session, pipe, data, batches, session.precision),
+         lambda: _set(session, precision=Precision("fp32", session.precision.device_type)), "fp32"),
+        ("side-stream prefetch", plan.prefetch, lambda: _prefetch(batches),
+         lambda: _set(session, prefetch=False), "copies on the default stream"),
+        ("torch.compile", p.compile and plan.compile_ok,
+         lambda: _step(session, pipe, data, batches, session.precision, compiled=True),
+         lambda: _set(session, compile_ok=False), "eager mode"),
+        ("GPU monitor (NVML)", plan.monitor, lambda: _monitor(session),
+         lambda: _set(session, monitor=False), "no GPU utilisation figures"),
+    ]
+    off = []
+    for name, wanted, attempt, turn_off, instead in checks:
+        if not wanted:
+            continue
+        failure = ""
+        try:
+            attempt()
+        except Exception as e:  # noqa: BLE001 - whatever breaks an optional accelerant turns it off
+            failure = describe_error(e)
+        free_memory()
+        if peers.any(bool(failure)):
+            turn_off()
+            line = f"preflight: {name} failed ({failure or 'on another worker'}); off, {instead} instead"
+            session.warn(line)
+            off.append(line)
+    return off
+
+
+def _step(session: Session, pipe, data, batches, precision: Precision, site: str = "", compiled: bool = False) -> None:
+    """One training step of a fresh model on a real batch, as training will take it."""
+    from kit.runtime.session import maybe_compile
+    from kit.train.step import make_optimizer, train_step
+
+    faults.fail(site or ("fail.compile" if compiled else "fail.precision"))
+    model = pipe.model(data, pretrained=False, fit_rows=pipe.trial_rows(data))
+    if compiled:
+        model = maybe_compile(session, model)
+    optimizer = make_optimizer(model, 1e-6, 0.0)
+    batch = next(iter(batches()))
+    float(train_step(model, pipe.task(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
+
+
+def _prefetch(batches) -> None:
+    faults.fail("fail.prefetch")
+    for _ in batches():  # two batches: one copied on the side stream while the other is used
+        pass
+
+
+def _monitor(session: Session) -> None:
+    import torch
+
+    from kit.runtime.monitor import _Source
+
+    source = _Source(torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
+    if source.nvml is None:
+        raise RuntimeError(source.error or "NVML unavailable")
+    source.read()
+
+
+def _set(session: Session, precision: Precision | None = None, **plan) -> None:
+    if precision is not None:
+        session.precision = precision
+        plan["precision"] = precision.name
+    session.plan = dataclasses.replace(session.plan, **plan)

@@ -1,0 +1,69 @@
+"""The faults a GPU raises, injected into the real run on the CPU (kit.runtime.faults), under fp16 with a live
+GradScaler and under bf16: each run ends with a valid submission, every fold trained, and no process left.
+
+The run is the notebook's own sequence of calls (set-up, data, training, submission) in this process, with
+the dog-breed smoke data; the same faults through a built notebook and its workers are in
+test_parallel_e2e.py and test_interrupt_e2e.py."""
+import dataclasses
+import multiprocessing
+
+import pandas as pd
+import pytest
+
+from kit.pipelines import create_pipeline
+from kit.runtime import faults
+from kit.runtime.session import start
+from kit.train.predict import write_submission
+from kit.train.run import train_folds
+
+pytestmark = pytest.mark.e2e
+
+FAULTS = {
+    # fault: a line the recovery prints
+    "oom.forward:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.backward:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.unscale:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.step:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.validation:1": "out of memory in validation at 16 samples; validating 8 at a time",
+    "oom.predict:1": "fold 1: out of memory predicting; now batches of 16",
+    "oom.autotune:1": "batch    8: out of memory",
+    "nan.amp:1-": "non-finite losses keep coming under {precision}; falling back to fp32 and redoing epoch 1",
+    "error.compile:1-": "preflight: torch.compile failed (BackendCompilerFailed",
+}
+
+
+def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
+    """The notebook's calls, in this process; returns (log text, cv result, submission)."""
+    cfg, folder = dog_breed_data
+    values = {**cfg.parameters(smoke=True), "image_size": 32, "epochs": 2, "folds": 2, "precision": precision,
+              "data_dir": str(folder), "output_dir": str(tmp_path / "out"), **params}
+    session = start("cnn", values)
+    if plan:  # accelerants the CPU does not plan for, so that their faults can strike here
+        session.plan = dataclasses.replace(session.plan, **plan)
+    pipe = create_pipeline(session)
+    data = pipe.load()
+    cv = train_folds(session, pipe, data)
+    sub = write_submission(session, pipe, data)
+    return (session.output_dir / "kit.log").read_text(), cv, sub, folder
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_a_fault_is_survived(tmp_path, dog_breed_data, fault, precision):
+    plan, params = {}, {}
+    if fault.startswith("oom.autotune"):
+        plan, params = {"autotune": True}, {"batch_size": "auto"}
+    if fault.startswith("error.compile"):
+        plan, params = {"compile_ok": True}, {"compile": True}
+    faults.arm(fault)
+    try:
+        log, cv, sub, folder = run_cnn(tmp_path, dog_breed_data, precision, plan, **params)
+    finally:
+        faults.arm("")
+    assert FAULTS[fault].format(precision=precision) in log
+    assert cv.finished == [0, 1] and not cv.error  # no fold lost
+    sample = pd.read_csv(folder / "sample_submission.csv", dtype={"id": str})
+    written = pd.read_csv(tmp_path / "out" / "submission.csv", dtype={"id": str})
+    assert written["id"].tolist() == sample["id"].tolist() and list(written.columns) == list(sample.columns)
+    assert written.drop(columns="id").notna().all().all()
+    assert multiprocessing.active_children() == []
