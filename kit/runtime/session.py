@@ -16,7 +16,7 @@ import torch
 
 import kit
 from kit import params as kit_params
-from kit.runtime import hardware, paths
+from kit.runtime import faults, hardware, paths, versions
 from kit.runtime.precision import Precision
 from kit.spec import Spec
 
@@ -61,6 +61,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
     warnings.filterwarnings("ignore", message="IProgress not found")
     p = kit_params.from_namespace(template, namespace)
+    libraries = versions.check()  # before anything that a too-old library would break
     if getattr(p, "weights_path", ""):
         # Weights come from a local file: the hub must not be asked (it hangs or fails with the internet off).
         os.environ["HF_HUB_OFFLINE"] = "1"
@@ -69,7 +70,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
     hw = hardware.detect(p.device)
     hardware.check_arch(hw)
-    plan = hardware.plan(hw, p.num_workers)
+    plan = hardware.plan(hw, p.num_workers, p.precision)
     data = paths.data_dir(p.data_dir, spec.slug)
     out = paths.output_dir(p.output_dir)
     session = Session(
@@ -86,19 +87,32 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     )
     configure_torch(plan)
     seed_everything(p.seed)
-    session.log(
-        f"kit {kit.__version__} ({Path(kit.__file__).parent}), torch {torch.__version__}, "
-        f"python {sys.version.split()[0]}, pid {os.getpid()}"
-    )
-    session.log(hardware.describe(hw, plan, p.compile))
+    session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), python {sys.version.split()[0]}, pid {os.getpid()}")
+    session.log(libraries)
+    session.log(hardware.describe(hw, plan, p.compile, p.precision))
+    note = hardware.precision_note(hw, plan, p.precision)
+    if note:
+        session.warn(note)
     session.log(f"data           {data}")
     session.log(f"output         {out}")
     return session
 
 
 def maybe_compile(session: Session, model: torch.nn.Module) -> torch.nn.Module:
-    """torch.compile where asked for and where it works (CUDA, sm_70+); checkpoints unwrap it."""
-    return torch.compile(model) if session.params.compile and session.plan.compile_ok else model
+    """torch.compile where asked for and where it works (CUDA, sm_70+, the preflight's try); a compile error
+    in training falls back to eager mode (kit.train.loop); checkpoints unwrap it."""
+    if not (session.params.compile and session.plan.compile_ok):
+        return model
+    return torch.compile(model, backend=_faulty_inductor if faults.armed("error.compile") else "inductor")
+
+
+def _faulty_inductor(graph, example_inputs):
+    """Inductor behind the `error.compile` failpoint: the error comes from where a real one would, inside
+    Dynamo's call of its backend (it reaches the loop as Dynamo's BackendCompilerFailed)."""
+    faults.fail("error.compile")
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(graph, example_inputs)
 
 
 def configure_torch(plan: hardware.Plan) -> None:

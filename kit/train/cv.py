@@ -36,7 +36,10 @@ def make_folds(
         train, val = train_test_split(index, test_size=HOLDOUT, random_state=seed, stratify=stratify)
         return [(np.sort(train), np.sort(val))]
     if groups is not None:
-        splitter = GroupKFold(folds, shuffle=True, random_state=seed)
+        try:
+            splitter = GroupKFold(folds, shuffle=True, random_state=seed)  # scikit-learn 1.6 and newer
+        except TypeError:  # older: the same kind of grouped folds, only not shuffled by the seed
+            splitter = GroupKFold(folds)
         return [(t, v) for t, v in splitter.split(index, groups=groups)]
     if classes is not None and np.bincount(classes).max() >= folds:
         with warnings.catch_warnings():
