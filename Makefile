@@ -7,13 +7,19 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 COMP ?=
+# Kaggle's image: its library versions (kaggle-image.txt) on Python 3.12, installed beside 3.11 (pyenv)
+KAGGLE_VENV := .venv-kaggle
+KAGGLE_PY := $(KAGGLE_VENV)/bin/python
+PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
+	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
+SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
 
-.PHONY: help venv kernel kernels push status output smoke run bench test lint sync clean
+.PHONY: help venv kernel kernels push status output smoke run bench test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
 	@echo
-	@grep -E '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 	@echo
 	@echo "shipped configs: $$(ls kit/competitions/*.toml | xargs -n1 basename | sed 's/\.toml$$//' | tr '\n' ' ')"
 
@@ -41,6 +47,18 @@ output: venv ## download the latest run's outputs into kernels/<name>/output/  (
 
 smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
 	@$(PY) -m kit smoke "$(COMP)"
+
+$(KAGGLE_VENV)/.installed: kaggle-image.txt
+	@test -n "$(PYTHON_KAGGLE)" || { echo "make kaggle-env needs Python 3.12 (python3.12, or pyenv's); set PYTHON_KAGGLE=..."; exit 1; }
+	@test -x $(KAGGLE_PY) || $(PYTHON_KAGGLE) -m venv $(KAGGLE_VENV)
+	$(KAGGLE_PY) -m pip install --quiet -r kaggle-image.txt
+	@touch $@
+
+kaggle-env: $(KAGGLE_VENV)/.installed ## create .venv-kaggle: Kaggle's GPU image's library versions on Python 3.12
+
+kaggle-smoke: venv kaggle-env ## every shipped config's smoke notebook on Kaggle's versions, and fp16 with two workers
+	@for c in $(SHIPPED); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
+	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
 
 run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output])
 	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)"

@@ -67,7 +67,7 @@ def cmd_smoke(args) -> None:
     from kit import smoke
 
     started = time.time()
-    result = smoke.run(args.comp)
+    result = smoke.run(args.comp, overrides=dict(args.param or []), python=args.kernel_python)
     print(f"smoke passed in {time.time() - started:.0f}s: {result.rows} submission rows, out-of-fold "
           f"{result.metric} {result.score:.4f} (predicting {result.baseline_name}: {result.baseline:.4f})")
     print(f"  data       {result.input_dir}")
@@ -112,6 +112,8 @@ def parser() -> argparse.ArgumentParser:
     ou.set_defaults(func=cmd_output)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
     s.add_argument("comp")
+    s.add_argument("-p", "--param", action="append", type=_value, metavar="KEY=VALUE", help="override a parameter")
+    s.add_argument("--kernel-python", help="run the notebook on this interpreter (e.g. .venv-kaggle/bin/python)")
     s.set_defaults(func=cmd_smoke)
     r = sub.add_parser("run", help="run the built notebook locally on a copy of the competition data")
     r.add_argument("comp")

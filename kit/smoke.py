@@ -12,7 +12,7 @@ import pandas as pd
 from PIL import Image
 
 from kit import config as kit_config
-from kit import files
+from kit import files, params
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
@@ -39,10 +39,14 @@ class SmokeResult:
     baseline_name: str
 
 
-def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
-    """Generate the data under <root>/kaggle/input/<slug>, build the notebook with [smoke] overrides, run it
-    with outputs to <root>/kaggle/working, and check the submission against the sample submission."""
+def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | None = None,
+        python: str | None = None) -> SmokeResult:
+    """Generate the data under <root>/kaggle/input/<slug>, build the notebook with [smoke] overrides (and
+    `overrides`), run it with outputs to <root>/kaggle/working on a kernel of `python` (default: this
+    environment, without kit), and check the submission against the sample submission."""
     config = kit_config.load(comp)
+    parameters = {**config.parameters(smoke=True), **(overrides or {})}
+    params.check(config.spec.template, {k: v for k, v in parameters.items() if k != "competition"}, "-p")
     root = root or SMOKE / config.name
     input_root = root / "kaggle" / "input"
     working = root / "kaggle" / "working"
@@ -51,11 +55,11 @@ def run(comp: str, root: Path | None = None, seed: int = 0) -> SmokeResult:
     data_dir = input_root / config.spec.slug
     make_dataset(config.spec, data_dir, seed)
     built = root / "kernel.ipynb"
-    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, config.parameters(smoke=True))))
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters)))
     working.mkdir(parents=True)
     executed = root / "executed.ipynb"
     env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}
-    execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env=env)
+    execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env=env, python=python)
     submission = working / "submission.csv"
     rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
     cv = json.loads((working / "cv.json").read_text())
