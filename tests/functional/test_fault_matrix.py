@@ -33,7 +33,7 @@ FAULTS = {
 
 
 def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
-    """The notebook's calls, in this process; returns (log text, cv result, submission)."""
+    """The notebook's calls, in this process; returns (log text, cv result, submission, data folder, session)."""
     cfg, folder = dog_breed_data
     values = {**cfg.parameters(smoke=True), "image_size": 32, "epochs": 2, "folds": 2, "precision": precision,
               "data_dir": str(folder), "output_dir": str(tmp_path / "out"), **params}
@@ -44,7 +44,7 @@ def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
     data = pipe.load()
     cv = train_folds(session, pipe, data)
     sub = write_submission(session, pipe, data)
-    return (session.output_dir / "kit.log").read_text(), cv, sub, folder
+    return (session.output_dir / "kit.log").read_text(), cv, sub, folder, session
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -57,7 +57,7 @@ def test_a_fault_is_survived(tmp_path, dog_breed_data, fault, precision):
         plan, params = {"compile_ok": True}, {"compile": True}
     faults.arm(fault)
     try:
-        log, cv, sub, folder = run_cnn(tmp_path, dog_breed_data, precision, plan, **params)
+        log, cv, sub, folder, _ = run_cnn(tmp_path, dog_breed_data, precision, plan, **params)
     finally:
         faults.arm("")
     assert FAULTS[fault].format(precision=precision) in log
@@ -67,3 +67,42 @@ def test_a_fault_is_survived(tmp_path, dog_breed_data, fault, precision):
     assert written["id"].tolist() == sample["id"].tolist() and list(written.columns) == list(sample.columns)
     assert written.drop(columns="id").notna().all().all()
     assert multiprocessing.active_children() == []
+
+
+PREFLIGHT = {
+    # fault: (what the CPU is told it has, parameters, the line, what is off afterwards)
+    "fail.channels_last": ({"channels_last": True}, {}, "channels_last failed", "channels_last"),
+    "fail.precision": ({}, {}, "fp16 training step failed", "precision"),
+    "fail.prefetch": ({"prefetch": True}, {}, "side-stream prefetch failed", "prefetch"),
+    "fail.compile": ({"compile_ok": True}, {"compile": True}, "torch.compile failed", "compile_ok"),
+    "fail.monitor": ({"monitor": True}, {}, "GPU monitor (NVML) failed", "monitor"),
+}
+
+
+@pytest.mark.parametrize("fault", list(PREFLIGHT))
+def test_an_accelerant_that_fails_its_preflight_is_turned_off_and_the_run_goes_on(tmp_path, dog_breed_data, fault):
+    plan, params, says, off = PREFLIGHT[fault]
+    faults.arm(fault)
+    try:
+        log, cv, sub, folder, session = run_cnn(tmp_path, dog_breed_data, "fp16", plan, **params)
+    finally:
+        faults.arm("")
+    line = next(line for line in log.splitlines() if "preflight:" in line)
+    assert says in line and f"injected failure at {fault}" in line and line.endswith(" instead"), line
+    assert log.count("preflight:") == 1  # only what failed is named
+    if off == "precision":
+        assert session.precision.name == "fp32" and "predicted the test set with fold 1 (" in log and ", fp32)" in log
+    else:
+        assert getattr(session.plan, off) is False
+    assert cv.finished == [0, 1]
+
+
+def test_batch_trials_that_fail_leave_a_fixed_batch(tmp_path, dog_breed_data):
+    faults.arm("fail.autotune")
+    try:
+        log, cv, *_ = run_cnn(tmp_path, dog_breed_data, "fp16", {"autotune": True}, batch_size="auto")
+    finally:
+        faults.arm("")
+    assert "batch_size auto: the trials failed (RuntimeError: injected failure at fail.autotune); a fixed batch of 32 instead" in log
+    assert "batch_size auto: 32 (fixed, after failed trials)" in log
+    assert cv.finished == [0, 1] and not (tmp_path / "out" / "checkpoints" / "batch.json").exists()

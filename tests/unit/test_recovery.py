@@ -147,3 +147,18 @@ def test_the_budget_does_not_plan_for_the_first_steps_one_off_time(tmp_path):
     plan = [line for line in "\n".join(lines).splitlines() if line.startswith("plan:")]
     assert plan and plan[0].startswith("plan: 1 folds x 20 epochs fit"), lines[:3]
     assert result.epochs_planned == 20 and result.epochs_run == 20
+
+
+def test_fault_specs():
+    from kit.runtime import faults
+
+    assert faults.parse("oom.step:2, nan.amp:3-5,fail.prefetch,nan.loss:4-") == {
+        "oom.step": (2, 2), "nan.amp": (3, 5), "fail.prefetch": (1, 1), "nan.loss": (4, float("inf"))}
+    with pytest.raises(ValueError, match="'oom.nowhere:1' is not site"):
+        faults.parse("oom.nowhere:1")
+    faults.arm("oom.step:2-3")
+    try:
+        assert [faults.hit("oom.step") for _ in range(4)] == [False, True, True, False]
+        assert not faults.hit("oom.forward")
+    finally:
+        faults.arm("")
