@@ -85,3 +85,33 @@ def test_a_cnn_fold_falls_back_to_fp32_and_resumes_in_fp32(tmp_path, dog_breed_d
     assert "fold 1/2: resuming after epoch 1 from fold0.last.pt (fp32)" in log
     assert cv.finished == [0, 1] and cv.folds[0]["precision"] == "fp32" and cv.folds[1]["precision"] == "fp16"
     check_submission(out, folder)
+
+
+class OomAbove(torch.nn.Module):
+    """The fold model, running out of memory on inference batches of more than `rows` images."""
+
+    def __init__(self, model, rows):
+        super().__init__()
+        self.model, self.rows = model, rows
+
+    def forward(self, x):
+        if not torch.is_grad_enabled() and len(x) > self.rows:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB")
+        return self.model(x)
+
+    def load_state_dict(self, state, *args, **kwargs):
+        return self.model.load_state_dict(state, *args, **kwargs)
+
+
+def test_prediction_halves_its_batch_when_out_of_memory(tmp_path, dog_breed_data):
+    cfg, folder = dog_breed_data
+    out = tmp_path / "out"
+    session, pipe, data = session_for(cfg, folder, out)
+    session.precision = Precision("fp32", "cpu")
+    train_folds(session, pipe, data)
+    model = pipe.model
+    pipe.model = lambda d, pretrained=True, fit_rows=None: OomAbove(model(d, pretrained, fit_rows), rows=8)
+    write_submission(session, pipe, data)  # 2 x 16 rows at first: 32, then 16, then 8
+    log = (out / "kit.log").read_text()
+    assert "fold 1: out of memory predicting; now batches of 16" in log and "now batches of 8" in log
+    check_submission(out, folder)

@@ -156,8 +156,29 @@ def test_workers_that_would_not_fit_in_ram_train_here_instead(monkeypatch, tmp_p
     s = session(tmp_path, parallel="folds", world_size=2)
     pipe = ToyPipeline()
     pipe.host_bytes = lambda data: 6 * GB  # each worker loads its own copy of the data
-    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 12 * GB)
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 12 * GB, raising=False)
     monkeypatch.setattr(distributed, "launch", lambda *a: pytest.fail("workers were launched"))
     cv = run.train_folds(s, pipe, None)
     assert cv.finished == [0, 1, 2]
     assert "2 workers would need about 18.0 GB of RAM for their copies of the data, and 12.0 GB are free" in capsys.readouterr().out
+
+
+def test_batch_trials_draw_from_the_training_data_path(tmp_path):
+    """Trials see what training holds: the loader's batches (on a GPU, one in flight on the side stream while
+    a step runs, and the augmentation's buffers), not one batch built aside."""
+    from kit.train import run
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, batch_size="auto")
+    s.plan = dataclasses.replace(s.plan, autotune=True)
+    pipe, drawn = ToyPipeline(), []
+    real = pipe.batches
+
+    def batches(data, rows, train, batch_size, **kwargs):
+        drawn.append((train, batch_size, len(rows), kwargs.get("workers")))
+        return real(data, rows, train, batch_size, **kwargs)
+
+    pipe.batches = batches
+    size, _ = run.resolve_batch(s, pipe, None, train_rows=80)
+    trials = [d for d in drawn if d[1] == size]
+    assert trials and all(train and rows == 6 * size and workers == 0 for train, _, rows, workers in trials)
