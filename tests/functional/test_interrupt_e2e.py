@@ -8,20 +8,13 @@ import time
 
 import jupyter_client
 import pytest
+from processes import alive
 
 from kit import files
 from kit.kernel import execute, notebook
 
 pytestmark = pytest.mark.e2e
 PID = re.compile(r"\[worker (\d)\] worker \d/2 \(folds\) on the CPU, pid (\d+)")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class Kernel:

@@ -1,9 +1,9 @@
 """Two workers from the notebook, on the CPU with gloo: fold-parallel, DDP, and a worker that fails."""
-import os
 import re
 
 import pandas as pd
 import pytest
+from processes import alive
 
 from kit import config, files, smoke
 from kit.kernel import execute, notebook
@@ -46,14 +46,6 @@ def test_two_workers_write_a_submission(tmp_path, built, mode):
 
 def worker_pids(text: str) -> list[int]:
     return [int(m) for m in re.findall(r"\[worker \d\] worker \d/\d \(\w+\) on [^,]+, pid (\d+)", text)]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize(
