@@ -16,6 +16,7 @@ import torch
 
 from kit.data.loaders import shard_rows
 from kit.errors import KitError
+from kit.runtime import hardware
 from kit.spec import Spec
 
 
@@ -148,7 +149,7 @@ class SequenceBatches:
                  shard: tuple[int, int] = (0, 1), lengths: torch.Tensor | None = None, prefetch: bool = True):
         self.tensors, self.rows, self.batch_size, self.shuffle = tensors, torch.as_tensor(rows), batch_size, shuffle
         self.shard, self.prefetch = shard, prefetch
-        self.device, self.transform = device, transform or (lambda b: b)
+        self.device, self.transform = hardware.indexed(device), transform or (lambda b: b)
         self.generator = torch.Generator().manual_seed(seed)
         self.index_device = next(iter(tensors.values())).device
         if lengths is None and "mask" in tensors:

@@ -121,11 +121,9 @@ class Probe:
 
 
 def ddp_extra(model: nn.Module) -> int:
-    """Bytes DDP adds to a bare model's training step: its gradient buckets hold the gradients as views (no
-    copy), but a parameter's fresh gradient is copied into its bucket, and SyncBatchNorm gathers statistics;
-    a quarter of the fp32 gradients covers both."""
-    gradient_bytes = 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
-    return gradient_bytes // 4
+    """Bytes DDP adds to a bare model's training step: its gradient buckets, a copy of the fp32 gradients
+    that the all-reduce works on (SyncBatchNorm's gathered statistics are small beside them)."""
+    return 4 * sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def run_trial(
@@ -174,19 +172,27 @@ def run_trial(
 
 
 def autotune(model: nn.Module, task, batches, precision: Precision, train_rows: int, log=print, probe: Probe | None = None,
-             collective=None) -> int:
+             collective=None, extra: int = 0) -> int:
     """The batch size for this model on this GPU (see the module's docstring); the weights are restored.
     With a `collective` of several ranks, every rank runs the same trials and they agree: a batch fits if it
-    fits on every rank, and rank 0's speed decides."""
+    fits on every rank, and rank 0's speed decides; an error on any rank is raised on all of them (a rank
+    that left alone would pair its next collective with another's). `extra`: bytes DDP adds (`ddp_extra`)."""
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
     world = collective.world if collective is not None else 1
-    extra = ddp_extra(model) if world > 1 else 0
 
     def trial(b: int) -> Trial:
-        t = run_trial(model, task, batches, precision, b, probe, extra)
+        error = None
+        try:
+            t = run_trial(model, task, batches, precision, b, probe, extra)
+        except Exception as e:  # noqa: BLE001 - raised below, on every rank at once
+            error, t = e, Trial(b, fits=False)
         if world > 1:
-            fits = not collective.any(not t.fits)
-            t = Trial(b, fits, collective.broadcast(t.samples_per_s), max(collective.gather(t.peak)), collective.any(t.oom))
+            if collective.any(error is not None):
+                raise error or RuntimeError("the batch trials failed on another worker")
+            t = Trial(b, not collective.any(not t.fits), collective.broadcast(t.samples_per_s), max(collective.gather(t.peak)),
+                      collective.any(t.oom))
+        elif error is not None:
+            raise error
         state = "out of memory" if t.oom else f"{t.samples_per_s:.0f} samples/s, peak {t.peak:.0%} of memory"
         log(f"  batch {b:>4}: {state}{'' if t.fits or t.oom else ' (over the margin)'}")
         return t

@@ -31,7 +31,8 @@ MODES = ("auto", "none", "folds", "ddp")
 
 
 def choose(parallel: str, world_size: int, folds: int, gpus: int) -> tuple[str, int, str]:
-    """(mode, workers, why) for the `parallel` and `world_size` parameters on a machine with `gpus` GPUs."""
+    """(mode, workers, why) for the `parallel` and `world_size` parameters, `folds` left to train, on a machine
+    with `gpus` GPUs."""
     world = world_size or max(gpus, 1)
     if gpus and world > gpus:
         raise KitError(f"world_size={world_size} but only {gpus} GPU(s) are visible; use world_size=0 for all of them")
@@ -106,8 +107,8 @@ class TorchCollective(Collective):
 
             model = convert_sync_batchnorm(model)
         # device_ids=None: batches are on the device already, and a sequence batch's `lengths` must stay on the
-        # host (DDP would move every input tensor to the device). The gradients are the buckets' views: no copy.
-        return DistributedDataParallel(model, device_ids=None, gradient_as_bucket_view=True)
+        # host (DDP would move every input tensor to the device)
+        return DistributedDataParallel(model, device_ids=None)
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,16 @@ def _ram_gb() -> float:
         return 0.0
 
 
+def indexed(device):
+    """`device` with an index: a bare torch.device("cuda") is the current GPU, and compares unequal to the
+    cuda:N its tensors report."""
+    import torch
+
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def available_ram_bytes() -> int:
     """Memory the kernel could still give this process without swapping (MemAvailable); 0 where unknown."""
     try:

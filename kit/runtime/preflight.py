@@ -80,7 +80,13 @@ def _step(session: Session, pipe, data, batches, precision: Precision, site: str
         model = maybe_compile(session, model)
     optimizer = make_optimizer(model, 1e-6, 0.0)
     batch = next(iter(batches()))
-    float(train_step(model, pipe.task(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
+    try:
+        float(train_step(model, pipe.task(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
+    finally:
+        if compiled:  # Dynamo would remember this batch's shape and compile the training model for any batch size
+            import torch._dynamo
+
+            torch._dynamo.reset()
 
 
 def _prefetch(batches) -> None:

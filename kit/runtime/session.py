@@ -36,7 +36,8 @@ class Session:
 
     @property
     def device(self) -> torch.device:
-        return torch.device(self.hardware.device)
+        """With its index on CUDA (a worker's own GPU): tensors report cuda:N, and cuda != cuda:0."""
+        return hardware.indexed(torch.device(self.hardware.device))
 
     @property
     def checkpoint_dir(self) -> Path:

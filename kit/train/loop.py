@@ -132,7 +132,8 @@ class _Loop:
         self.dist = collective
         self.log = log if collective.main else (lambda message: None)
         self.precision = precision
-        self.optimizer = make_optimizer(model, cfg.lr, cfg.weight_decay)
+        self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay)  # the names timm's groups know
+        self.stepped = False  # whether the optimizer has its state: Adam allocates it in its first step
         self.scaler = precision.grad_scaler()
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
         self.micro = 0
@@ -165,6 +166,7 @@ class _Loop:
         self.precision.switch(Precision(state["precision"], self.precision.device_type))
         self.scaler = self.precision.grad_scaler()
         self.optimizer.load_state_dict(state["optimizer"])
+        self.stepped = bool(self.optimizer.state)
         self.scaler.load_state_dict(state["scaler"])
         self.step, self.micro, self.result = state["step"], state["micro"], FitResult(**state["result"])
 
@@ -298,13 +300,18 @@ class _Loop:
         while True:
             failure = ""
             try:
-                return train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
+                loss = train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
                                   self.cfg.grad_clip, self.micro)
+                self.stepped = True
+                return loss
             except Exception as e:  # noqa: BLE001 - out-of-memory and compile errors are handled, the rest re-raised
+                # under DDP the peers already wait in a collective, and the reducer is mid-step: stop them all, clearly
+                if self.dist.world > 1 and is_oom(e):
+                    raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under DDP; "
+                                   "set a smaller batch_size") from None
+                if self.dist.world > 1 and is_compile_error(e):
+                    raise KitError(f"{self.desc}: torch.compile failed under DDP ({describe_error(e)}); set compile=False") from None
                 if is_oom(e):
-                    if self.dist.world > 1:  # peers are already waiting in the all-reduce: stop them all, clearly
-                        raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under "
-                                       "DDP; set a smaller batch_size") from None
                     failure = "oom"
                 elif is_compile_error(e) and _compiled(self.model):
                     failure = describe_error(e)
@@ -312,6 +319,8 @@ class _Loop:
                     raise
             # outside the except block, so the failed step's frames and tensors are gone
             self.optimizer.zero_grad(set_to_none=True)
+            if not self.stepped:  # the first step may have stopped halfway through allocating Adam's state
+                self.optimizer.state.clear()
             self.scaler = fresh_scaler(self.scaler, self.precision.current)  # forget a half-done unscale_
             free_memory()
             if failure != "oom":

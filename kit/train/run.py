@@ -82,7 +82,7 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
     elif not session.plan.autotune or not train:
         size, how = batch_tuning.CPU_BATCH, "on the CPU" if train else "nothing tuned yet"
     else:
-        size, how = tune_batch(session, pipe, data, train_rows, peers)
+        size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
         if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
             checkpoint.save_json({"batch_size": size}, saved)
     total = size * replicas
@@ -93,9 +93,10 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
     return size, lr
 
 
-def tune_batch(session: Session, pipe, data, train_rows: int, peers) -> tuple[int, str]:
-    """batch_size="auto" on this GPU: trials on the real model and data path (kit.runtime.batch). Trials
-    that fail for another reason than memory leave a fixed batch, with one line: the run goes on."""
+def tune_batch(session: Session, pipe, data, train_rows: int, peers, ddp: bool = False) -> tuple[int, str]:
+    """batch_size="auto" on this GPU: trials on the real model and data path (kit.runtime.batch), with DDP's
+    share added when the batch is for DDP. Trials that fail for another reason than memory leave a fixed
+    batch, with one line: the run goes on."""
     say = session.log if peers.main else (lambda message: None)
     say(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name or session.hardware.device}")
     pool = pipe.trial_rows(data)
@@ -109,7 +110,7 @@ def tune_batch(session: Session, pipe, data, train_rows: int, peers) -> tuple[in
     try:
         faults.fail("fail.autotune")
         size = batch_tuning.autotune(model, pipe.task(data), batches, session.precision, train_rows, say,
-                                     batch_tuning.Probe(session.device), peers)
+                                     batch_tuning.Probe(session.device), peers, batch_tuning.ddp_extra(model) if ddp else 0)
     except Exception as e:  # noqa: BLE001 - an accelerant that fails is turned off, whatever the error
         failure = describe_error(e)
     del model
@@ -130,7 +131,11 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     p = session.params
     splits = pipe.split(data)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
-    mode, world, why = distributed.choose(p.parallel, p.world_size, len(splits), gpus)
+    pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
+    # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
+    mode, world, why = distributed.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
+    if world == 1:
+        mode = "none"
     if mode != "none":
         need, available = pipe.host_bytes(data) * (world + 1), hardware.available_ram_bytes()
         if available and need > RAM_SHARE * available:  # each worker loads its own copy of the data
@@ -140,12 +145,11 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     if mode == "none":
         return train_local(session, pipe, data)
     session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
     session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
     # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
     pipe.release(data)
     free_memory()
-    failure = distributed.launch(session, mode, world, pending) if pending else ""
+    failure = distributed.launch(session, mode, world, pending)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
     result = train_local(session, pipe, data, train=False)

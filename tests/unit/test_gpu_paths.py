@@ -48,43 +48,62 @@ def test_a_trial_counts_what_others_hold_on_its_own_gpu(fake_gpus):
     assert not t.fits and not t.oom
 
 
-def test_ddp_trials_add_the_reducers_share_and_agree_across_ranks():
-    model = nn.Linear(8, 3)
-    assert batch.ddp_extra(model) == 27 * 4 // 4  # a quarter of the fp32 gradients' bytes
+class _Peers:
+    """Rank 0 of two; the other rank runs out of memory from `oom_from` rows, or errors at `error_at`. A trial
+    asks `any` three times: did a rank fail, does the batch not fit somewhere, did a rank run out of memory."""
 
-    class Probe:  # records what the trial was told to add
-        extras = []
+    world, main = 2, True
 
-        def start(self):
-            pass
+    def __init__(self, oom_from=10**9, error_at=None):
+        self.oom_from, self.error_at, self.batch_now, self.asked = oom_from, error_at, 0, 0
 
-        def stop(self, extra=0):
-            self.extras.append(extra)
-            return batch.Memory(0, 0, 0)
+    def any(self, flag):
+        question, self.asked = self.asked % 3, self.asked + 1
+        other = self.batch_now == self.error_at if question == 0 else self.batch_now >= self.oom_from
+        return flag or other
 
-    class Peers:  # rank 0 of two; the other rank runs out of memory from 64 rows up
-        world, main = 2, True
-        batch_now = 0
+    def broadcast(self, value):
+        return value
 
-        def any(self, flag):
-            return flag or self.batch_now >= 64
+    def gather(self, value):
+        return [value, value]
 
-        def broadcast(self, value):
-            return value
 
-        def gather(self, value):
-            return [value, value]
-
-    peers = Peers()
+def test_ddp_trials_agree_across_ranks():
+    peers = _Peers(oom_from=64)
 
     def batches(n):
         peers.batch_now = n
         return toy_batches(n)
 
     lines = []
-    chosen = batch.autotune(model, Classification("x"), batches, CPU32, 10_000, lines.append, Probe(), peers)
+    chosen = batch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, lines.append, None, peers)
     assert chosen in (16, 32) and "  batch   64: out of memory" in lines
-    assert set(Probe.extras) == {batch.ddp_extra(model)}
+
+
+def test_an_error_on_one_rank_is_raised_on_every_rank():
+    peers = _Peers(error_at=32)
+
+    def batches(n):
+        peers.batch_now = n
+        return toy_batches(n)
+
+    with pytest.raises(RuntimeError, match="the batch trials failed on another worker"):
+        batch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, print, None, peers)
+
+
+def test_only_a_ddp_batch_adds_the_reducers_share(monkeypatch, tmp_path):
+    from kit.train import run
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, batch_size="auto")
+    s.plan = dataclasses.replace(s.plan, autotune=True)
+    extras = []
+    monkeypatch.setattr(batch, "autotune", lambda *args: extras.append(args[-1]) or 16)
+    run.resolve_batch(s, ToyPipeline(), None, 80, replicas=2)
+    (s.checkpoint_dir / "batch.json").unlink()
+    run.resolve_batch(s, ToyPipeline(), None, 80, replicas=1)  # fold-parallel workers, or one process
+    assert extras == [batch.ddp_extra(nn.Linear(6, 3)), 0] and extras[0] == 4 * 21
 
 
 def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
@@ -182,3 +201,16 @@ def test_batch_trials_draw_from_the_training_data_path(tmp_path):
     size, _ = run.resolve_batch(s, pipe, None, train_rows=80)
     trials = [d for d in drawn if d[1] == size]
     assert trials and all(train and rows == 6 * size and workers == 0 for train, _, rows, workers in trials)
+
+
+def test_a_bare_cuda_device_is_the_current_gpu_with_its_index(monkeypatch):
+    """torch.device("cuda") != the cuda:1 its tensors report: sequence batches compared the two and took
+    GPU-resident tables for host ones."""
+    from kit.runtime import hardware
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    assert hardware.indexed(torch.device("cuda")) == torch.device("cuda", 1)
+    assert hardware.indexed(torch.device("cuda", 0)) == torch.device("cuda", 0)
+    assert hardware.indexed(torch.device("cpu")) == torch.device("cpu")
+    tables = {"x": torch.zeros(3, 2, 1), "mask": torch.ones(3, 2, dtype=torch.bool)}
+    assert sequences.SequenceBatches(tables, np.arange(3), 2, False, torch.device("cuda")).device == torch.device("cuda", 1)

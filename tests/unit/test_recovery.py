@@ -59,6 +59,21 @@ def test_oom_after_unscale_under_fp16_is_retried_with_half_the_batch(tmp_path, m
     assert all(torch.allclose(a, b, atol=1e-3) for a, b in zip(model.parameters(), reference.parameters()))
 
 
+def test_an_oom_while_adam_first_allocates_its_state_is_retried(tmp_path, monkeypatch):
+    real, calls = torch.zeros_like, []
+
+    def zeros_like(*args, **kwargs):  # Adam's moments, a parameter at a time, in its first step: the 3rd fails
+        calls.append(1)
+        if len(calls) == 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "zeros_like", zeros_like)
+    model, result, lines = run(tmp_path, Precision("fp32", "cpu"))
+    assert result.epochs_run == 2 and result.best_epoch and len(calls) > 3
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
 @pytest.mark.parametrize("site", ["oom.forward", "oom.backward", "oom.unscale", "oom.step"])
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_oom_anywhere_in_the_step_is_retried(tmp_path, armed, site, precision):
