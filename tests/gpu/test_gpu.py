@@ -51,3 +51,33 @@ def test_cpu_and_gpu_augmentation_agree_for_a_seed():
         cpu = ImageTransform(64, (0.5,) * 3, (0.25,) * 3, train=train, seed=7)(x)
         gpu = ImageTransform(64, (0.5,) * 3, (0.25,) * 3, train=train, seed=7)(x.cuda()).cpu()
         assert torch.allclose(cpu, gpu, atol=1e-3)
+
+
+def run_smoke_notebook(tmp_path, comp, env=None, **params):
+    cfg = config.load(comp)
+    data = tmp_path / "input" / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, data)
+    built = tmp_path / "kernel.ipynb"
+    built.write_text(notebook.dumps(notebook.build(cfg.spec.template, {**cfg.parameters(smoke=True), "device": "cuda", **params})))
+    out = tmp_path / "out"
+    execute.run(built, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path, env=env)
+    assert (out / "submission.csv").exists()
+    return (out / "kit.log").read_text()
+
+
+def test_sequence_tables_on_the_gpu(tmp_path):
+    log = run_smoke_notebook(tmp_path, "ventilator-lstm", batch_size="auto", epochs=3)
+    assert "resident on the GPU" in log and "preflight:" not in log
+
+
+@pytest.mark.parametrize("fault", ["oom.unscale:3", "oom.step:3", "nan.amp:1-", "oom.predict:1"])
+def test_faults_on_the_gpu_under_mixed_precision(tmp_path, fault):
+    log = run_smoke_notebook(tmp_path, "dog-breed", env={"KIT_FAULTS": fault}, epochs=2)
+    assert "fold 2/2 epoch" in log and "predicted the test set with fold 2" in log
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("mode", ["folds", "ddp"])
+def test_both_gpus(tmp_path, mode):
+    log = run_smoke_notebook(tmp_path, "dog-breed", parallel=mode, world_size=2, batch_size="auto", epochs=2)
+    assert f"parallel: {mode} on 2 workers" in log and "from folds [1, 2]" in log
