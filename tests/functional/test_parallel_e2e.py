@@ -49,15 +49,16 @@ def worker_pids(text: str) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    "fault, says",
+    "fault, says, precision",
     [
-        ("crash.worker1:2", "worker 1: RuntimeError: injected crash in worker 1"),
-        ("die.worker1:2", "process 1 terminated with signal SIGKILL"),
-        ("abort.worker1:2", "process 1 terminated with signal SIGABRT"),  # a C++ abort, as NCCL's errors end
+        ("crash.worker1:2", "worker 1: RuntimeError: injected crash in worker 1", "fp32"),
+        ("die.worker1:2", "process 1 terminated with signal SIGKILL", "bf16"),
+        ("abort.worker1:2", "process 1 terminated with signal SIGABRT", "fp16"),  # a C++ abort, as NCCL's errors end
     ],
 )
-def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(tmp_path, built, fault, says):
-    text, out = run(tmp_path, built, env={"KIT_FAULTS": fault}, parallel="ddp", world_size=2)
+def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(tmp_path, built, fault, says, precision):
+    text, out = run(tmp_path, built, env={"KIT_FAULTS": fault}, parallel="ddp", world_size=2, precision=precision,
+                    image_size=32)
     assert "a worker failed (" in text and says in text
     assert "from folds [1]" in text  # fold 1 finished before the failure
     if fault.startswith("abort"):  # what the worker wrote to fd 2 before dying reached the notebook
