@@ -145,17 +145,17 @@ class _Launched(Exception):
 
 
 def test_the_notebook_gives_the_gpus_to_its_workers(monkeypatch, tmp_path):
-    """Parallel mode: the notebook process tunes nothing and holds no device copies when workers start."""
+    """Parallel mode: the notebook process sizes no batch (the workers do, on their GPUs) and holds no
+    device copies when the workers start."""
     from kit.runtime import distributed
     from kit.train import run
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, batch_size="auto", parallel="folds", world_size=2)
-    s.plan = dataclasses.replace(s.plan, autotune=True)
     events = []
     pipe = ToyPipeline()
     pipe.release = lambda data: events.append("release")
-    monkeypatch.setattr(batch, "autotune", lambda *a, **k: events.append("autotune") or 16)
+    monkeypatch.setattr(run, "resolve_batch", lambda *a, **k: events.append("batch size") or (16, 1e-3))
 
     def launch(*args):
         events.append("launch")

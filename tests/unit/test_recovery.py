@@ -112,12 +112,19 @@ def test_a_step_does_not_wait_for_the_device(tmp_path):
     assert reads.count < steps // 2, reads.count
 
 
-def test_the_lstm_reads_no_device_value_when_lengths_are_given():
-    from kit.models.sequence import LSTMBackbone
+def test_an_lstm_step_reads_no_device_value():
+    """The LSTM's packing needs the lengths on the host; the batch brings them, so the model never reads
+    its mask back from the device. On the meta device any such read raises."""
+    from kit.models import create_model
+    from kit.train.tasks import SequenceTask
 
-    lstm = LSTMBackbone(8, 8, 1, 0.0).to("meta")  # a meta tensor cannot be read: any sync would raise
-    h, mask = torch.empty(2, 5, 8, device="meta"), torch.ones(2, 5, dtype=torch.bool, device="meta")
-    assert lstm(h, mask, torch.tensor([5, 5])).shape == (2, 5, 16)
+    model = create_model("lstm", features=3, cardinalities=[2], outputs=1, per_step=True, d_model=8, hidden_size=8,
+                         num_layers=1).to("meta")
+    batch = {"x": torch.empty(2, 5, 3, device="meta"), "cat": torch.empty(2, 5, 1, dtype=torch.long, device="meta"),
+             "mask": torch.empty(2, 5, dtype=torch.bool, device="meta"), "weight": torch.empty(2, 5, device="meta"),
+             "target": torch.empty(2, 5, device="meta"), "lengths": torch.tensor([5, 5])}
+    out = SequenceTask(False, True, "mae")(model, batch)
+    assert out["output"].shape == (2, 5, 1) and out["loss"].device.type == "meta"
 
 
 def _failing_backend(graph, example_inputs):
