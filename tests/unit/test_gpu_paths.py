@@ -2,6 +2,7 @@
 as used memory, how DDP ranks agree on a batch, which NVML device a CUDA ordinal is, where sequence tables
 live, and what the notebook process gives back before its workers take the GPUs."""
 import dataclasses
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -107,9 +108,13 @@ def test_only_a_ddp_batch_adds_the_reducers_share(monkeypatch, tmp_path):
 
 
 def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
+    """NVML numbers every GPU of the machine; CUDA only the visible ones: CUDA's device 0 is NVML's 3 here."""
     handles = {"GPU-5a3b-77": "the GPU by its UUID", 0: "NVML's device 0", 3: "NVML's device 3"}
 
-    class FakeNvml:
+    class FakeNvml(SimpleNamespace):
+        def nvmlInit(self):
+            pass
+
         def nvmlDeviceGetHandleByUUID(self, uuid):
             if uuid not in handles:
                 raise RuntimeError("NVML_ERROR_NOT_FOUND")
@@ -118,11 +123,12 @@ def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
         def nvmlDeviceGetHandleByIndex(self, i):
             return handles[i]
 
-    assert monitor.nvml_handle(FakeNvml(), 0) == "the GPU by its UUID"
-    assert monitor.nvml_index(0, "3,1") == 3 and monitor.nvml_index(1, "3,1") == 1 and monitor.nvml_index(0, None) == 0
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: SimpleNamespace(uuid=None))
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,0")
-    assert monitor.nvml_handle(FakeNvml(), 0) == "NVML's device 3"
+    assert monitor._Source(0).handle == "the GPU by its UUID"
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: SimpleNamespace(uuid=None))
+    assert monitor._Source(0).handle == "NVML's device 3"
+    assert monitor.nvml_index(1, "3,1") == 1 and monitor.nvml_index(0, None) == 0
 
 
 def test_big_sequence_tables_stay_in_host_memory_unpinned():
