@@ -76,7 +76,6 @@ class _Losses:
 
     def __init__(self):
         self.sum = self.bad = self.streak = self.worst = None
-        self.steps = 0
 
     def add(self, loss: torch.Tensor) -> None:
         if self.sum is None:
@@ -87,7 +86,6 @@ class _Losses:
         self.bad = self.bad + (~finite).float()
         self.streak = torch.where(finite, 0.0, self.streak + 1)
         self.worst = torch.maximum(self.worst, self.streak)
-        self.steps += 1
 
     def worst_streak(self) -> int:
         """The longest run of non-finite steps since the last call (waits for the device)."""
