@@ -55,7 +55,7 @@ def _install_kit(encoded, name):
         os.replace(tmp, path)
     if path not in sys.path:
         sys.path.insert(0, path)
-    for module in [m for m in sys.modules if m == "kit" or m.startswith("kit.")]:
+    for module in [m for m in list(sys.modules) if m == "kit" or m.startswith("kit.")]:  # a copy: other threads import too
         del sys.modules[module]  # an interactive session may hold another kit already
 
 

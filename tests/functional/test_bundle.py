@@ -99,3 +99,27 @@ def test_cli_missing_username_writes_nothing(tmp_path, kaggle_user, monkeypatch)
     assert len(out.stderr.strip().splitlines()) == 1 and "no Kaggle username" in out.stderr
     assert "Traceback" not in out.stderr
     assert (sorted(target.iterdir()) if target.exists() else None) == before
+
+
+CHURN = '''
+import sys, threading, types
+sys.setswitchinterval(1e-6)
+stop = False
+def churn():  # another thread importing modules, as the kernel's and the libraries' own threads do
+    while not stop:  # a thousand modules in, then out: the size changes at every switch of threads
+        for i in range(1000):
+            sys.modules[f"_churn{i}"] = types.ModuleType("churn")
+        for i in range(1000):
+            del sys.modules[f"_churn{i}"]
+threading.Thread(target=churn, daemon=True).start()
+for _ in range(30):  # the runtime cell run again and again, as in an interactive session
+    exec(CELL, {})
+stop = True
+'''
+
+
+def test_the_runtime_cell_runs_while_other_threads_import(tmp_path):
+    """A flake seen in CI: the cell walked sys.modules while another thread added to it."""
+    script = CHURN.replace("CELL", repr(embed.runtime_cell(embed.runtime_zip())))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
