@@ -2,7 +2,8 @@
 stream, and a device-side transform (augmentation, normalisation) applied before the step sees the batch."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -117,16 +118,24 @@ class DeviceLoader:
             for batch in self.loader:
                 yield self._to_device(batch)
             return
-        stream = torch.cuda.Stream(self.device)
-        ready = None
-        for host in self.loader:
-            with torch.cuda.stream(stream):
-                upcoming = self._to_device(host)
-            if ready is not None:
-                yield ready
-            torch.cuda.current_stream(self.device).wait_stream(stream)
-            for v in upcoming.values():
-                v.record_stream(torch.cuda.current_stream(self.device))
-            ready = upcoming
+        yield from one_ahead(self.loader, self._to_device, self.device)
+
+
+def one_ahead(items: Iterable, make: Callable[[Any], Batch], device: torch.device) -> Iterator[Batch]:
+    """`make(item)` for each item on a CUDA side stream, one batch ahead of the one handed out, so its copies
+    overlap the step on the previous batch. A handed-out batch is recorded on the current stream, so the
+    caching allocator does not reuse its memory while that stream still works on it."""
+    stream = torch.cuda.Stream(device)
+    ready = None
+    for item in items:
+        with torch.cuda.stream(stream):
+            upcoming = make(item)
         if ready is not None:
             yield ready
+        torch.cuda.current_stream(device).wait_stream(stream)
+        for v in upcoming.values():
+            if v.device.type == "cuda":  # a sequence batch's lengths stay on the host
+                v.record_stream(torch.cuda.current_stream(device))
+        ready = upcoming
+    if ready is not None:
+        yield ready

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kit.data.loaders import shard_rows
+from kit.data.loaders import one_ahead, shard_rows
 from kit.errors import KitError
 from kit.runtime import hardware
 from kit.spec import Spec
@@ -146,15 +146,13 @@ class SequenceBatches:
 
     def __init__(self, tensors: dict[str, torch.Tensor], rows: np.ndarray, batch_size: int, shuffle: bool,
                  device: torch.device, seed: int = 0, transform: Callable[[dict], dict] | None = None,
-                 shard: tuple[int, int] = (0, 1), lengths: torch.Tensor | None = None, prefetch: bool = True):
+                 shard: tuple[int, int] = (0, 1), prefetch: bool = True):
         self.tensors, self.rows, self.batch_size, self.shuffle = tensors, torch.as_tensor(rows), batch_size, shuffle
         self.shard, self.prefetch = shard, prefetch
         self.device, self.transform = hardware.indexed(device), transform or (lambda b: b)
         self.generator = torch.Generator().manual_seed(seed)
         self.index_device = next(iter(tensors.values())).device
-        if lengths is None and "mask" in tensors:
-            lengths = tensors["mask"].sum(1).cpu()  # (S,) on the host, once
-        self.lengths = lengths
+        self.lengths = tensors["mask"].sum(1).cpu() if "mask" in tensors else None  # (S,) on the host, once
 
     def __len__(self) -> int:
         return (len(self._mine(self.rows)) + self.batch_size - 1) // self.batch_size
@@ -168,23 +166,11 @@ class SequenceBatches:
         placed = order.to(self.index_device)  # once per epoch; batches slice it where the tables are
         steps = [(order[i : i + self.batch_size], placed[i : i + self.batch_size]) for i in range(0, len(order), self.batch_size)]
         if self.index_device == self.device or self.device.type != "cuda" or not self.prefetch:
-            for idx in steps:
-                yield self.transform(self._gather(*idx))
-            return
-        stream = torch.cuda.Stream(self.device)  # host-resident tables on a GPU: copy one batch ahead
-        ready = None
-        for idx in steps:
-            with torch.cuda.stream(stream):
-                upcoming = self._gather(*idx)
-            if ready is not None:
-                yield self.transform(ready)
-            torch.cuda.current_stream(self.device).wait_stream(stream)
-            for v in upcoming.values():
-                if v.device.type == "cuda":
-                    v.record_stream(torch.cuda.current_stream(self.device))
-            ready = upcoming
-        if ready is not None:
-            yield self.transform(ready)
+            batches = (self._gather(*idx) for idx in steps)
+        else:  # host-resident tables on a GPU: copy one batch ahead
+            batches = one_ahead(steps, lambda idx: self._gather(*idx), self.device)
+        for batch in batches:
+            yield self.transform(batch)
 
     def _gather(self, host_idx: torch.Tensor, idx: torch.Tensor) -> dict[str, torch.Tensor]:
         batch = {k: self._rows(v, idx) for k, v in self.tensors.items()}

@@ -77,7 +77,7 @@ def nvml_handle(nvml, ordinal: int):
     return nvml.nvmlDeviceGetHandleByIndex(nvml_index(ordinal, os.environ.get("CUDA_VISIBLE_DEVICES")))
 
 
-class _Source:
+class Source:
     """Reads (util %, memory used bytes, memory total bytes, power W) for one GPU; None where unknown."""
 
     def __init__(self, device_index: int):
@@ -132,12 +132,12 @@ class Monitor:
 
     def start(self) -> Monitor:
         if self.device == "cuda" and self._thread is None:
-            source = _Source(self.device_index)
+            source = Source(self.device_index)
             self._thread = threading.Thread(target=self._run, args=(source,), daemon=True, name="kit-gpu-monitor")
             self._thread.start()
         return self
 
-    def _run(self, source: _Source) -> None:
+    def _run(self, source: Source) -> None:
         while not self._stop.is_set():
             util, used, total, power = source.read()
             if total:

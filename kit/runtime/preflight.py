@@ -98,9 +98,9 @@ def _prefetch(batches) -> None:
 def _monitor(session: Session) -> None:
     import torch
 
-    from kit.runtime.monitor import _Source
+    from kit.runtime.monitor import Source
 
-    source = _Source(torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
+    source = Source(torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     if source.nvml is None:
         raise RuntimeError(source.error or "NVML unavailable")
     source.read()

@@ -125,9 +125,9 @@ def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
 
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml())
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,0")
-    assert monitor._Source(0).handle == "the GPU by its UUID"
+    assert monitor.Source(0).handle == "the GPU by its UUID"
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: SimpleNamespace(uuid=None))
-    assert monitor._Source(0).handle == "NVML's device 3"
+    assert monitor.Source(0).handle == "NVML's device 3"
     assert monitor.nvml_index(1, "3,1") == 1 and monitor.nvml_index(0, None) == 0
 
 
