@@ -60,8 +60,8 @@ kaggle-smoke: venv kaggle-env ## every shipped config's smoke notebook on Kaggle
 	@for c in $(SHIPPED); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
 	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
 
-run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output])
-	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)"
+run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output] [P="epochs=2 ..."])
+	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)" $(foreach p,$(P),-p '$(p)')
 
 bench: venv ## measure kit's data path against the naive loader, side by side (BENCH_OUT=output/bench.json)
 	@$(PY) bench/bench.py --out "$(or $(BENCH_OUT),output/bench.json)"

@@ -86,7 +86,7 @@ def cmd_run(args) -> None:
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     built = out / "kernel.ipynb"
-    files.write_text(built, notebook.dumps(notebook.build(cfg.spec.template, cfg.parameters())))
+    files.write_text(built, notebook.dumps(notebook.build(cfg.spec.template, cfg.parameters(), cfg.kernel.internet)))
     values = {"data_dir": str(Path(args.data).resolve()), "output_dir": str(out), **overrides}
     execute.run(built, out / "executed.ipynb", values, cwd=out)
     print(f"done: {out / 'submission.csv'} (executed notebook: {out / 'executed.ipynb'})")

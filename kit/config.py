@@ -42,7 +42,7 @@ class Config:
 
     def parameters(self, smoke: bool = False) -> dict[str, Any]:
         """Notebook parameters: the competition spec plus the overrides of [params] (and [smoke])."""
-        values = {"competition": self.spec.to_dict(), **self.params}
+        values = {"competition": self.spec.shown(), **self.params}
         if smoke:
             values.update(self.smoke)
         return values

@@ -55,7 +55,7 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     data_dir = input_root / config.spec.slug
     make_dataset(config.spec, data_dir, seed)
     built = root / "kernel.ipynb"
-    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters)))
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters, config.kernel.internet)))
     working.mkdir(parents=True)
     executed = root / "executed.ipynb"
     env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}

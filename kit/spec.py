@@ -16,6 +16,11 @@ from kit.fields import setting
 
 TEMPLATES = ("cnn", "lstm", "transformer")
 METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc")
+_SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
+                  "features", "categorical", "task", "score_mask")
+SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id_column", "target_column", "train_images",
+                 "test_images", "image_ext"),
+         "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS)}
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True}
 
 
@@ -59,6 +64,13 @@ class Spec(Data, Competition):
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    def shown(self) -> dict[str, Any]:
+        """`to_dict` without the keys its template never reads, unless they were set: what the notebook's
+        parameters cell shows."""
+        defaults = fields.defaults(Spec)
+        return {k: v for k, v in self.to_dict().items()
+                if k in SHOWN[self.template] or v != (list(defaults[k]) if isinstance(defaults[k], tuple) else defaults[k])}
 
     @property
     def greater_is_better(self) -> bool:

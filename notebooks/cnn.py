@@ -20,7 +20,8 @@
 #
 # The steps:
 #
-# 1. **Parameters**: the one cell to edit. A built kernel adds a cell after it with the config's values.
+# 1. **Parameters**: the one cell to edit: the config's values where it sets them, the template's defaults
+#    otherwise. Change a value in place and run the cells again; a run with other settings trains afresh.
 # 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
 # 3. **Data**: read the labels and the sample submission, check they agree, decode every image once into a
 #    uint8 cache, so no epoch decodes a JPEG again.
@@ -82,8 +83,9 @@ print(f"kit {kit.__version__} from {kit.__file__}")
 # %% [markdown]
 # ## 1. Set-up
 #
-# Checks every parameter above (a typo is an error that names it), looks at the GPU and CPU, settles the
-# precision policy and finds the competition data under `/kaggle/input` (or `data_dir`).
+# Checks every parameter above (a typo is an error that names it) and prints those that differ from the
+# template's defaults, looks at the GPU and CPU, settles the precision policy and finds the competition data
+# under `/kaggle/input` (or `data_dir`).
 
 # %%
 from kit.runtime.session import start
@@ -115,7 +117,8 @@ _ = pipe.show_samples(data)
 # learning rate follows it by the square-root rule). After the first steps the time budget is planned: if
 # folds x epochs do not fit before the deadline, less the time measured for prediction, epochs and then folds
 # are cut, and the plan says so. Each fold keeps the weights of its best validation epoch and checkpoints
-# every epoch: a run into the same `output_dir` reuses finished folds and resumes an interrupted one.
+# every epoch: a run with the same settings into the same `output_dir` reuses its finished folds and resumes an
+# interrupted one (changed settings train afresh in a folder of their own, `checkpoints/<run>/`).
 # With two GPUs (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers
 # run in fresh processes and their lines appear here prefixed `[worker N]`.
 # Out-of-memory errors halve the micro-batch (gradients accumulate to keep the batch); non-finite losses
@@ -142,8 +145,8 @@ submission.head()
 # %% [markdown]
 # ## 5. Curves
 #
-# Training and validation loss per fold, the validation metric with each fold's best epoch marked, and GPU
-# utilisation over the run (also saved as `history.png` and `gpu_monitor.csv`).
+# Training and validation loss per fold and the validation metric with each fold's best epoch marked, saved as
+# `history.png`; on a GPU also its utilisation over the run (the samples in `gpu_monitor.csv`).
 
 # %%
 from kit.train.plots import plot_history

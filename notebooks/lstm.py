@@ -21,7 +21,8 @@
 #
 # The steps:
 #
-# 1. **Parameters**: the one cell to edit. A built kernel appends the config's values to it.
+# 1. **Parameters**: the one cell to edit: the config's values where it sets them, the template's defaults
+#    otherwise. Change a value in place and run the cells again; a run with other settings trains afresh.
 # 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
 # 3. **Data**: group the rows into sequences, order them, pad them to one length with a mask, check the
 #    test table against the sample submission. When the tensors fit, they stay on the GPU and every batch
@@ -87,8 +88,9 @@ print(f"kit {kit.__version__} from {kit.__file__}")
 # %% [markdown]
 # ## 1. Set-up
 #
-# Checks every parameter above (a typo is an error that names it), looks at the GPU and CPU, settles the
-# precision policy and finds the competition data under `/kaggle/input` (or `data_dir`).
+# Checks every parameter above (a typo is an error that names it) and prints those that differ from the
+# template's defaults, looks at the GPU and CPU, settles the precision policy and finds the competition data
+# under `/kaggle/input` (or `data_dir`).
 
 # %%
 from kit.runtime.session import start
@@ -115,7 +117,8 @@ _ = pipe.show_samples(data)
 # The model: features and embeddings projected to `d_model`, a 1-D convolution over time, a stack of
 # bidirectional LSTM layers, and a residual head (one output per step, or pooled per sequence). Each fold
 # keeps the weights of its best validation epoch (with its feature statistics) and checkpoints every epoch:
-# a run into the same `output_dir` reuses finished folds and resumes an interrupted one. With two GPUs
+# a run with the same settings into the same `output_dir` reuses its finished folds and resumes an
+# interrupted one (changed settings train afresh in a folder of their own, `checkpoints/<run>/`). With two GPUs
 # (Kaggle's T4 x2), `parallel` trains folds side by side, or one model with DDP; the workers run in fresh
 # processes and their lines appear here prefixed `[worker N]`; interrupting this cell stops them all.
 # Before the first fold each optional accelerant is tried once, and what fails is turned off with one line.
@@ -141,8 +144,8 @@ submission.head()
 # %% [markdown]
 # ## 5. Curves
 #
-# Training and validation loss per fold, the validation metric with each fold's best epoch marked, and GPU
-# utilisation over the run (also saved as `history.png` and `gpu_monitor.csv`).
+# Training and validation loss per fold and the validation metric with each fold's best epoch marked, saved as
+# `history.png`; on a GPU also its utilisation over the run (the samples in `gpu_monitor.csv`).
 
 # %%
 from kit.train.plots import plot_history

@@ -24,6 +24,9 @@ class ToyPipeline:
         self.fail_in_fold, self.models = fail_in_fold, 0
         self.batch_size = 16
 
+    def identity(self, data):
+        return "toy points"
+
     def split(self, data):
         return make_folds(120, 3, seed=0, classes=self.y.numpy())
 
@@ -67,4 +70,12 @@ class Exploding(nn.Linear):
 def session(tmp_path: Path, **params) -> Session:
     hw = Hardware("cpu", cpu_count=2, ram_gb=8)
     p = TrainParams(**{"epochs": 3, "folds": 3, "batch_size": 16, "patience": 0, "warmup_epochs": 0, **params})
-    return Session("cnn", p, Spec(slug="toy", metric="log_loss"), hw, plan(hw), Precision("fp32", "cpu"), tmp_path, tmp_path / "out")
+    return Session("cnn", p, Spec(slug="toy", metric="log_loss"), hw, plan(hw), Precision("fp32", "cpu"), tmp_path, tmp_path / "out",
+                   run="toy")  # train_folds opens the run its settings make; a test of one step needs a folder
+
+
+def run_folder(out: Path) -> Path:
+    """The latest run's folder in output_dir `out` (kit.runtime.runs)."""
+    import json
+
+    return out / "checkpoints" / json.loads((out / "checkpoints" / "latest.json").read_text())["run"]

@@ -35,7 +35,7 @@ def build(comp: str, out: Path | None = None) -> Bundle:
     config = kit_config.load(comp)
     user = metadata.username()
     meta = metadata.build(config, user)
-    nb_text = notebook.dumps(notebook.build(config.spec.template, config.parameters()))
+    nb_text = notebook.dumps(notebook.build(config.spec.template, config.parameters(), config.kernel.internet))
     folder = out or kernels_dir() / config.name
     folder.mkdir(parents=True, exist_ok=True)
     nb_path = folder / meta["code_file"]

@@ -37,13 +37,20 @@ def runtime_zip() -> bytes:
     return buffer.getvalue()
 
 
-def runtime_cell(blob: bytes) -> str:
+OFFLINE = """
+# Built with the internet off: the Hugging Face hub must not be asked (it retries for a minute, then fails).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+"""
+
+
+def runtime_cell(blob: bytes, offline: bool = True) -> str:
     digest = hashlib.sha256(blob).hexdigest()
     name = f"kit-{kit.__version__}-{digest[:12]}.zip"
     encoded = base64.b64encode(blob).decode("ascii")
     return f'''# The kit {kit.__version__} runtime, embedded by `make kernel` ({len(blob) // 1024} KB zip, sha256 {digest[:16]}).
 # It is written to the temp folder and put first on sys.path: no install and no internet needed.
 import base64, os, sys, tempfile
+{OFFLINE if offline else ""}
 
 
 def _install_kit(encoded, name):

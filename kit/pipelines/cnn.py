@@ -17,7 +17,7 @@ from kit.data import images, tables
 from kit.data.augment import ImageTransform, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
-from kit.runtime import faults, paths
+from kit.runtime import faults, hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -36,6 +36,7 @@ class ImageData:
     sample: pd.DataFrame
     train_cache: images.ImageCache | images.ImageFiles
     test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
+    identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
 
 
 class Pipeline:
@@ -90,7 +91,9 @@ class Pipeline:
                          "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         y = targets.encode(target, labels[spec.target_column])
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache)
+        stamps = [f"{p.name}|{p.stat().st_size if p.exists() else -1}" for p in train_paths]
+        identity = runs.digest(ids, y, usable, np.array(target.columns), np.array(stamps))
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, identity)
         s.log(self.describe(data))
         return data
 
@@ -128,6 +131,9 @@ class Pipeline:
         fig.savefig(self.session.output_dir / "samples.png", dpi=80)
         return fig
 
+    def identity(self, data: ImageData) -> str:
+        return data.identity
+
     def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
         """Folds over the usable training rows (stratified by class for classification)."""
         classes = data.y[data.usable] if data.target.classification else None
@@ -156,6 +162,8 @@ class Pipeline:
             model = timm.create_model(p.model_name, pretrained=True, pretrained_cfg_overlay=dict(file=str(weights)), **kwargs)
         elif pretrained and p.pretrained and not self._pretrained_failed:
             try:
+                if not hub.fetchable(p.model_name):
+                    raise KitError("offline, and no local copy")
                 model = timm.create_model(p.model_name, pretrained=True, **kwargs)
             except Exception as e:  # the hub's download fails in many types: offline, DNS, HTTP, cache
                 self._pretrained_failed = True

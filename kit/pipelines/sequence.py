@@ -18,7 +18,7 @@ from kit.data import sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models import create_model
-from kit.runtime import faults, paths
+from kit.runtime import faults, paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -37,6 +37,7 @@ class SequenceData:
     test_positions: np.ndarray  # per_step: (S, L) sample row of each test row (-1: padding); else (S,)
     y_mean: float
     y_std: float
+    identity: str = ""  # what decides training: the training table's values (kit.runtime.runs)
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
 
 
@@ -82,9 +83,13 @@ class Pipeline:
         y_mean = float(values.mean()) if not target.classification else 0.0
         y_std = float(values.std()) if not target.classification else 1.0
         data = SequenceData(tr, te, target, sample, per_step, [len(codes[c]) for c in spec.categorical], positions,
-                            y_mean, y_std)
+                            y_mean, y_std, runs.digest(pd.util.hash_pandas_object(train, index=False).to_numpy(),
+                                                       np.array(target.columns)))
         s.log(self.describe(data))
         return data
+
+    def identity(self, data: SequenceData) -> str:
+        return data.identity
 
     def _sample_positions(self, te: Sequences, test: pd.DataFrame, sample: pd.DataFrame, per_step: bool,
                           test_path, sample_path) -> np.ndarray:

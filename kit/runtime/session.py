@@ -1,6 +1,7 @@
 """A run of a kernel: its checked parameters, the machine, the precision policy, where things go, a log."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import sys
@@ -15,8 +16,9 @@ import numpy as np
 import torch
 
 import kit
+from kit import fields
 from kit import params as kit_params
-from kit.runtime import faults, hardware, paths, versions
+from kit.runtime import faults, hardware, hub, paths, runs, versions
 from kit.runtime.precision import Precision
 from kit.spec import Spec
 
@@ -33,6 +35,7 @@ class Session:
     output_dir: Path
     started: float = field(default_factory=time.time)  # wall clock the time budget counts from
     worker: int | None = None  # the rank of a worker process (kit.runtime.distributed); None in the notebook
+    run: str = ""  # the fingerprint of what trains (kit.runtime.runs), set once the data is loaded
 
     @property
     def device(self) -> torch.device:
@@ -41,7 +44,8 @@ class Session:
 
     @property
     def checkpoint_dir(self) -> Path:
-        return self.output_dir / "checkpoints"
+        """This run's folder (kit.runtime.runs): what later runs with the same settings reuse."""
+        return runs.folder(self)
 
     def elapsed(self) -> float:
         return time.time() - self.started
@@ -63,9 +67,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     warnings.filterwarnings("ignore", message="IProgress not found")
     p = kit_params.from_namespace(template, namespace)
     libraries = versions.check()  # before anything that a too-old library would break
-    if getattr(p, "weights_path", ""):
-        # Weights come from a local file: the hub must not be asked (it hangs or fails with the internet off).
-        os.environ["HF_HUB_OFFLINE"] = "1"
+    hub_note = hub.settle(wants_hub=getattr(p, "pretrained", False), weights_file=bool(getattr(p, "weights_path", "")))
     spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
     if spec.template != template:
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
@@ -90,6 +92,9 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     seed_everything(p.seed)
     session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), python {sys.version.split()[0]}, pid {os.getpid()}")
     session.log(libraries)
+    session.log(f"parameters     {changed_parameters(p)}")
+    if hub_note:
+        session.log(f"pretrained     {hub_note}")
     session.log(hardware.describe(hw, plan, p.compile, p.precision))
     note = hardware.precision_note(hw, plan, p.precision)
     if note:
@@ -97,6 +102,13 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     session.log(f"data           {data}")
     session.log(f"output         {out}")
     return session
+
+
+def changed_parameters(p: kit_params.TrainParams) -> str:
+    """The parameters that differ from the template's defaults (the config's and the person's choices)."""
+    defaults = fields.defaults(type(p))
+    changed = [f"{k}={v!r}" for k, v in dataclasses.asdict(p).items() if v != defaults[k] and k not in ("data_dir", "output_dir")]
+    return f"{', '.join(changed)}; the rest are the template's defaults" if changed else "the template's defaults"
 
 
 def maybe_compile(session: Session, model: torch.nn.Module) -> torch.nn.Module:

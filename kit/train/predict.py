@@ -9,7 +9,7 @@ import pandas as pd
 
 from kit import files
 from kit.errors import KitError
-from kit.runtime import checkpoint
+from kit.runtime import checkpoint, runs
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
 from kit.runtime.session import Session
@@ -31,10 +31,15 @@ def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]
     """Mean of the test predictions of every fold checkpoint, and which folds took part. Each fold predicts
     in the precision it was trained in (a fold that fell back to fp32 may overflow in fp16)."""
     total, used = None, []
+    runs.open_run(session, pipe, data)
     for fold, path in fold_checkpoints(session).items():
         state = checkpoint.load(path)
         model = pipe.model(data, pretrained=False)
-        model.load_state_dict(state["model"])
+        try:
+            model.load_state_dict(state["model"])
+        except RuntimeError as e:  # another model or other sizes: never a state_dict traceback
+            first = str(e).splitlines()[1].strip() if len(str(e).splitlines()) > 1 else str(e)
+            raise KitError(f"{path} does not fit this run's model ({first}); delete {path.parent} to train it afresh") from None
         precision = Precision(state.get("precision", session.precision.name), session.precision.device_type)
         pred = predict_fold(session, pipe, data, model, precision, f"fold {fold + 1}")
         del model

@@ -1,9 +1,10 @@
 """Cross-validated training: every fold through the one loop, under the time budget, resumable.
 
-Files in <output_dir>/checkpoints/: fold<k>.pt (the best epoch: weights, score, validation rows),
-fold<k>.last.pt (the latest epoch, while the fold is unfinished), fold<k>.json (written when it finishes),
-batch.json (the batch size and learning rate the run settled on). A run into the same output_dir reuses
-finished folds untouched and resumes an unfinished one from its last epoch.
+Files in the run's folder, <output_dir>/checkpoints/<run>/ (kit.runtime.runs): fold<k>.pt (the best epoch:
+weights, score, validation rows), fold<k>.last.pt (the latest epoch, while the fold is unfinished),
+fold<k>.json (written when it finishes), batch.json (the automatic batch size, and the GPU it was tuned on).
+A run with the same settings reuses finished folds untouched and resumes an unfinished one from its last
+epoch; a run with other settings gets a folder of its own.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import torch
 from kit import files
 from kit.errors import KitError
 from kit.runtime import batch as batch_tuning
-from kit.runtime import checkpoint, faults, hardware, preflight
+from kit.runtime import checkpoint, faults, hardware, preflight, runs
 from kit.runtime.budget import Budget, total_budget
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
@@ -77,14 +78,16 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
     if isinstance(p.batch_size, int):
         return p.batch_size, p.lr
     saved = session.checkpoint_dir / "batch.json"
-    if peers.broadcast(saved.exists()):  # rank 0's view: every worker tunes, or none
-        size, how = checkpoint.load_json(saved)["batch_size"], "chosen by an earlier run"
+    tuned_on = {"device": session.hardware.gpu_name or session.hardware.device, "ddp": replicas > 1}
+    earlier = checkpoint.load_json(saved) if saved.exists() else {}
+    if peers.broadcast(all(earlier.get(k) == v for k, v in tuned_on.items())):  # rank 0's view: all tune, or none
+        size, how = earlier["batch_size"], "chosen by an earlier run"
     elif not session.plan.autotune or not train:
         size, how = batch_tuning.CPU_BATCH, "on the CPU" if train else "nothing tuned yet"
     else:
         size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
         if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
-            checkpoint.save_json({"batch_size": size}, saved)
+            checkpoint.save_json({"batch_size": size, **tuned_on}, saved)
     total = size * replicas
     lr = batch_tuning.scaled_lr(p.lr, total)
     per = f" per worker, {total} in all" if replicas > 1 else ""
@@ -129,6 +132,7 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     from kit.runtime import distributed
 
     p = session.params
+    runs.open_run(session, pipe, data)
     splits = pipe.split(data)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
@@ -172,6 +176,7 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
 
     collective = collective or distributed.Collective()
     say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
+    runs.open_run(session, pipe, data)  # in a worker: the notebook's run, made of the same settings and data
     splits = pipe.split(data)
     session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(session, f)]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from toys import run_folder
 
 from kit import config, smoke
 
@@ -72,7 +73,7 @@ def test_sigkill_mid_fold_then_rerun_reuses_finished_folds(tmp_path, data):
     os.kill(kernel, signal.SIGKILL)  # the kernel, mid-fold, as Kaggle's session ending would
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    ckpt = out / "checkpoints"
+    ckpt = run_folder(out)
     assert (ckpt / "fold0.json").exists() and (ckpt / "fold1.last.pt").exists()
     assert not (ckpt / "fold1.json").exists() and not (out / "submission.csv").exists()
     fold0 = hashlib.sha256((ckpt / "fold0.pt").read_bytes()).hexdigest()

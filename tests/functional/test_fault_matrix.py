@@ -9,6 +9,7 @@ import multiprocessing
 
 import pandas as pd
 import pytest
+from toys import run_folder
 
 from kit.pipelines import create_pipeline
 from kit.runtime import faults
@@ -105,4 +106,4 @@ def test_batch_trials_that_fail_leave_a_fixed_batch(tmp_path, dog_breed_data):
         faults.arm("")
     assert "batch_size auto: the trials failed (RuntimeError: injected failure at fail.autotune); a fixed batch of 32 instead" in log
     assert "batch_size auto: 32 (fixed, after failed trials)" in log
-    assert cv.finished == [0, 1] and not (tmp_path / "out" / "checkpoints" / "batch.json").exists()
+    assert cv.finished == [0, 1] and not (run_folder(tmp_path / "out") / "batch.json").exists()

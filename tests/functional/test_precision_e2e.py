@@ -3,6 +3,7 @@ GradScaler), and a CNN fold that falls back to fp32 and is resumed in fp32 with 
 import pandas as pd
 import pytest
 import torch
+from toys import run_folder
 
 from kit import files
 from kit.kernel import execute, notebook
@@ -76,7 +77,7 @@ def test_a_cnn_fold_falls_back_to_fp32_and_resumes_in_fp32(tmp_path, dog_breed_d
         train_folds(session, pipe, data)
     log = (out / "kit.log").read_text()
     assert "non-finite losses keep coming under fp16; falling back to fp32 and redoing epoch 1" in log
-    assert (out / "checkpoints" / "fold0.last.pt").exists()
+    assert (run_folder(out) / "fold0.last.pt").exists()
 
     session, pipe, data = session_for(cfg, folder, out)  # the notebook run again: fp16 asked for, fold 1 is fp32
     cv = train_folds(session, pipe, data)

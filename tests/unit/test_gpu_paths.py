@@ -102,7 +102,6 @@ def test_only_a_ddp_batch_adds_the_reducers_share(monkeypatch, tmp_path):
     extras = []
     monkeypatch.setattr(batch, "autotune", lambda *args: extras.append(args[-1]) or 16)
     run.resolve_batch(s, ToyPipeline(), None, 80, replicas=2)
-    (s.checkpoint_dir / "batch.json").unlink()
     run.resolve_batch(s, ToyPipeline(), None, 80, replicas=1)  # fold-parallel workers, or one process
     assert extras == [batch.ddp_extra(nn.Linear(6, 3)), 0] and extras[0] == 4 * 21
 

@@ -20,7 +20,7 @@ def test_three_folds_then_a_rerun_reuses_them(out):
     assert cv.finished == [0, 1, 2] and np.isfinite(cv.score)
     assert cv.score < cv.baseline and cv.baseline_name == "the class prior"
     assert sorted(p.name for p in s.checkpoint_dir.iterdir()) == [
-        "fold0.json", "fold0.pt", "fold1.json", "fold1.pt", "fold2.json", "fold2.pt"]
+        "fold0.json", "fold0.pt", "fold1.json", "fold1.pt", "fold2.json", "fold2.pt", "run.json"]
     stamps = {p.name: p.stat().st_mtime_ns for p in s.checkpoint_dir.iterdir()}
     again = train_folds(s, ToyPipeline(fail_in_fold=0), None)  # would explode if it trained anything
     assert again.finished == [0, 1, 2] and again.score == cv.score

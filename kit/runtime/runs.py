@@ -1,0 +1,97 @@
+"""Runs keyed by what made them, so that a run into the same output_dir reuses only what its own settings made.
+
+Everything later runs reuse (fold checkpoints and summaries, an unfinished fold's resume state, the automatic
+batch size) lives in <output_dir>/checkpoints/<run>/, where <run> is a fingerprint of everything that decides
+it: the training parameters, the template and the competition's files and columns, the data's identity (ids,
+labels, files), the fold split and the checkpoint format. The same settings find their folder again and reuse
+or resume it; changed ones train afresh in a new folder, and the earlier run's files stay where they were.
+Parameters that decide only where or how fast a run goes (folders, device, loader processes, the time
+budget, compile, parallel workers) are left out: changing them keeps the finished folds.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kit import fields
+from kit.runtime import checkpoint
+
+FORMAT = 2  # what fold files hold; bump when a checkpoint written before could not be read the same way
+WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
+                      "world_size")
+RECORD, LATEST = "run.json", "latest.json"
+
+
+def record(session, identity: str, split: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """What decides a run's artefacts, as plain JSON values."""
+    p = session.params
+    params = {k: getattr(p, k) for k in fields.names(type(p)) if k not in WHERE_AND_HOW_FAST}
+    return {"format": FORMAT, "template": session.template, "competition": session.spec.to_dict(), "params": params,
+            "data": identity, "split": digest(*(v for _, v in split))}
+
+
+def key(rec: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(rec, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def digest(*arrays) -> str:
+    """A short hash of arrays' values, shapes and types (the data's identity is made of these)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        if a.dtype.kind in "OUS":  # strings: their text, whatever numpy's storage
+            a = np.array("\x1f".join(map(str, a.ravel())).encode())
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def open_run(session, pipe, data) -> str:
+    """Point `session` at the folder of the run these parameters, data and split make, creating it; the
+    notebook says in one line whether it is new (and what changed since the latest run) or an earlier one."""
+    rec = record(session, pipe.identity(data), pipe.split(data))
+    run = key(rec)
+    if session.run == run:
+        return run
+    session.run = run
+    root = session.output_dir / "checkpoints"
+    folder = root / run
+    if session.worker is not None:  # the notebook opened it and speaks for the run
+        return run
+    latest_path = root / LATEST
+    latest = checkpoint.load_json(latest_path).get("run", "") if latest_path.exists() else ""
+    if (folder / RECORD).exists():
+        how = "the latest run" if latest == run else "an earlier run's settings"
+        session.log(f"run {run}: {how}, in {folder}: its finished folds are reused and an unfinished one resumed")
+    else:
+        before = root / latest / RECORD if latest else None
+        changed = changes(checkpoint.load_json(before), rec) if before and before.exists() else ""
+        since = f"; since run {latest}: {changed} (its files stay in {root / latest})" if changed else ""
+        session.log(f"run {run}: new, in {folder}{since}")
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoint.save_json(rec, folder / RECORD)
+    checkpoint.save_json({"run": run}, latest_path)
+    return run
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What differs between two run records, in one line: `folds 2 -> 3, image_size 64 -> 96`."""
+    out = [f"{k} {old['params'].get(k)!r} -> {v!r}" for k, v in new["params"].items() if old["params"].get(k) != v]
+    out += [f"competition {k} {old['competition'].get(k)!r} -> {v!r}" for k, v in new["competition"].items()
+            if old["competition"].get(k) != v]
+    for part, what in (("template", "the template"), ("data", "the data"), ("format", "kit's checkpoint format")):
+        if old.get(part) != new.get(part):
+            out.append(f"{what} changed")
+    if not out and old.get("split") != new.get("split"):
+        out.append("the fold split changed")
+    return ", ".join(out)
+
+
+def folder(session) -> Path:
+    if not session.run:
+        raise RuntimeError("no run is open: kit.runtime.runs.open_run first")
+    return session.output_dir / "checkpoints" / session.run

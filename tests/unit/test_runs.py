@@ -1,0 +1,49 @@
+"""Run fingerprints: what decides the trained folds makes a new run; where and how fast a run goes does not."""
+import dataclasses
+
+import pytest
+from toys import ToyPipeline, session
+
+from kit.runtime import runs
+from kit.train.predict import ensemble
+from kit.train.run import train_folds
+
+
+def run_key(tmp_path, **params) -> str:
+    s = session(tmp_path, **params)
+    return runs.open_run(s, ToyPipeline(), None)
+
+
+def test_settings_that_decide_training_make_a_new_run_and_the_rest_do_not(tmp_path):
+    (tmp_path / "out").mkdir()
+    base = run_key(tmp_path)
+    for same in ({"time_budget_s": 600.0}, {"num_workers": 3}, {"parallel": "none"}, {"compile": True}, {"device": "cpu"}):
+        assert run_key(tmp_path, **same) == base, same
+    for other in ({"epochs": 4}, {"lr": 0.01}, {"seed": 1}, {"folds": 3, "patience": 2}, {"precision": "bf16"}):
+        assert run_key(tmp_path, **other) != base, other
+
+
+def test_other_data_or_another_split_is_another_run(tmp_path):
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path)
+    pipe = ToyPipeline()
+    first = runs.open_run(s, pipe, None)
+    pipe.identity = lambda data: "other points"
+    assert runs.open_run(s, pipe, None) != first
+    rec = runs.record(s, "toy points", pipe.split(None))
+    assert runs.changes(rec, {**rec, "data": "x"}) == "the data changed"
+    params = {**rec["params"], "epochs": 9}
+    assert runs.changes(rec, {**rec, "params": params}) == "epochs 3 -> 9"
+
+
+def test_a_checkpoint_that_does_not_fit_the_model_is_one_line(tmp_path):
+    from kit.errors import KitError
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, lr=0.05)
+    train_folds(s, ToyPipeline(), None)
+    wider = ToyPipeline()
+    wider.model = lambda data, pretrained=True, fit_rows=None: __import__("torch").nn.Linear(6, 4)
+    s = dataclasses.replace(s)
+    with pytest.raises(KitError, match=r"fold0\.pt does not fit this run's model \(size mismatch for weight"):
+        ensemble(s, wider, None)
