@@ -210,7 +210,8 @@ class _Loop:
         seen, wait_s, step_s, deadline_hit, steps, first_s = 0, 0.0, 0.0, False, 0, 0.0
         losses = _Losses()
         deadline = self.deadline()
-        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}", leave=False)
+        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}",
+                           unit="steps", leave=False)
         batches = iter(self.train)
         while True:
             t0 = time.time()
