@@ -1,4 +1,4 @@
-"""The sample plots on the smoke data: whole class names in the image grid."""
+"""The sample plots on the smoke data: whole class names in the image grid; every sequence line labelled."""
 import pytest
 
 from kit import config, smoke
@@ -37,3 +37,17 @@ def test_the_image_grid_shows_whole_breed_names(tmp_path):
     assert len(titles) == 12 and set(titles) <= set(smoke.DOG_BREEDS)
     assert any(len(t) > 24 for t in titles)  # german_short-haired_pointer, soft-coated_wheaten_terrier
     assert (session.output_dir / "samples.png").is_file()
+
+
+def test_the_ventilator_samples_label_every_line_and_axis(tmp_path):
+    session, pipe, data = loaded(tmp_path, "ventilator-lstm")
+    fig = pipe.show_samples(data)
+    panels = [[other for other in fig.axes if other.bbox.bounds == ax.bbox.bounds] for ax in fig.axes if ax.get_xlabel()]
+    assert len(panels) == 3
+    for ax, *twins in panels:
+        lines = [line for a in (ax, *twins) for line in a.get_lines()]
+        legends = [a.get_legend() for a in (ax, *twins) if a.get_legend() is not None]
+        assert len(legends) == 1 and [t.get_text() for t in legends[0].get_texts()] == [line.get_label() for line in lines]
+        assert [line.get_label() for line in lines] == ["R", "C", "time_step", "u_in", "u_out", "pressure (right axis)"]
+        assert ax.get_xlabel() == "step (by time_step)" and ax.get_ylabel() == "feature (standardised)"
+        assert [twin.get_ylabel() for twin in twins] == ["pressure"]
