@@ -7,6 +7,7 @@ key, what was wrong, what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from collections.abc import Mapping
@@ -42,11 +43,14 @@ def build(cls, values: Mapping[str, Any], where: str):
             raise KitError(f"{where}: missing key '{name}' ({describe(hints[name])})")
     out = {}
     for key, value in values.items():
-        value = coerce(value, hints[key], f"{where}: {key}")
         meta = known[key].metadata
         choices = meta.get("choices")
         # in an `int | str` field, choices name the allowed strings and minimum bounds the numbers
+        mixed = _mixed(hints[key], choices) if choices and _is_union(hints[key]) else None
+        value = coerce(value, hints[key], f"{where}: {key}", mixed)
         if choices and isinstance(value, type(choices[0])) and value not in choices:
+            if mixed:
+                raise KitError(f"{where}: {key} = {value!r} must be {mixed}")
             allowed = ", ".join(repr(c) for c in choices)
             raise KitError(f"{where}: {key} = {value!r} is not one of {allowed}")
         if meta.get("minimum") is not None and not isinstance(value, (str, bool)) and value < meta["minimum"]:
@@ -55,14 +59,15 @@ def build(cls, values: Mapping[str, Any], where: str):
     return cls(**out)
 
 
-def coerce(value: Any, hint: Any, where: str) -> Any:
-    """`value` as type `hint` (int for float, list for tuple are accepted), or a KitError."""
+def coerce(value: Any, hint: Any, where: str, expected: str | None = None) -> Any:
+    """`value` as type `hint` (int for float, list for tuple are accepted), or a KitError saying it must be
+    `expected` (default: what `hint` describes)."""
     options = typing.get_args(hint) if _is_union(hint) else (hint,)
     for option in options:
         ok, converted = _try(value, option)
         if ok:
             return converted
-    raise KitError(f"{where} must be {describe(hint)}, got {value!r}")
+    raise KitError(f"{where} must be {expected or describe(hint)}, got {value!r}")
 
 
 def describe(hint: Any) -> str:
@@ -73,6 +78,13 @@ def describe(hint: Any) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a table"}.get(
         hint, getattr(hint, "__name__", str(hint))
     )
+
+
+def _mixed(hint: Any, choices: tuple) -> str:
+    """What a union field with choices allows: `an integer or "auto"`, not `an integer or a string`."""
+    kinds = [describe(h) for h in typing.get_args(hint) if h is not type(choices[0])]
+    allowed = kinds + [json.dumps(c) for c in choices]
+    return ", ".join(allowed[:-1]) + " or " + allowed[-1]
 
 
 def _is_union(hint: Any) -> bool:

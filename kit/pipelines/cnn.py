@@ -126,7 +126,8 @@ class Pipeline:
         for ax, r, picture in zip(axes.flat, rows, pictures):
             ax.imshow(picture)
             label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
-            ax.set_title(str(label)[:24], fontsize=8)
+            text, size = sample_title(str(label))
+            ax.set_title(text, fontsize=size)
         fig.tight_layout()
         fig.savefig(self.session.output_dir / "samples.png", dpi=80)
         return fig
@@ -265,3 +266,15 @@ class _TransformImages:
         if self.mixer is not None and len(batch["image"]) % 2 == 0:  # timm mixes pairs: an odd last batch stays
             batch["image"], batch["target"] = self.mixer(batch["image"], batch["target"])
         return batch
+
+
+def sample_title(label: str, width: int = 24) -> tuple[str, float]:
+    """The whole `label` for a cell of the sample grid, and its font size: longer than `width` characters (what
+    8 points fit), it breaks after the `_`, `-` or space that evens its two lines best (mid-word if it has
+    none), and the font shrinks (to 5 points at least) if the longer line still does not fit."""
+    if len(label) > width:
+        cuts = [i + 1 for i, ch in enumerate(label[:-1]) if ch in "_- "] or [len(label) // 2]
+        cut = min(cuts, key=lambda i: max(i, len(label) - i))
+        label = label[:cut].rstrip() + "\n" + label[cut:]
+    longest = max(len(line) for line in label.split("\n"))
+    return label, max(5.0, 8.0 * min(1.0, width / longest))

@@ -132,11 +132,15 @@ class Pipeline:
             real = tr.mask[i]
             for f, name in enumerate(self.spec.features[:6]):
                 ax.plot(((tr.x[i, real, f] - mean[f]) / std[f]), lw=0.8, label=name)
+            order = self.spec.order_column
+            ax.set(xlabel=f"step (by {order})" if order else "step", ylabel="feature (standardised)")
+            lines, top = list(ax.get_lines()), ax
             if data.per_step and not data.target.classification:
-                ax2 = ax.twinx()
-                ax2.plot(tr.y[i, real], color="black", lw=1.2, label=self.spec.target_column)
+                top = ax.twinx()  # the target in its own units, on the right; drawn over ax, so it holds the legend
+                lines += top.plot(tr.y[i, real], color="black", lw=1.2, label=f"{self.spec.target_column} (right axis)")
+                top.set_ylabel(self.spec.target_column)
             ax.set_title(f"{self.spec.sequence_column} {tr.ids[i]}", fontsize=9)
-            ax.legend(fontsize=6, loc="upper right")
+            top.legend(lines, [line.get_label() for line in lines], fontsize=6, loc="upper right")
         fig.tight_layout()
         fig.savefig(self.session.output_dir / "samples.png", dpi=80)
         return fig

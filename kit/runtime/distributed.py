@@ -248,7 +248,6 @@ def _worker(rank: int, job: Job) -> None:
 
     # DDP's note on depthwise-convolution weights whose strides are ambiguous (a size-1 dimension): harmless
     warnings.filterwarnings("ignore", message="Grad strides do not match bucket view strides")
-    os.environ["KIT_PROGRESS_INTERVAL"] = os.environ.get("KIT_PROGRESS_INTERVAL", "30")
     from kit.pipelines import create_pipeline
     from kit.runtime.session import start
     from kit.train.run import train_local

@@ -137,6 +137,7 @@ class _Loop:
         self.micro = 0
         self.step = 0
         self.warm = False  # whether this run has finished an epoch of the fold (its first step is not a usual one)
+        self.explained = False  # whether this run's epoch lines have said what their * means
         planned = budget.current.epochs if budget is not None and budget.current else cfg.epochs
         self.result = FitResult(epochs_planned=planned, precision=precision.name)
         self.planned = budget is not None and budget.epoch_s > 0  # a first plan needs the first steps' times
@@ -210,7 +211,8 @@ class _Loop:
         seen, wait_s, step_s, deadline_hit, steps, first_s = 0, 0.0, 0.0, False, 0, 0.0
         losses = _Losses()
         deadline = self.deadline()
-        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}", leave=False)
+        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}",
+                           unit="steps", leave=False)
         batches = iter(self.train)
         while True:
             t0 = time.time()
@@ -279,7 +281,9 @@ class _Loop:
             record.update(gpu_util=stats.util, gpu_mem_gb=stats.mem_gb, data_wait=stats.data_wait)
         r.history.append(record)
         r.epochs_run = epoch
-        self.log(_epoch_line(self.desc, record, r.epochs_planned, cfg.metric, improved, stats))
+        self.log(_epoch_line(self.desc, record, r.epochs_planned, cfg.metric, improved, stats,
+                             loss_is_metric=self.task.loss_metric == cfg.metric, explain=not self.explained))
+        self.explained = True
         if stats and stats.diagnosis:
             self.log(f"  {stats.diagnosis}")
         if deadline_hit:
@@ -375,10 +379,13 @@ def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu() for k, v in unwrap(model).state_dict().items()}
 
 
-def _epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats) -> str:
+def _epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats, loss_is_metric: bool,
+                explain: bool) -> str:
+    """`loss_is_metric`: the validation loss is the metric, printed once; `explain`: say what * means."""
+    val = f"val {metric} {r[metric]:.4f}" if loss_is_metric else f"val loss {r['val_loss']:.4f} | {metric} {r[metric]:.4f}"
     gpu = f" | {stats.line()}" if stats else ""
+    note = f"  (*: a new best {metric}; its weights are kept for prediction)" if explain else ""
     return (
-        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | val loss {r['val_loss']:.4f}"
-        f" | {metric} {r[metric]:.4f}{' *' if improved else '  '} | {r['samples_per_s']:.0f} samples/s{gpu}"
-        f" | {r['seconds']:.1f} s"
+        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | {val}{' *' if improved else '  '}"
+        f" | {r['samples_per_s']:.0f} samples/s{gpu} | {r['seconds']:.1f} s{note}"
     )

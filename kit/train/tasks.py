@@ -11,6 +11,8 @@ Batch = dict[str, torch.Tensor]
 
 
 class Task(Protocol):
+    loss_metric: str | None  # the metric whose value the mean validation loss is, if any (the epoch line prints it once)
+
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         """{"loss": scalar, "output": the model's raw output}"""
 
@@ -23,6 +25,7 @@ class Classification:
 
     def __init__(self, input_key: str = "image", label_smoothing: float = 0.0):
         self.input_key, self.label_smoothing = input_key, label_smoothing
+        self.loss_metric = None if label_smoothing else "log_loss"
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         logits = model(batch[self.input_key])
@@ -43,6 +46,7 @@ class Regression:
     def __init__(self, mean: float, std: float, metric: str, input_key: str = "image"):
         self.mean, self.std, self.input_key = float(mean), float(std) or 1.0, input_key
         self.loss = F.l1_loss if metric == "mae" else F.mse_loss
+        self.loss_metric = None  # the loss is in standardised units, not the metric's
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         out = model(batch[self.input_key]).float()
@@ -63,6 +67,8 @@ class SequenceTask:
     def __init__(self, classification: bool, per_step: bool, metric: str, mean: float = 0.0, std: float = 1.0):
         self.classification, self.per_step, self.metric = classification, per_step, metric
         self.mean, self.std = float(mean), float(std) or 1.0
+        # per step, validation averages each batch's mean over its scored steps, not over all scored steps
+        self.loss_metric = "log_loss" if classification and not per_step else None
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         out = model(batch["x"], batch["cat"], batch["mask"], batch.get("lengths")).float()  # (B, L, O) or (B, O)

@@ -94,11 +94,11 @@ class Faulty(Classification):
         return out
 
 
-def run_toy(tmp_path, task, precision=CPU, epochs=3, name="a"):
+def run_toy(tmp_path, task, precision=CPU, epochs=3, name="a", metric="accuracy"):
     torch.manual_seed(0)
     x, y = toy(128)
     model = nn.Linear(8, 3)
-    cfg = FitConfig(epochs=epochs, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
+    cfg = FitConfig(epochs=epochs, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric=metric)
     lines = []
     files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
     result = fit(model, task, batches(x[:96], y[:96], 32), batches(x[96:], y[96:], 32), cfg, precision, files, log=lines.append)
@@ -140,3 +140,15 @@ def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
     model, resumed, lines = run_toy(tmp_path, Classification("x"), epochs=4, name="cut")
     assert lines[0] == ": resuming after epoch 2 from cut.last.pt (fp32)"
     assert resumed.epochs_run == 4 and [h["epoch"] for h in resumed.history] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("metric", ["log_loss", "accuracy"])
+def test_epoch_lines_explain_the_star_once_and_print_a_loss_that_is_the_metric_once(tmp_path, metric):
+    _, result, lines = run_toy(tmp_path, Classification("x"), metric=metric)
+    epochs = [line for line in lines if " epoch " in line]
+    assert [line.endswith(f"s  (*: a new best {metric}; its weights are kept for prediction)") for line in epochs] == [True, False, False]
+    if metric == "log_loss":  # cross-entropy's mean is the log loss: one number, printed once
+        assert all(" | val log_loss " in line and "val loss" not in line for line in epochs), epochs
+        assert all(r["val_loss"] == pytest.approx(r["log_loss"], abs=1e-5) for r in result.history)
+    else:
+        assert all(" | val loss " in line and " | accuracy " in line for line in epochs), epochs

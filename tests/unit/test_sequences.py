@@ -113,3 +113,35 @@ def test_sequence_task_counts_scored_rows_only():
     assert out["loss"].item() == pytest.approx(abs(0 - (5 - 1) / 2))
     rows = task.rows(out["output"], batch)
     assert rows["pred"].flatten().tolist() == [1.0, 1.0] and rows["weight"].tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("per_step", [False, True])
+def test_a_sequence_validation_loss_is_the_log_loss_only_per_sequence(per_step):
+    """What lets the epoch line print the loss once: per sequence it is the log loss; per step it is a mean of
+    each batch's means over its scored steps, another number."""
+    from kit.runtime.precision import Precision
+    from kit.train import metrics
+    from kit.train.evaluate import evaluate
+
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.out = torch.nn.Linear(2, 3)
+
+        def forward(self, x, cat, mask, lengths=None):
+            return self.out(x) if per_step else self.out(x.mean(1))  # (B, L, 3) or (B, 3)
+
+    g = torch.Generator().manual_seed(0)
+    task = SequenceTask(classification=True, per_step=per_step, metric="log_loss")
+    batches = []
+    for n, steps in ((4, 5), (3, 2)):  # batches with different numbers of scored steps
+        mask = torch.ones(n, 5, dtype=torch.bool)
+        mask[:, steps:] = False
+        target = torch.randint(0, 3, (n, 5) if per_step else (n,), generator=g)
+        batches.append({"x": torch.randn(n, 5, 2, generator=g), "cat": torch.zeros(n, 5, 0, dtype=torch.long),
+                        "mask": mask, "weight": mask.float(), "target": target})
+    torch.manual_seed(0)
+    loss, rows = evaluate(Linear(), task, batches, Precision("fp32", "cpu"))
+    score = metrics.score("log_loss", rows["pred"], rows["target"], rows.get("weight"))
+    assert (task.loss_metric == "log_loss") == (not per_step)
+    assert (abs(loss - score) < 1e-5) == (not per_step)
