@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from kit import checks
 from kit.data import images, tables
 from kit.data.augment import ImageTransform, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
@@ -144,9 +145,7 @@ class Pipeline:
         import timm
 
         s, p = self.session, self.p
-        if not timm.is_model(p.model_name):
-            close = timm.list_models(f"*{p.model_name.split('.')[0][:6]}*")[:6]
-            raise KitError(f"model_name '{p.model_name}' is not a timm model (similar: {', '.join(close) or 'none'})")
+        checks.model_name(p.model_name, "parameters cell")
         kwargs = dict(num_classes=data.target.outputs)
         if pretrained and p.weights_path:
             weights = paths.find_weights(p.weights_path)

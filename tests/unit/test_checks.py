@@ -3,8 +3,9 @@ one-line error that says where and what to write instead."""
 import pytest
 from conftest import MINIMAL_TOML
 
-from kit import config
+from kit import checks, config
 from kit.errors import KitError
+from kit.params import CnnParams, SequenceParams
 from kit.spec import Spec
 
 MINIMAL = MINIMAL_TOML.format(title="Some Competition Baseline", kernel="")
@@ -14,6 +15,42 @@ def one_line(error: pytest.ExceptionInfo) -> str:
     message = str(error.value)
     assert "\n" not in message
     return message
+
+
+def test_a_model_name_typo_suggests_the_name_it_misspells():
+    assert checks.close_models("resnet-18")[0] == "resnet18"
+    assert "efficientnet_b0" in checks.close_models("EfficientNet-B0")
+    with pytest.raises(KitError) as e:
+        checks.model_name("resnet-18", "parameters cell")
+    message = one_line(e)
+    assert message.startswith("parameters cell: model_name = 'resnet-18' is not a timm model (did you mean resnet18, ")
+    assert message.endswith("set it to a name in timm.list_models()")
+
+
+def test_model_names_timm_knows_pass():
+    for name in ("resnet18", "resnet18.a1_in1k", "test_efficientnet", CnnParams().model_name):
+        checks.model_name(name, "parameters cell")
+
+
+@pytest.mark.parametrize("table", ["params", "smoke"])
+def test_build_names_the_config_table_that_set_a_wrong_model(write_toml, table):
+    path = write_toml(MINIMAL + f'\n[{table}]\nmodel_name = "resnet-18"\n')
+    with pytest.raises(KitError) as e:
+        config.load(str(path))
+    assert one_line(e).startswith(f"{path}: [{table}]: model_name = 'resnet-18' is not a timm model (did you mean resnet18")
+
+
+def test_setup_finds_a_missing_weights_file_and_a_wrong_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
+    with pytest.raises(KitError) as e:
+        checks.setup(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
+    assert one_line(e).startswith("weights_path 'resnet18.safetensors' not found")
+    with pytest.raises(KitError, match=r"^parameters cell: model_name = 'resnet_18' .*did you mean resnet18"):
+        checks.setup(CnnParams(model_name="resnet_18"))
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "resnet18.safetensors").write_bytes(b"")
+    checks.setup(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
+    checks.setup(SequenceParams())
 
 
 def test_image_ext_without_its_dot_gets_one_in_the_build_and_the_kernel(write_toml):
