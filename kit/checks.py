@@ -1,18 +1,23 @@
 """Checks that run before any data is touched: a typo in a config costs seconds, not a decode of every image.
 
-The build runs `config_params` when it reads a config; the kernel runs `setup` when it starts, so a notebook
-edited on Kaggle is checked too.
+The build runs `config_params` when it reads a config; the kernel runs `setup` when it starts and
+`image_files` before it decodes, so a notebook edited on Kaggle is checked too.
 """
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+import itertools
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from kit import fields, params
 from kit.errors import KitError
 from kit.runtime import paths
+
+SAMPLE_IDS = 20  # ids looked up in an image folder before decoding; all missing means a wrong name, not bad files
 
 
 def close_models(name: str, limit: int = 6) -> list[str]:
@@ -57,3 +62,28 @@ def setup(p: params.TrainParams) -> None:
     if getattr(p, "weights_path", ""):
         paths.find_weights(p.weights_path)
 
+
+def image_files(folder: Path, name: str, ids: Sequence[str], ext: str, table: str, key: str) -> None:
+    """A KitError when none of the first ids has its image `<folder>/<id><ext>`: then the extension, the
+    folder or the id column is wrong, which says more than every image failing to decode. `name` is the
+    folder as [data] spells it, `table` the file the ids come from, `key` the [data] key naming the folder."""
+    sample = list(ids[:SAMPLE_IDS])
+    missing = [i for i in sample if not (folder / f"{i}{ext}").is_file()]
+    if not sample or len(missing) < len(sample):
+        return
+    head = f"no {name}/<id>{ext} for {len(missing)} of the first {len(sample)} ids in {table}"
+    if ext and any((folder / i).is_file() for i in sample):
+        raise KitError(f'{head}; the ids already end in their extension: set image_ext = "" in [data]')
+    with os.scandir(folder) as it:  # a few thousand entries say which extensions the folder holds
+        entries = [(e.name, e.is_dir()) for e in itertools.islice(it, 2000)]
+    files = sorted(n for n, is_dir in entries if not is_dir)
+    suffixes = [s for s, _ in Counter(os.path.splitext(n)[1] for n in files).most_common(3)]
+    for suffix in suffixes:
+        if suffix != ext and any((folder / f"{i}{suffix}").is_file() for i in sample):
+            raise KitError(f'{head}; the folder holds {suffix} files: set image_ext = "{suffix}" in [data]')
+    if not files:
+        folders = sorted(n for n, is_dir in entries if is_dir)
+        held = f"only folders (such as {folders[0]})" if folders else "nothing"
+        raise KitError(f"{head}; the folder holds {held}: check {key} in [data]")
+    kinds = " and ".join(s or "extensionless" for s in suffixes)
+    raise KitError(f"{head}; the folder holds {kinds} files such as {files[0]}: check id_column, {key} and image_ext in [data]")

@@ -73,6 +73,8 @@ class Pipeline:
         cache_dir = images.default_cache_dir()
         ids = labels[spec.id_column].to_numpy(dtype=str)
         test_ids = sample[spec.id_column].to_numpy(dtype=str)
+        checks.image_files(train_dir, spec.train_images, ids, spec.image_ext, labels_path.name, "train_images")
+        checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
         train_paths = [train_dir / f"{i}{spec.image_ext}" for i in ids]
         test_paths = [test_dir / f"{i}{spec.image_ext}" for i in test_ids]
         need = sum(images.bytes_to_build(p, side, cache_dir) for p in (train_paths, test_paths))
