@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit import fields, params
+from kit import checks, fields, params
 from kit.errors import KitError
 from kit.fields import setting
 from kit.spec import Competition, Data, Spec
@@ -99,6 +99,7 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
     smoke = dict(raw.get("smoke", {}))
     params.check(spec.template, given, f"{path}: [params]")
     params.check(spec.template, {**given, **smoke}, f"{path}: [smoke]")
+    checks.config_params(spec.template, given, smoke, path)
     return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, smoke=smoke)
 
 

@@ -1,8 +1,8 @@
 """Frozen dataclasses built from untyped mappings (TOML, notebook globals), with one-line errors.
 
 Every user-facing settings object (config sections, template parameters, the competition spec) goes through
-`build`, so an unknown key, a wrong type or an out-of-range value always reads the same way: where, which
-key, what was wrong, what is allowed.
+`build`, so an unknown key, a wrong type, an out-of-range or malformed value always reads the same way: where,
+which key, what was wrong, what is allowed.
 """
 from __future__ import annotations
 
@@ -10,17 +10,19 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kit.errors import KitError
 
 
-def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None) -> Any:
-    """A dataclass field with an optional set of allowed values or a lower bound."""
+def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None,
+            normalize: Callable[[Any], Any] | None = None) -> Any:
+    """A dataclass field with an optional set of allowed values or a lower bound. `normalize` returns the value
+    in its one spelling, or raises ValueError saying what is wrong and what to write instead."""
     if isinstance(default, (list, dict)):
         raise TypeError("use a tuple default")
-    return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum})
+    return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum, "normalize": normalize})
 
 
 def names(cls) -> list[str]:
@@ -55,6 +57,11 @@ def build(cls, values: Mapping[str, Any], where: str):
             raise KitError(f"{where}: {key} = {value!r} is not one of {allowed}")
         if meta.get("minimum") is not None and not isinstance(value, (str, bool)) and value < meta["minimum"]:
             raise KitError(f"{where}: {key} = {value!r} must be at least {meta['minimum']}")
+        if meta.get("normalize"):
+            try:
+                value = meta["normalize"](value)
+            except ValueError as e:
+                raise KitError(f"{where}: {key} = {value!r} {e}") from None
         out[key] = value
     return cls(**out)
 

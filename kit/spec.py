@@ -24,6 +24,14 @@ SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True}
 
 
+def image_extension(ext: str) -> str:
+    """`ext` with its dot: "png" means ".png". Empty is allowed, for ids that already end in their extension."""
+    if "/" in ext or "\\" in ext:
+        raise ValueError("holds a folder; put folders in train_images and test_images, and only the extension "
+                         "(such as \".jpg\") in image_ext")
+    return ext if not ext or ext.startswith(".") else f".{ext}"
+
+
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
@@ -42,7 +50,7 @@ class Data:
     target_column: str = "target"
     train_images: str = "train"  # cnn: folder of <id><image_ext>
     test_images: str = "test"
-    image_ext: str = ".jpg"
+    image_ext: str = setting(".jpg", normalize=image_extension)  # "png" is read as ".png"; "" when ids end in theirs
     sequence_column: str = ""  # sequences: rows with the same value form one sequence
     order_column: str = ""  # sequences: sort key inside a sequence
     features: tuple[str, ...] = ()

@@ -29,6 +29,7 @@ from kit.errors import KitError
 from kit.runtime import progress
 
 CACHE_FORMAT = 2  # bump when `decode` changes what it writes, so stale caches are not reused
+MISSING = "file not found"  # why a row is bad when its file does not exist
 CROP_PCT = 0.875  # evaluation sees the centre image_size / side of the cached square, as timm's crop_pct does
 
 
@@ -55,7 +56,7 @@ def decode(path: str | os.PathLike, side: int) -> np.ndarray:
                     return fast
             return _decode_pillow(im, side)
     except FileNotFoundError:
-        raise DecodeError("file not found") from None
+        raise DecodeError(MISSING) from None
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
         raise DecodeError(" ".join(str(e).split()) or type(e).__name__) from None
 
@@ -168,7 +169,7 @@ def _check_headers(paths: list[str]) -> dict[int, str]:
             with Image.open(path) as im:
                 im.size  # noqa: B018 - opening reads and checks the header only
         except FileNotFoundError:
-            bad[j] = "file not found"
+            bad[j] = MISSING
         except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
             bad[j] = " ".join(str(e).split()) or type(e).__name__
     return bad
@@ -299,8 +300,12 @@ def check_bad(
     listed = "; ".join(f"{names[i]}: {cache.bad[i]}" for i in rows[:5]) + ("; ..." if len(rows) > 5 else "")
     share = len(rows) / max(cache.count, 1)
     if share > max_share:
+        missing = sum(cache.bad[i] == MISSING for i in rows)
+        # Files that are not there at all point at the names the config builds, not at the files.
+        fix = (f"{missing} of them do not exist: check image_ext and the {what} image folder in [data]"
+               if missing > len(rows) / 2 else "replace or remove those files")
         raise KitError(
             f"{len(rows)} of {cache.count} {what} images could not be decoded ({share:.1%}, more than "
-            f"{max_share:.0%}): {listed}; replace or remove those files"
+            f"{max_share:.0%}): {listed}; {fix}"
         )
     log(f"WARNING: {len(rows)} of {cache.count} {what} images could not be decoded and {outcome}: {listed}")

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from kit import checks
 from kit.data import images, tables
 from kit.data.augment import ImageTransform, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
@@ -73,6 +74,8 @@ class Pipeline:
         cache_dir = images.default_cache_dir()
         ids = labels[spec.id_column].to_numpy(dtype=str)
         test_ids = sample[spec.id_column].to_numpy(dtype=str)
+        checks.image_files(train_dir, spec.train_images, ids, spec.image_ext, labels_path.name, "train_images")
+        checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
         train_paths = [train_dir / f"{i}{spec.image_ext}" for i in ids]
         test_paths = [test_dir / f"{i}{spec.image_ext}" for i in test_ids]
         need = sum(images.bytes_to_build(p, side, cache_dir) for p in (train_paths, test_paths))
@@ -151,9 +154,7 @@ class Pipeline:
         import timm
 
         s, p = self.session, self.p
-        if not timm.is_model(p.model_name):
-            close = timm.list_models(f"*{p.model_name.split('.')[0][:6]}*")[:6]
-            raise KitError(f"model_name '{p.model_name}' is not a timm model (similar: {', '.join(close) or 'none'})")
+        checks.model_name(p.model_name, "parameters cell")
         kwargs = dict(num_classes=data.target.outputs)
         if pretrained and p.weights_path:
             weights = paths.find_weights(p.weights_path)

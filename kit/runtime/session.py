@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 import kit
-from kit import fields
+from kit import checks, fields
 from kit import params as kit_params
 from kit.runtime import faults, hardware, hub, paths, runs, versions
 from kit.runtime.precision import Precision
@@ -71,6 +71,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
     if spec.template != template:
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
+    checks.setup(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
     hw = hardware.detect(p.device)
     hardware.check_arch(hw)
     plan = hardware.plan(hw, p.num_workers, p.precision)
