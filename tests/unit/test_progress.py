@@ -1,59 +1,47 @@
-"""Batch-run progress: whole lines at an interval, nothing for short loops, nothing left by a closed bar."""
+"""Batch-run progress: tqdm's figures in whole lines at an interval, nothing for short loops, nothing left by
+a closed bar."""
 import io
+import time
 
 from kit.runtime import progress
-from kit.runtime.progress import Lines
 
 
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-def run(steps: int, step_s: float, stop_after: int | None = None, leave: bool = True) -> str:
-    clock, out = Clock(), io.StringIO()
-    bar = Lines(total=steps, desc="decode", unit="img", leave=leave, interval=60,
-                file=out, clock=clock)
+def run(steps: int, step_s: float, interval: float, stop_after: int | None = None, leave: bool = True) -> str:
+    out = io.StringIO()
+    bar = progress.bar(total=steps, desc="decode", unit="img", leave=leave, file=out)
+    bar.mininterval = bar.delay = interval
     for _ in range(steps if stop_after is None else stop_after):
-        clock.now += step_s
+        time.sleep(step_s)
         bar.update(1)
     bar.close()
     return out.getvalue()
 
 
-def test_a_short_loop_writes_nothing():
-    assert run(steps=50, step_s=1.0) == ""
-
-
-def test_a_long_loop_writes_a_line_per_interval_and_a_closing_line():
-    assert run(steps=150, step_s=1.0).splitlines() == [
-        "decode: 60/150 img (40%) in 60 s, 1 img/s, about 1.5 min left",
-        "decode: 120/150 img (80%) in 2.0 min, 1 img/s, about 30 s left",
-        "decode: 150/150 img in 2.5 min, 1 img/s",
-    ]
-
-
-def test_a_bar_closed_early_without_leave_adds_nothing_after_its_last_line():
-    assert run(steps=400, step_s=1.0, stop_after=70, leave=False) == "decode: 60/400 img (15%) in 60 s, 1 img/s, about 5.7 min left\n"
-
-
-def test_an_iterable_of_unknown_length():
-    clock, out = Clock(), io.StringIO()
-
-    def items():
-        for i in range(3):
-            clock.now += 40
-            yield i
-
-    assert list(Lines(items(), desc="", unit="batch", interval=60, file=out, clock=clock)) == [0, 1, 2]
-    assert out.getvalue() == "2 batch in 80 s, 0.025 batch/s\n3 batch in 2.0 min, 0.025 batch/s\n"
-
-
-def test_batch_runs_get_lines(monkeypatch):
+def test_a_short_loop_writes_nothing(monkeypatch):
     monkeypatch.setenv("KIT_BATCH", "1")
-    monkeypatch.setenv("KIT_PROGRESS_INTERVAL", "5")
-    b = progress.bar(total=3, desc="x")
-    assert isinstance(b, Lines) and b.interval == 5.0
+    assert run(steps=50, step_s=0.001, interval=5.0) == ""
+
+
+def test_a_long_loop_writes_whole_lines_and_a_closing_one(monkeypatch):
+    monkeypatch.setenv("KIT_BATCH", "1")
+    lines = run(steps=12, step_s=0.05, interval=0.2).split("\n")
+    assert lines[-1] == "" and "" not in lines[:-1]
+    assert all(line.startswith("decode: ") and "img/s" in line and "\r" not in line for line in lines[:-1]), lines
+    assert len(lines) - 1 >= 2 and lines[-2].startswith("decode: 100% 12/12")
+    assert len(set(lines)) == len(lines)  # each state once
+
+
+def test_a_bar_closed_early_without_leave_adds_nothing_after_its_last_line(monkeypatch):
+    monkeypatch.setenv("KIT_BATCH", "1")
+    text = run(steps=400, step_s=0.05, interval=0.2, stop_after=10, leave=False)
+    lines = text.split("\n")
+    assert lines and lines[-1] == "" and "" not in lines[:-1], repr(text)
+    assert all(" 400 " not in line and "/400 [" in line for line in lines[:-1]), text  # no closing line
+
+
+def test_the_lines_file_drops_redraws_and_clearing_blanks():
+    out = io.StringIO()
+    lines = progress.Lines(out)
+    for chunk in ("\rx:  10% 1/10", "\rx:  10% 1/10", "\rx:  20% 2/10", "\r" + " " * 20 + "\r"):
+        lines.write(chunk)
+    assert out.getvalue() == "x:  10% 1/10\nx:  20% 2/10\n"
