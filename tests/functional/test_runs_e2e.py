@@ -10,6 +10,7 @@ import pytest
 from toys import run_folder
 
 from kit import config, smoke
+from kit.runtime import runs
 
 pytestmark = pytest.mark.e2e
 BASE = ["device=cpu", "model_name=test_efficientnet", "pretrained=false", "batch_size=16", "patience=0"]
@@ -25,7 +26,8 @@ def kit_run(data: Path, out: Path, params: list[str]) -> str:
 
 
 def stamps(folder: Path) -> dict[str, int]:
-    return {p.name: p.stat().st_mtime_ns for p in sorted(folder.iterdir())}
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != runs.LATEST}  # which run is the latest changes, of course
 
 
 def test_changed_settings_train_afresh_and_the_first_settings_find_their_folds_again(tmp_path):
@@ -33,25 +35,25 @@ def test_changed_settings_train_afresh_and_the_first_settings_find_their_folds_a
     smoke.make_dataset(config.load("dog-breed").spec, data, seed=3)
 
     kit_run(data, out, FIRST)
-    first = run_folder(out)
-    first_files = stamps(first)
-    assert {"fold0.pt", "fold1.pt", "fold0.json", "fold1.json", "run.json"} <= set(first_files)
+    first_files = stamps(out / "checkpoints")
 
     log = kit_run(data, out, SECOND)
+    assert "finished earlier" not in log and "resuming" not in log, log[-3000:]
+    for fold in range(3):  # three folds, each five epochs (patience 0: none stops early)
+        assert f"fold {fold + 1}/3 epoch  5/5" in log
+    assert {k: v for k, v in stamps(out / "checkpoints").items() if k in first_files} == first_files  # all kept
     second = run_folder(out)
-    assert second != first and "finished earlier" not in log
+    first = next(p for p in (out / "checkpoints").iterdir() if p.is_dir() and p != second)
+    assert {"fold0.pt", "fold1.pt", "fold0.json", "fold1.json", "run.json"} <= {p.name for p in first.iterdir()}
     changed = re.search(r"run \w+: new, in .*; since run (\w+): (.*) \(its files stay in", log)
     assert changed and changed.group(1) == first.name, log[-3000:]
     assert changed.group(2) == "epochs 2 -> 5, folds 2 -> 3, image_size 64 -> 96"
     record = json.loads((second / "run.json").read_text())["params"]
     assert (record["folds"], record["image_size"], record["epochs"]) == (3, 96, 5)
-    for fold in range(3):  # three folds, each five epochs at 96 px (patience 0: none stops early)
+    for fold in range(3):
         assert json.loads((second / f"fold{fold}.json").read_text())["epochs_run"] == 5
-        assert f"fold {fold + 1}/3 epoch  5/5" in log
-    assert stamps(first) == first_files  # the first run's files are all there, untouched
 
     log = kit_run(data, out, FIRST)
-    assert run_folder(out) == first
-    assert f"run {first.name}: an earlier run's settings" in log
     assert "fold 1/2: finished earlier" in log and "fold 2/2: finished earlier" in log and "epoch  1/" not in log
-    assert stamps(first) == first_files
+    assert f"run {first.name}: an earlier run's settings" in log and run_folder(out) == first
+    assert {k: v for k, v in stamps(out / "checkpoints").items() if k in first_files} == first_files
