@@ -76,9 +76,8 @@ class Spec(Data, Competition):
     def shown(self) -> dict[str, Any]:
         """`to_dict` without the keys its template never reads, unless they were set: what the notebook's
         parameters cell shows."""
-        defaults = fields.defaults(Spec)
-        return {k: v for k, v in self.to_dict().items()
-                if k in SHOWN[self.template] or v != (list(defaults[k]) if isinstance(defaults[k], tuple) else defaults[k])}
+        defaults = Spec().to_dict()
+        return {k: v for k, v in self.to_dict().items() if k in SHOWN[self.template] or v != defaults[k]}
 
     @property
     def greater_is_better(self) -> bool:

@@ -5,8 +5,10 @@ overrides in a cell after this one)."""
 from __future__ import annotations
 
 import ast
+import io
 import json
 import math
+import tokenize
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +21,8 @@ def fill(source: str, values: Mapping[str, Any]) -> str:
     """`source` (a parameters cell of `name: type = value  # why` lines) with the values of `values` written
     in place of the template's; a name the cell does not assign is an error."""
     lines = source.splitlines()
+    comments = {t.start[0]: t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.COMMENT}  # by line number: a value spanning lines keeps its first line's
     assigned = {}
     for node in ast.parse(source).body:
         target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
@@ -32,7 +36,7 @@ def fill(source: str, values: Mapping[str, Any]) -> str:
         node = assigned[name]
         first, last = node.lineno - 1, node.end_lineno - 1
         head, tail = lines[first][: node.col_offset], lines[last][node.end_col_offset :]
-        comment = _comment(lines[first][node.col_offset :]) if last > first else ""
+        comment = comments.get(node.lineno, "") if last > first else ""
         text = literal(values[name], comment)
         lines[first : last + 1] = f"{head}{text}{tail}".split("\n")
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
@@ -56,20 +60,3 @@ def literal(value: Any, comment: str = "") -> str:
         return repr(value)
     raise KitError(f"parameter value {value!r} ({type(value).__name__}) cannot be written into a notebook")
 
-
-def _comment(text: str) -> str:
-    """The `# ...` comment on the first line of a value that spans lines (`{  # why`), if any."""
-    for token in _tokens(text):
-        if token.startswith("#"):
-            return token
-    return ""
-
-
-def _tokens(text: str) -> list[str]:
-    import io
-    import tokenize
-
-    try:
-        return [t.string for t in tokenize.generate_tokens(io.StringIO(text + "\n").readline) if t.type == tokenize.COMMENT]
-    except (tokenize.TokenError, SyntaxError):  # an unclosed brace: the comment is still found
-        return [text[text.index("#"):]] if "#" in text else []

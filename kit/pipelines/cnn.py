@@ -154,7 +154,6 @@ class Pipeline:
         import timm
 
         s, p = self.session, self.p
-        checks.model_name(p.model_name, "parameters cell")
         kwargs = dict(num_classes=data.target.outputs)
         if pretrained and p.weights_path:
             weights = paths.find_weights(p.weights_path)
