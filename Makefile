@@ -14,7 +14,7 @@ PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/p
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
 
-.PHONY: help venv kernel kernels push status output smoke run bench test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -66,6 +66,9 @@ run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder 
 bench: venv ## measure kit's data path against the naive loader, side by side (BENCH_OUT=output/bench.json)
 	@$(PY) bench/bench.py --out "$(or $(BENCH_OUT),output/bench.json)"
 
+quality: venv ## kit's default recipe against plain training loops, per template: one table (QUALITY_OUT=output/quality.json)
+	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)"
+
 test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
 	$(PY) -m pytest
 
@@ -77,5 +80,5 @@ sync: venv ## after editing notebooks/*.py: rewrite the paired .ipynb (cell ids 
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
 
 clean: ## remove build output, smoke data and caches (keeps .venv)
-	rm -rf kernels/*/ .smoke .bench output .pytest_cache .ruff_cache
+	rm -rf kernels/*/ .smoke .bench .quality output .pytest_cache .ruff_cache
 	find . -name __pycache__ -not -path './.venv/*' -prune -exec rm -rf {} +

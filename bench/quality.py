@@ -1,0 +1,272 @@
+"""`make quality`: kit's built notebook with its default recipe against the plain loop a competitor writes.
+
+Each row trains the same model, of the same sizes, for the same epochs on the same data, twice: once through
+kit (`python -m kit run`, the real notebook, only the data-size settings given) and once through the plain
+loop written below (Adam/AdamW, a cosine schedule, all training rows, no tricks). Both then predict the same
+held-out rows, whose answers only this file knows, and are scored there.
+
+  digits       scikit-learn's 1,797 handwritten digits as 64 px images in dog-breed's layout; cnn,
+               timm's test_efficientnet from random init; accuracy on 397 held-out images
+  ventilator   breaths simulated on a single-compartment lung (kit.smoke.breath), in the competition's
+               layout; lstm (BiLSTM 2 x 96) and transformer (3 x 96); MAE on the held-out breaths' u_out == 0 steps
+
+A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%.
+Prints one table, writes JSON to --out; exit 1 if a row fails. About 5 minutes on 2 cores, so CI runs it
+whole: shorter runs (15 epochs on half the breaths) left kit's Transformer, which validates on a fifth of
+the breaths it never trains on, 32% behind the plain loop, a gap the full-length row does not have.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kit.smoke import breath  # noqa: E402
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
+
+
+@dataclass
+class Row:
+    data: str
+    template: str
+    metric: str
+    kit: float
+    plain: float
+    kit_s: float
+    plain_s: float
+
+    @property
+    def passed(self) -> bool:
+        if self.metric == "accuracy":
+            return self.kit >= self.plain - 0.01
+        return self.kit <= self.plain * 1.10
+
+
+# -- data ------------------------------------------------------------------------------------------------
+def make_digits(folder: Path, size: int = 64, test: int = 397) -> pd.DataFrame:
+    """dog-breed's layout (labels.csv id,breed; train/ and test/ <id>.jpg; sample_submission.csv id + one
+    column per class) from scikit-learn's digits, scaled up from 8 x 8. Returns the held-out answers."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    order = np.random.default_rng(0).permutation(len(digits.target))
+    classes = [f"digit{k}" for k in range(10)]
+    rows = {"train": order[test:], "test": order[:test]}
+    for split, idx in rows.items():
+        (folder / split).mkdir(parents=True)
+        for i in idx:
+            pixels = (digits.images[i] * (255 / 16)).astype(np.uint8)
+            Image.fromarray(pixels).convert("RGB").resize((size, size), Image.BICUBIC).save(folder / split / f"d{i}.jpg", quality=95)
+    pd.DataFrame({"id": [f"d{i}" for i in rows["train"]], "breed": [classes[k] for k in digits.target[rows["train"]]]}).to_csv(
+        folder / "labels.csv", index=False)
+    sample = pd.DataFrame({"id": [f"d{i}" for i in rows["test"]]})
+    for c in classes:
+        sample[c] = 0.1
+    sample.to_csv(folder / "sample_submission.csv", index=False)
+    return pd.DataFrame({"id": sample["id"], "answer": [classes[k] for k in digits.target[rows["test"]]]})
+
+
+def make_ventilator(folder: Path, train: int = 600, test: int = 150, seed: int = 0) -> pd.DataFrame:
+    """ventilator-pressure-prediction's layout (kit.smoke.breath's lung). Returns the held-out answers."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    frames, row_id = {"train": [], "test": []}, 1
+    for split, count in (("train", train), ("test", test)):
+        for b in range(count):
+            R, C = int(rng.choice([5, 20, 50])), int(rng.choice([10, 20, 50]))
+            sim = breath(rng, R, C)
+            n = len(sim["u_in"])
+            frames[split].append(pd.DataFrame({"id": np.arange(row_id, row_id + n), "breath_id": b * 2 + 1 + (split == "test"),
+                                               "R": R, "C": C, **sim}))
+            row_id += n
+    train_df = pd.concat(frames["train"], ignore_index=True)
+    test_df = pd.concat(frames["test"], ignore_index=True)
+    train_df.to_csv(folder / "train.csv", index=False)
+    test_df.drop(columns="pressure").to_csv(folder / "test.csv", index=False)
+    pd.DataFrame({"id": test_df["id"], "pressure": 0.0}).to_csv(folder / "sample_submission.csv", index=False)
+    return test_df[["id", "u_out", "pressure"]].rename(columns={"pressure": "answer"})
+
+
+# -- kit ---------------------------------------------------------------------------------------------------
+def run_kit(comp: str, data: Path, out: Path, params: dict) -> tuple[pd.DataFrame, float]:
+    """The built notebook through `kit run`, as a user runs it locally: its submission and wall seconds."""
+    env = {**os.environ, "KAGGLE_USERNAME": os.environ.get("KAGGLE_USERNAME", "quality")}
+    command = [sys.executable, "-m", "kit", "run", comp, "--data", str(data), "--output", str(out)]
+    command += [a for k, v in params.items() for a in ("-p", f"{k}={json.dumps(v) if isinstance(v, bool) else v}")]
+    started = time.time()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.time() - started
+    (out / "quality.log").parent.mkdir(parents=True, exist_ok=True)
+    (out / "quality.log").write_text(done.stdout + done.stderr)
+    if done.returncode:
+        raise SystemExit(f"quality: kit run {comp} failed (exit {done.returncode}); see {out / 'quality.log'}")
+    return pd.read_csv(out / "submission.csv"), seconds
+
+
+# -- the plain loops ---------------------------------------------------------------------------------------
+def plain_cnn(data: Path, model_name: str, epochs: int, lr: float = 1e-3, batch: int = 32) -> pd.DataFrame:
+    """timm model, AdamW, cosine over all steps, no augmentation, every training image, batch 32."""
+    import timm
+
+    labels, sample = pd.read_csv(data / "labels.csv"), pd.read_csv(data / "sample_submission.csv")
+    classes = [c for c in sample.columns if c != "id"]
+
+    def load(split, ids):
+        x = np.stack([np.asarray(Image.open(data / split / f"{i}.jpg").convert("RGB")) for i in ids])
+        x = torch.tensor(x).permute(0, 3, 1, 2).float() / 255
+        return (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+
+    x, y = load("train", labels["id"]), torch.tensor(labels["breed"].map(classes.index).to_numpy())
+    torch.manual_seed(0)
+    model = timm.create_model(model_name, pretrained=False, num_classes=len(classes))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    steps = epochs * math.ceil(len(x) / batch)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    for _ in range(epochs):
+        model.train()
+        for idx in torch.randperm(len(x)).split(batch):
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+    model.eval()
+    with torch.no_grad():
+        prob = torch.cat([model(b).softmax(-1) for b in load("test", sample["id"]).split(128)]).numpy()
+    return pd.DataFrame(prob, columns=classes).assign(id=sample["id"])
+
+
+class PlainLSTM(nn.Module):
+    def __init__(self, features: int, hidden: int, layers: int):
+        super().__init__()
+        self.lstm = nn.LSTM(features, hidden, layers, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, 1)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0])[..., 0]
+
+
+class PlainTransformer(nn.Module):
+    def __init__(self, features: int, d_model: int, layers: int, length: int = 80):
+        super().__init__()
+        self.proj = nn.Linear(features, d_model)
+        self.position = nn.Parameter(torch.zeros(1, length, d_model))
+        layer = nn.TransformerEncoderLayer(d_model, 4, 2 * d_model, dropout=0.0, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, 1)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.proj(x) + self.position[:, : x.shape[1]]))[..., 0]
+
+
+def plain_sequence(data: Path, template: str, epochs: int, lr: float = 1e-3, batch: int = 32) -> pd.DataFrame:
+    """Features and target standardised, L1 on the u_out == 0 steps, Adam, cosine, every training breath."""
+    train, test = pd.read_csv(data / "train.csv"), pd.read_csv(data / "test.csv")
+
+    def tensors(frame):
+        frame = frame.sort_values(["breath_id", "time_step"])
+        n = frame["breath_id"].nunique()
+        return frame, torch.tensor(frame[FEATURES].to_numpy(np.float32)).view(n, 80, len(FEATURES))
+
+    train, x = tensors(train)
+    test, xt = tensors(test)
+    mean, std = x.mean((0, 1)), x.std((0, 1))
+    x, xt = (x - mean) / std, (xt - mean) / std
+    y = torch.tensor(train["pressure"].to_numpy(np.float32)).view(len(x), 80)
+    w = torch.tensor((train["u_out"] == 0).to_numpy(np.float32)).view(len(x), 80)
+    y_mean, y_std = float(y[w > 0].mean()), float(y[w > 0].std())
+    torch.manual_seed(0)
+    model = PlainLSTM(len(FEATURES), 96, 2) if template == "lstm" else PlainTransformer(len(FEATURES), 96, 3)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs * math.ceil(len(x) / batch))
+    for _ in range(epochs):
+        model.train()
+        for idx in torch.randperm(len(x)).split(batch):
+            loss = ((model(x[idx]) - (y[idx] - y_mean) / y_std).abs() * w[idx]).sum() / w[idx].sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+    model.eval()
+    with torch.no_grad():
+        pred = model(xt) * y_std + y_mean
+    return pd.DataFrame({"id": test["id"].to_numpy(), "pressure": pred.reshape(-1).numpy()})
+
+
+# -- scores --------------------------------------------------------------------------------------------------
+def accuracy(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    merged = answers.merge(submission, on="id")
+    classes = [c for c in submission.columns if c != "id"]
+    return float((merged[classes].to_numpy().argmax(1) == merged["answer"].map(classes.index).to_numpy()).mean())
+
+
+def inspiratory_mae(submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    merged = answers.merge(submission, on="id")
+    scored = merged["u_out"] == 0
+    return float((merged.loc[scored, "pressure"] - merged.loc[scored, "answer"]).abs().mean())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="output/quality.json")
+    ap.add_argument("--work", default=".quality", help="data, kit's outputs and logs (replaced on each run)")
+    ap.add_argument("--only", default="", help="comma-separated templates to run (cnn, lstm, transformer)")
+    args = ap.parse_args(argv)
+    only = set(filter(None, args.only.split(",")))
+    torch.set_num_threads(os.cpu_count() or 1)
+    cnn_epochs, seq_epochs = 8, 30
+    rows: list[Row] = []
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    if not only or "cnn" in only:
+        answers = make_digits(work / "digits")
+        params = dict(model_name="test_efficientnet", pretrained=False, image_size=64, epochs=cnn_epochs, folds=2, device="cpu")
+        kit_sub, kit_s = run_kit("dog-breed", work / "digits", work / "kit-cnn", params)
+        t0 = time.time()
+        plain_sub = plain_cnn(work / "digits", "test_efficientnet", cnn_epochs)
+        rows.append(Row("digits 64 px", "cnn", "accuracy", accuracy(kit_sub, answers), accuracy(plain_sub, answers),
+                        kit_s, time.time() - t0))
+    answers = None
+    for template in ("lstm", "transformer"):
+        if only and template not in only:
+            continue
+        if answers is None:
+            answers = make_ventilator(work / "ventilator")
+        sizes = dict(hidden_size=96, num_layers=2, d_model=96) if template == "lstm" else \
+            dict(d_model=96, num_layers=3, nhead=4, hidden_size=192)
+        params = dict(epochs=seq_epochs, folds=1, device="cpu", **sizes)
+        kit_sub, kit_s = run_kit(f"ventilator-{template}", work / "ventilator", work / f"kit-{template}", params)
+        t0 = time.time()
+        plain_sub = plain_sequence(work / "ventilator", template, seq_epochs)
+        rows.append(Row("ventilator (simulated)", template, "mae", inspiratory_mae(kit_sub, answers),
+                        inspiratory_mae(plain_sub, answers), kit_s, time.time() - t0))
+    print(f"{'data':<24}{'template':<13}{'metric':<10}{'kit':>8}{'plain':>8}{'kit s':>8}{'plain s':>9}  verdict")
+    for r in rows:
+        print(f"{r.data:<24}{r.template:<13}{r.metric:<10}{r.kit:>8.4f}{r.plain:>8.4f}{r.kit_s:>8.0f}{r.plain_s:>9.0f}  "
+              f"{'ok' if r.passed else 'LOSES'}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps([asdict(r) | {"passed": r.passed} for r in rows], indent=2))
+    return 0 if all(r.passed for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
