@@ -16,13 +16,14 @@ from typing import Any
 from kit.errors import KitError
 
 
-def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None,
+def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None, maximum: float | None = None,
             normalize: Callable[[Any], Any] | None = None) -> Any:
     """A dataclass field with an optional set of allowed values or a lower bound. `normalize` returns the value
     in its one spelling, or raises ValueError saying what is wrong and what to write instead."""
     if isinstance(default, (list, dict)):
         raise TypeError("use a tuple default")
-    return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum, "normalize": normalize})
+    return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum, "maximum": maximum,
+                                                        "normalize": normalize})
 
 
 def names(cls) -> list[str]:
@@ -57,6 +58,8 @@ def build(cls, values: Mapping[str, Any], where: str):
             raise KitError(f"{where}: {key} = {value!r} is not one of {allowed}")
         if meta.get("minimum") is not None and not isinstance(value, (str, bool)) and value < meta["minimum"]:
             raise KitError(f"{where}: {key} = {value!r} must be at least {meta['minimum']}")
+        if meta.get("maximum") is not None and not isinstance(value, (str, bool)) and value > meta["maximum"]:
+            raise KitError(f"{where}: {key} = {value!r} must be at most {meta['maximum']}")
         if meta.get("normalize"):
             try:
                 value = meta["normalize"](value)

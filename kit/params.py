@@ -30,7 +30,8 @@ class TrainParams:
     time_budget_s: float = setting(0.0, minimum=0.0)  # 0: Kaggle's session limit less a margin
     weight_decay: float = setting(0.05, minimum=0.0)
     warmup_epochs: float = setting(1.0, minimum=0.0)
-    patience: int = setting(3, minimum=0)  # epochs without improvement before a fold stops; 0 never
+    patience: int = setting(3, minimum=0)  # epochs without a better score before a fold stops (from half the planned); 0 never
+    ema: bool = True  # validate a moving average of the weights too (timm's ModelEmaV3) and keep the better
     num_workers: int = setting(-1, minimum=-1)  # data loader processes; -1 from the CPU count
     compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for ~10-30%
     parallel: str = setting("auto", choices=("auto", "none", "folds", "ddp"))  # several GPUs: folds at once or DDP
@@ -43,7 +44,11 @@ class CnnParams(TrainParams):
     pretrained: bool = True
     weights_path: str = ""  # local weights file for internet-off runs (an attached dataset or model)
     image_size: int = setting(224, minimum=16)
-    tta: bool = True  # average predictions with horizontally flipped images
+    # the smallest share of the image a training crop keeps; auto: 0.25 at 224 px and up, more on smaller images
+    crop_scale: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
+    # the probability of a mirrored training image; auto: 0.5, or 0 where the classes look different mirrored (digits, text)
+    hflip: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
+    tta: bool = True  # average predictions with horizontally flipped images (when training flips them)
     mixup: float = setting(0.0, minimum=0.0)  # mixup alpha (0 is off), applied on the GPU
     cutmix: float = setting(0.0, minimum=0.0)  # cutmix alpha (0 is off)
 
@@ -70,7 +75,6 @@ class LstmParams(SequenceParams):
 class TransformerParams(SequenceParams):
     num_layers: int = setting(4, minimum=1)
     hidden_size: int = setting(512, minimum=8)
-    lr: float = setting(5e-4, minimum=0.0)
 
 
 PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams, "lstm": LstmParams, "transformer": TransformerParams}

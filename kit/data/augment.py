@@ -8,8 +8,64 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+KEPT_SIDE = 112  # pixels: what a training crop keeps of an image's side, at least (half of 224)
+MIN_AREA = 0.25  # the smallest share of the image a crop keeps, at any size
+
+
+def crop_area(image_size: int, crop_scale: float | str = "auto") -> float:
+    """The smallest share of the image a training crop covers. "auto": MIN_AREA (a milder crop than ImageNet's
+    0.08, for fine-tuning on small datasets) where that keeps KEPT_SIDE pixels of side, else as much as does:
+    all of it at 112 px and below. On small images a quarter of the area has too little left to recognise
+    (1,400 digits at 64 px, flipped, 8 epochs: 0.919 accuracy with crops of a quarter, 0.960 with 0.6)."""
+    if crop_scale != "auto":
+        return float(crop_scale)
+    return min(1.0, max(MIN_AREA, (KEPT_SIDE / image_size) ** 2))
+
+
+HFLIP = 0.5  # the flip probability where mirrored images keep their labels
+ASYMMETRIC = 0.1  # mirror asymmetry above which the classes look different mirrored: no flips
+PER_CLASS, SAMPLE, SIDE = 64, 1024, 32  # images per class and in all that the check reads, at 32 px
+
+
+def mirror_asymmetry(read, rows: np.ndarray, labels: np.ndarray | None) -> float:
+    """How different each class's mean image is from its mirror image, as a share of the mean image's own
+    structure: about 0 where the class's images are as often mirrored as not (photos of animals, objects,
+    satellites), large where mirroring changes what they show (digits, letters, text). The sampling noise
+    of a mean image is asymmetric too; it is estimated from the difference of two half-means and taken out.
+    `read(rows)` gives uint8 (n, S, S, 3) images; `labels` the class of each row (None: one class)."""
+    labels = np.zeros(len(rows), np.int64) if labels is None else np.asarray(labels)
+    signal = structure = 0.0
+    for c in np.unique(labels):
+        members = rows[labels == c][:PER_CLASS]
+        if len(members) < 8:  # too few for a mean image to say anything
+            continue
+        gray = torch.from_numpy(read(members)).float().mean(-1, keepdim=True).permute(0, 3, 1, 2)
+        x = F.interpolate(gray, size=(SIDE, SIDE), mode="area")[:, 0].double()  # (n, 32, 32)
+        mean, halves = x.mean(0), (x[0::2].mean(0), x[1::2].mean(0))
+        noise = 0.5 * float(((halves[0] - halves[1]) ** 2).sum())
+        signal += max(float(((mean - mean.flip(-1)) ** 2).sum()) - noise, 0.0)
+        structure += float(((mean - mean.mean()) ** 2).sum())
+    return signal / structure if structure > 0 else 0.0
+
+
+def flip_probability(hflip: float | str, read, rows: np.ndarray, labels: np.ndarray | None) -> tuple[float, str]:
+    """(probability of a mirrored training image, why): `hflip` as given, or for "auto" HFLIP unless the
+    classes' mean images differ from their mirror images (`mirror_asymmetry` above ASYMMETRIC)."""
+    if hflip != "auto":
+        return float(hflip), "as set"
+    if labels is not None:  # at most PER_CLASS images of each class, and SAMPLE in all
+        classes = np.unique(labels)[: max(1, SAMPLE // PER_CLASS)]
+        rows, labels = rows[np.isin(labels, classes)], labels[np.isin(labels, classes)]
+    else:
+        rows = rows[:PER_CLASS]
+    asymmetry = mirror_asymmetry(read, rows, labels)
+    if asymmetry > ASYMMETRIC:
+        return 0.0, f"the images look different mirrored (asymmetry {asymmetry:.2f}), so no flips; set hflip to flip anyway"
+    return HFLIP, f"the images look alike mirrored (asymmetry {asymmetry:.2f})"
 
 
 class ImageTransform:

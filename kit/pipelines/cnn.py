@@ -15,7 +15,7 @@ from torch import nn
 
 from kit import checks
 from kit.data import images, tables
-from kit.data.augment import ImageTransform, hflip
+from kit.data.augment import ImageTransform, crop_area, flip_probability, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
 from kit.runtime import faults, hub, paths, runs
@@ -38,6 +38,7 @@ class ImageData:
     train_cache: images.ImageCache | images.ImageFiles
     test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
     identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
+    hflip: float = 0.5  # the probability of a mirrored training image (and a mirrored view at prediction if > 0)
 
 
 class Pipeline:
@@ -96,8 +97,11 @@ class Pipeline:
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         stamps = [f"{p.name}|{p.stat().st_size if p.exists() else -1}" for p in train_paths]
         identity = runs.digest(ids, y, usable, np.array(target.columns), np.array(stamps))
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, identity)
+        flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, identity, flip)
         s.log(self.describe(data))
+        if self.p.hflip == "auto":
+            s.log(f"hflip auto     {flip:g}: {why}")
         return data
 
     def _image_dir(self, name: str, key: str) -> Path:
@@ -202,8 +206,8 @@ class Pipeline:
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
-        transform = ImageTransform(self.p.image_size, mean, std, train=train, seed=seed, precision=precision or s.precision,
-                                   channels_last=s.plan.channels_last)
+        transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=(crop_area(self.p.image_size, self.p.crop_scale), 1.0),
+                                   hflip=data.hflip, seed=seed, precision=precision or s.precision, channels_last=s.plan.channels_last)
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
                             prefetch=s.plan.prefetch)
 
@@ -229,12 +233,13 @@ class Pipeline:
 
     def predict_rows(self, data: ImageData) -> int:
         """Rows a fold model predicts: the test images, twice with TTA (the time budget's reserve)."""
-        return data.test_cache.count * (2 if self.p.tta else 1)
+        return data.test_cache.count * (2 if self.p.tta and data.hflip else 1)
 
     # -- prediction -------------------------------------------------------------------------------------
     @torch.inference_mode()
     def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray:
-        """(test rows, outputs): probabilities or values, averaged with the flipped view when tta is on."""
+        """(test rows, outputs): probabilities or values, averaged with the flipped view when tta is on and
+        training flips images (a model that never saw mirrored images is not asked about them)."""
         model.eval()
         task = self.task(data)
         out = []
@@ -242,7 +247,7 @@ class Pipeline:
         for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision):
             with precision.autocast():
                 pred = task.predict(model(batch["image"]))
-                if self.p.tta:
+                if self.p.tta and data.hflip:
                     pred = (pred + task.predict(model(hflip(batch["image"])))) / 2
             faults.oom("oom.predict")
             out.append(pred.float().cpu().numpy())

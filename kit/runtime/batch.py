@@ -10,8 +10,10 @@ reducer's share is added (`ddp_extra`), and the ranks agree after every trial. D
 batch that runs out of memory or passes the margin; among those that fit, the fastest wins, and a smaller
 batch wins a near tie (more updates per epoch for the same time). The model's weights are restored after.
 
-Learning-rate rule: `lr` is the rate for a batch of 64 (REFERENCE_BATCH); an automatically chosen batch
-scales it by sqrt(batch / 64), the square-root rule for Adam-type optimizers.
+Learning-rate rule: `lr` is the rate for a batch of 64 (REFERENCE_BATCH) or fewer; an automatically chosen
+larger batch scales it by sqrt(batch / 64), the square-root rule for Adam-type optimizers. A smaller batch
+keeps `lr`: scaled down, it starved small datasets (a Transformer on 480 simulated breaths, batch 32, 30
+epochs: MAE 0.647 with its lr lowered to 3.5e-4, 0.618 at 1e-3).
 """
 from __future__ import annotations
 
@@ -70,7 +72,8 @@ def search(trial: Callable[[int], Trial], start: int = 16, limit: int = MAX_BATC
 
 
 def scaled_lr(lr: float, batch: int) -> float:
-    return lr * math.sqrt(batch / REFERENCE_BATCH)
+    """`lr` for an automatically chosen `batch`: raised for batches above REFERENCE_BATCH, never lowered."""
+    return lr * math.sqrt(max(batch, REFERENCE_BATCH) / REFERENCE_BATCH)
 
 
 def limit_for(train_rows: int) -> int:

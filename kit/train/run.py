@@ -63,6 +63,7 @@ def fit_config(session: Session) -> FitConfig:
         warmup_epochs=p.warmup_epochs,
         patience=p.patience,
         metric=session.spec.metric,
+        ema=p.ema,
     )
 
 
@@ -92,7 +93,9 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
     lr = batch_tuning.scaled_lr(p.lr, total)
     per = f" per worker, {total} in all" if replicas > 1 else ""
     if peers.main:
-        session.log(f"batch_size auto: {size}{per} ({how}); lr {p.lr:g} x sqrt({total}/{batch_tuning.REFERENCE_BATCH}) = {lr:.3g}")
+        ref = batch_tuning.REFERENCE_BATCH
+        rule = f"lr {p.lr:g} x sqrt({total}/{ref}) = {lr:.3g}" if total > ref else f"lr {p.lr:g} (a batch of {ref} or fewer keeps it)"
+        session.log(f"batch_size auto: {size}{per} ({how}); {rule}")
     return size, lr
 
 

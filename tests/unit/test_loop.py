@@ -71,7 +71,7 @@ def test_fit_learns_keeps_best_and_stops_early(tmp_path):
     last = checkpoint.load(tmp_path / "last.pt")
     assert last["result"]["epochs_run"] == result.epochs_run and last["step"] == result.epochs_run * 6
     if result.epochs_run < 30:
-        assert result.stopped.startswith("early stop") and result.epochs_run - result.best_epoch == 3
+        assert result.stopped.startswith("early stop") and result.epochs_run - result.best_epoch >= 3 and result.epochs_run >= 15
     assert lines[0].startswith("toy epoch  1/30 | train loss") and "samples/s" in lines[0]
 
 
@@ -146,7 +146,7 @@ def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
 def test_epoch_lines_explain_the_star_once_and_print_a_loss_that_is_the_metric_once(tmp_path, metric):
     _, result, lines = run_toy(tmp_path, Classification("x"), metric=metric)
     epochs = [line for line in lines if " epoch " in line]
-    assert [line.endswith(f"s  (*: a new best {metric}; its weights are kept for prediction)") for line in epochs] == [True, False, False]
+    assert [line.endswith(f"s  (*: a new best {metric}; those weights are kept for prediction)") for line in epochs] == [True, False, False]
     if metric == "log_loss":  # cross-entropy's mean is the log loss: one number, printed once
         assert all(" | val log_loss " in line and "val loss" not in line for line in epochs), epochs
         assert all(r["val_loss"] == pytest.approx(r["log_loss"], abs=1e-5) for r in result.history)

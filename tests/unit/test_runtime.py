@@ -87,7 +87,7 @@ def test_search_halves_below_start_and_gives_up_clearly():
 def test_limits_and_lr_rule():
     assert (batch.limit_for(30), batch.limit_for(300), batch.limit_for(10**6)) == (4, 64, 1024)
     assert batch.scaled_lr(1e-3, 256) == pytest.approx(2e-3)
-    assert batch.scaled_lr(1e-3, 16) == pytest.approx(5e-4)
+    assert batch.scaled_lr(1e-3, 64) == pytest.approx(1e-3)
 
 
 class OomAbove(Classification):

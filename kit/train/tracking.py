@@ -1,0 +1,47 @@
+"""What an epoch keeps track of and reports: its training losses, on the device, and its one line of log."""
+from __future__ import annotations
+
+import torch
+
+
+class Losses:
+    """One epoch's training losses, kept on the device so that no step waits for the host: the sum of the
+    finite ones, how many were not finite, and the longest run of non-finite steps since the last look."""
+
+    def __init__(self):
+        self.sum = self.bad = self.streak = self.worst = None
+
+    def add(self, loss: torch.Tensor) -> None:
+        if self.sum is None:
+            zero = torch.zeros((), device=loss.device)
+            self.sum, self.bad, self.streak, self.worst = zero, zero.clone(), zero.clone(), zero.clone()
+        finite = torch.isfinite(loss)
+        self.sum = self.sum + torch.where(finite, loss.float(), 0.0)
+        self.bad = self.bad + (~finite).float()
+        self.streak = torch.where(finite, 0.0, self.streak + 1)
+        self.worst = torch.maximum(self.worst, self.streak)
+
+    def worst_streak(self) -> int:
+        """The longest run of non-finite steps since the last call (waits for the device)."""
+        if self.worst is None:
+            return 0
+        worst = int(self.worst)
+        self.worst = self.streak.clone()
+        return worst
+
+
+def epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats, loss_is_metric: bool,
+               explain: bool) -> str:
+    """`loss_is_metric`: the validation loss is the metric, printed once; `explain`: say what * means. With
+    an average of the weights validated too, `r` holds both scores ("weights", "ema"), and `r[metric]` the better."""
+    weights = r.get("weights", r[metric])
+    val = f"val {metric} {weights:.4f}" if loss_is_metric else f"val loss {r['val_loss']:.4f} | {metric} {weights:.4f}"
+    if "ema" in r:
+        val += f" | ema {r['ema']:.4f}"
+    gpu = f" | {stats.line()}" if stats else ""
+    of = ", of the weights or of their moving average (ema)" if "ema" in r else ""
+    note = f"  (*: a new best {metric}{of}; those weights are kept for prediction)" if explain else ""
+    return (
+        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | {val}{' *' if improved else '  '}"
+        f" | {r['samples_per_s']:.0f} samples/s{gpu} | {r['seconds']:.1f} s{note}"
+    )
