@@ -109,11 +109,10 @@ def make_ventilator(folder: Path, train: int = 600, test: int = 150, seed: int =
 # -- kit ---------------------------------------------------------------------------------------------------
 def run_kit(comp: str, data: Path, out: Path, params: dict) -> tuple[pd.DataFrame, float]:
     """The built notebook through `kit run`, as a user runs it locally: its submission and wall seconds."""
-    env = {**os.environ, "KAGGLE_USERNAME": os.environ.get("KAGGLE_USERNAME", "quality")}
     command = [sys.executable, "-m", "kit", "run", comp, "--data", str(data), "--output", str(out)]
     command += [a for k, v in params.items() for a in ("-p", f"{k}={json.dumps(v) if isinstance(v, bool) else v}")]
     started = time.time()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.time() - started
     (out / "quality.log").parent.mkdir(parents=True, exist_ok=True)
     (out / "quality.log").write_text(done.stdout + done.stderr)
@@ -123,6 +122,21 @@ def run_kit(comp: str, data: Path, out: Path, params: dict) -> tuple[pd.DataFram
 
 
 # -- the plain loops ---------------------------------------------------------------------------------------
+def plain_loop(model: nn.Module, optimizer, rows: int, loss_of, epochs: int, batch: int) -> None:
+    """The loop as a competitor writes it: shuffled batches of `rows`, a cosine schedule over every step,
+    nothing else. `loss_of(indices)` is a batch's loss. Leaves the model in eval mode."""
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs * math.ceil(rows / batch))
+    for _ in range(epochs):
+        model.train()
+        for idx in torch.randperm(rows).split(batch):
+            loss = loss_of(idx)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    model.eval()
+
+
 def plain_cnn(data: Path, model_name: str, epochs: int, lr: float = 1e-3, batch: int = 32) -> pd.DataFrame:
     """timm model, AdamW, cosine over all steps, no augmentation, every training image, batch 32."""
     import timm
@@ -138,18 +152,8 @@ def plain_cnn(data: Path, model_name: str, epochs: int, lr: float = 1e-3, batch:
     x, y = load("train", labels["id"]), torch.tensor(labels["breed"].map(classes.index).to_numpy())
     torch.manual_seed(0)
     model = timm.create_model(model_name, pretrained=False, num_classes=len(classes))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    steps = epochs * math.ceil(len(x) / batch)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    for _ in range(epochs):
-        model.train()
-        for idx in torch.randperm(len(x)).split(batch):
-            loss = F.cross_entropy(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-    model.eval()
+    plain_loop(model, torch.optim.AdamW(model.parameters(), lr=lr), len(x), lambda idx: F.cross_entropy(model(x[idx]), y[idx]),
+               epochs, batch)
     with torch.no_grad():
         prob = torch.cat([model(b).softmax(-1) for b in load("test", sample["id"]).split(128)]).numpy()
     return pd.DataFrame(prob, columns=classes).assign(id=sample["id"])
@@ -196,17 +200,11 @@ def plain_sequence(data: Path, template: str, epochs: int, lr: float = 1e-3, bat
     y_mean, y_std = float(y[w > 0].mean()), float(y[w > 0].std())
     torch.manual_seed(0)
     model = PlainLSTM(len(FEATURES), 96, 2) if template == "lstm" else PlainTransformer(len(FEATURES), 96, 3)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, epochs * math.ceil(len(x) / batch))
-    for _ in range(epochs):
-        model.train()
-        for idx in torch.randperm(len(x)).split(batch):
-            loss = ((model(x[idx]) - (y[idx] - y_mean) / y_std).abs() * w[idx]).sum() / w[idx].sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-    model.eval()
+
+    def loss_of(idx):
+        return ((model(x[idx]) - (y[idx] - y_mean) / y_std).abs() * w[idx]).sum() / w[idx].sum()
+
+    plain_loop(model, torch.optim.Adam(model.parameters(), lr=lr), len(x), loss_of, epochs, batch)
     with torch.no_grad():
         pred = model(xt) * y_std + y_mean
     return pd.DataFrame({"id": test["id"].to_numpy(), "pressure": pred.reshape(-1).numpy()})
