@@ -34,8 +34,8 @@ Batch = dict[str, torch.Tensor]
 NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
 CHECK_EVERY = 8  # steps between looks at the device's loss figures (a host sync; under DDP, an all-reduce)
 # early stopping waits for this share of the planned epochs: before the cosine schedule has come down, a
-# small dataset's validation score jumps, and a few epochs without a new best said little (a Transformer
-# stopped at epoch 22 of 30 with its MAE 20% above what the last epochs reach)
+# small dataset's validation score jumps, and a few epochs without a new best say little (a Transformer on
+# simulated breaths stopped at epoch 22 of 30 with MAE 0.68; run to the end, with the rest of the recipe, 0.62)
 PATIENCE_AFTER = 0.5
 
 
