@@ -13,7 +13,8 @@ batch wins a near tie (more updates per epoch for the same time). The model's we
 Learning-rate rule: `lr` is the rate for a batch of 64 (REFERENCE_BATCH) or fewer; an automatically chosen
 larger batch scales it by sqrt(batch / 64), the square-root rule for Adam-type optimizers. A smaller batch
 keeps `lr`: scaled down, it starved small datasets (a Transformer on 480 simulated breaths, batch 32, 30
-epochs: MAE 0.647 with its lr lowered to 3.5e-4, 0.618 at 1e-3).
+epochs: MAE 0.647 with its lr lowered to 3.5e-4, 0.618 at 1e-3). The factor stops at MAX_LR_FACTOR (2x, at
+a batch of 256): the larger batches autotune finds for small sequence models would otherwise take lr to 4x.
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ MEMORY_MARGIN = 0.85  # a batch fits if its trial's peak stays under this share 
 TIE = 0.03  # throughputs within 3% of the best count as equal
 CPU_BATCH = 32  # on the CPU there is no memory wall and speed barely depends on the batch
 MAX_BATCH = 1024
+MAX_LR_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def search(trial: Callable[[int], Trial], start: int = 16, limit: int = MAX_BATC
 
 def scaled_lr(lr: float, batch: int) -> float:
     """`lr` for an automatically chosen `batch`: raised for batches above REFERENCE_BATCH, never lowered."""
-    return lr * math.sqrt(max(batch, REFERENCE_BATCH) / REFERENCE_BATCH)
+    return lr * min(math.sqrt(max(batch, REFERENCE_BATCH) / REFERENCE_BATCH), MAX_LR_FACTOR)
 
 
 def limit_for(train_rows: int) -> int:

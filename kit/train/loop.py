@@ -285,7 +285,8 @@ class _Loop:
         elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience and epoch >= self.patient_until():
             r.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
         if self.budget and r.stopped == "completed":
-            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])))
+            # val_s covers both validations when the average is validated too: so many rows were predicted
+            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])) * (2 if self.ema else 1))
             self.replan(epoch)
         self.save_last()
         self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them

@@ -94,7 +94,8 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
     per = f" per worker, {total} in all" if replicas > 1 else ""
     if peers.main:
         ref = batch_tuning.REFERENCE_BATCH
-        rule = f"lr {p.lr:g} x sqrt({total}/{ref}) = {lr:.3g}" if total > ref else f"lr {p.lr:g} (a batch of {ref} or fewer keeps it)"
+        cap = batch_tuning.MAX_LR_FACTOR
+        rule = f"lr {p.lr:g} x min(sqrt({total}/{ref}), {cap:g}) = {lr:.3g}" if total > ref else f"lr {p.lr:g} (a batch of {ref} or fewer keeps it)"
         session.log(f"batch_size auto: {size}{per} ({how}); {rule}")
     return size, lr
 

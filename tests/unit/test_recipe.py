@@ -32,7 +32,7 @@ def batches(x, y, size):
     return [{"x": x[i : i + size], "target": y[i : i + size]} for i in range(0, len(x), size)]
 
 
-def fit_toy(tmp_path, name="a", log=None, **cfg):
+def fit_toy(tmp_path, name="a", log=None, budget=None, **cfg):
     torch.manual_seed(0)
     x, y = toy()
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
@@ -40,7 +40,7 @@ def fit_toy(tmp_path, name="a", log=None, **cfg):
     files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
     lines = []
     result = fit(model, Classification("x"), batches(x[:96], y[:96], 16), batches(x[96:], y[96:], 32), FitConfig(**settings),
-                 CPU, files, log=log or lines.append, desc="toy")
+                 CPU, files, log=log or lines.append, desc="toy", budget=budget)
     return result, files, lines
 
 
@@ -50,7 +50,8 @@ def test_a_small_automatic_batch_keeps_the_learning_rate(tmp_path, capsys):
     s = session(tmp_path, batch_size="auto", lr=1e-3)
     assert run.resolve_batch(s, ToyPipeline(), None, train_rows=700) == (batch.CPU_BATCH, 1e-3)
     assert "batch_size auto: 32 (on the CPU); lr 0.001 (a batch of 64 or fewer keeps it)" in capsys.readouterr().out
-    assert batch.scaled_lr(1e-3, 16) == 1e-3 and batch.scaled_lr(1e-3, 256) == pytest.approx(2e-3)
+    assert batch.scaled_lr(1e-3, 16) == 1e-3 and batch.scaled_lr(1e-3, 128) == pytest.approx(1.414e-3, rel=1e-3)
+    assert batch.scaled_lr(1e-3, 1024) == pytest.approx(2e-3)  # at most twice: 4x was never tried on a GPU
 
 
 def test_early_stopping_waits_for_half_the_planned_epochs(tmp_path):
@@ -91,6 +92,20 @@ def test_the_average_of_the_weights_is_validated_and_the_better_kept(tmp_path):
     assert " | accuracy " in lines[0] and " | ema " in lines[0] and "of the weights or of their moving average (ema)" in lines[0]
     last = checkpoint.load(files.last)
     assert any(not torch.equal(last["ema"][k], last["model"][k]) for k in last["model"])
+
+
+def test_the_budget_knows_the_average_is_validated_too(tmp_path, monkeypatch):
+    """Validation time covers two passes over the 32 rows: taken for one, prediction looked twice as slow
+    and the plan reserved twice its time."""
+    import time
+
+    from kit.runtime.budget import Budget
+
+    seen, real = [], Budget.measure_epoch
+    monkeypatch.setattr(Budget, "measure_epoch", lambda self, train_s, val_s, rows: seen.append(rows) or real(self, train_s, val_s, rows))
+    fit_toy(tmp_path, ema=True, budget=Budget(time.time(), 3600.0, predict_rows=32))
+    fit_toy(tmp_path, name="b", budget=Budget(time.time(), 3600.0, predict_rows=32))
+    assert seen == [64] * 4 + [32] * 4
 
 
 def test_a_resumed_fold_goes_on_with_its_average(tmp_path):
