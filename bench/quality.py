@@ -38,7 +38,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kit.smoke import breath  # noqa: E402
+from kit import smoke  # noqa: E402
+from kit.spec import Spec  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
@@ -85,25 +86,12 @@ def make_digits(folder: Path, size: int = 64, test: int = 397) -> pd.DataFrame:
     return pd.DataFrame({"id": sample["id"], "answer": [classes[k] for k in digits.target[rows["test"]]]})
 
 
-def make_ventilator(folder: Path, train: int = 600, test: int = 150, seed: int = 0) -> pd.DataFrame:
-    """ventilator-pressure-prediction's layout (kit.smoke.breath's lung). Returns the held-out answers."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
-    frames, row_id = {"train": [], "test": []}, 1
-    for split, count in (("train", train), ("test", test)):
-        for b in range(count):
-            R, C = int(rng.choice([5, 20, 50])), int(rng.choice([10, 20, 50]))
-            sim = breath(rng, R, C)
-            n = len(sim["u_in"])
-            frames[split].append(pd.DataFrame({"id": np.arange(row_id, row_id + n), "breath_id": b * 2 + 1 + (split == "test"),
-                                               "R": R, "C": C, **sim}))
-            row_id += n
-    train_df = pd.concat(frames["train"], ignore_index=True)
-    test_df = pd.concat(frames["test"], ignore_index=True)
-    train_df.to_csv(folder / "train.csv", index=False)
-    test_df.drop(columns="pressure").to_csv(folder / "test.csv", index=False)
-    pd.DataFrame({"id": test_df["id"], "pressure": 0.0}).to_csv(folder / "sample_submission.csv", index=False)
-    return test_df[["id", "u_out", "pressure"]].rename(columns={"pressure": "answer"})
+def make_ventilator(folder: Path) -> pd.DataFrame:
+    """600 training and 150 held-out breaths in ventilator-pressure-prediction's layout (kit.smoke's lung).
+    Returns the held-out answers."""
+    spec = Spec(slug="ventilator-pressure-prediction", train="train.csv", test="test.csv", target_column="pressure")
+    test = smoke.make_ventilator(spec, folder, seed=0, train=600, test=150)
+    return test[["id", "u_out", "pressure"]].rename(columns={"pressure": "answer"})
 
 
 # -- kit ---------------------------------------------------------------------------------------------------

@@ -173,9 +173,10 @@ def breath(rng: np.random.Generator, R: int, C: int, steps: int = 80) -> dict[st
     return {"time_step": t, "u_in": u_in, "u_out": u_out, "pressure": pressure + rng.normal(0, 0.1, steps)}
 
 
-def make_ventilator(spec: Spec, folder: Path, seed: int = 0, train: int = 240, test: int = 40) -> None:
+def make_ventilator(spec: Spec, folder: Path, seed: int = 0, train: int = 240, test: int = 40) -> pd.DataFrame:
     """ventilator-pressure-prediction's layout: train.csv id,breath_id,R,C,time_step,u_in,u_out,pressure;
-    test.csv without pressure; sample_submission.csv id,pressure; 80 rows per breath."""
+    test.csv without pressure; sample_submission.csv id,pressure; 80 rows per breath. Returns the test rows
+    with their pressure (what `make quality` scores against)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     rows, row_id = {"train": [], "test": []}, 1
@@ -190,10 +191,12 @@ def make_ventilator(spec: Spec, folder: Path, seed: int = 0, train: int = 240, t
             rows[split].append(frame)
             row_id += n
     train_df = pd.concat(rows["train"], ignore_index=True)
-    test_df = pd.concat(rows["test"], ignore_index=True).drop(columns="pressure")
+    answers = pd.concat(rows["test"], ignore_index=True)
+    test_df = answers.drop(columns="pressure")
     train_df.to_csv(folder / spec.train, index=False)
     test_df.to_csv(folder / spec.test, index=False)
     pd.DataFrame({spec.id_column: test_df["id"], spec.target_column: 0.0}).to_csv(folder / spec.sample_submission, index=False)
+    return answers
 
 
 def make_sequences(spec: Spec, folder: Path, seed: int = 0, train: int = 160, test: int = 40) -> None:

@@ -57,11 +57,9 @@ def flip_probability(hflip: float | str, read, rows: np.ndarray, labels: np.ndar
     classes' mean images differ from their mirror images (`mirror_asymmetry` above ASYMMETRIC)."""
     if hflip != "auto":
         return float(hflip), "as set"
-    if labels is not None:  # at most PER_CLASS images of each class, and SAMPLE in all
-        classes = np.unique(labels)[: max(1, SAMPLE // PER_CLASS)]
-        rows, labels = rows[np.isin(labels, classes)], labels[np.isin(labels, classes)]
-    else:
-        rows = rows[:PER_CLASS]
+    if labels is not None:  # mirror_asymmetry reads PER_CLASS images of a class: SAMPLE in all
+        kept = np.isin(labels, np.unique(labels)[: max(1, SAMPLE // PER_CLASS)])
+        rows, labels = rows[kept], labels[kept]
     asymmetry = mirror_asymmetry(read, rows, labels)
     if asymmetry > ASYMMETRIC:
         return 0.0, f"the images look different mirrored (asymmetry {asymmetry:.2f}), so no flips; set hflip to flip anyway"

@@ -114,6 +114,7 @@ class _Loop:
         self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay)  # the names timm's groups know
         self.stepped = False  # whether the optimizer has its state: Adam allocates it in its first step
         self.ema = averaging.create(unwrap(model)) if cfg.ema else None
+        self.val_passes = 2 if self.ema else 1  # the average of the weights is validated too
         self.scaler = precision.grad_scaler()
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
         self.micro = 0
@@ -285,8 +286,7 @@ class _Loop:
         elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience and epoch >= self.patient_until():
             r.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
         if self.budget and r.stopped == "completed":
-            # val_s covers both validations when the average is validated too: so many rows were predicted
-            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])) * (2 if self.ema else 1))
+            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])) * self.val_passes)  # rows val_s covers
             self.replan(epoch)
         self.save_last()
         self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them
@@ -354,7 +354,7 @@ class _Loop:
 
     def first_plan(self, step_s: float, rows_per_s: float) -> None:
         val_rows = len(self.val) * getattr(self.val, "batch_size", 1) if isinstance(self.val, Sized) else 0
-        val_rows *= 2 if self.ema else 1  # the average of the weights is validated too
+        val_rows *= self.val_passes
         self.budget.estimate_epoch(step_s, self.steps_per_epoch, rows_per_s, val_rows)
         self.planned = True
         self.replan(0, announce=self.budget.current is None)
