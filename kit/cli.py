@@ -26,8 +26,14 @@ def cmd_kernel(args) -> None:
     built = bundle.build(args.comp)
     for warning in built.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"built {built.folder}/ ({built.notebook.name} + kernel-metadata.json) for {built.metadata['id']}")
-    print(f"push it with: kaggle kernels push -p {built.folder}")
+    for b in (built, built.inference):
+        if b is not None:
+            print(f"built {b.folder}/ ({b.notebook.name} + kernel-metadata.json) for {b.metadata['id']}")
+    if built.inference is None:
+        print(f"push it with: kaggle kernels push -p {built.folder}")
+    else:
+        print(f"push the training kernel first (kaggle kernels push -p {built.folder}), and once its run is complete "
+              f"the inference kernel (kaggle kernels push -p {built.inference.folder}), which submits")
 
 
 def cmd_kernels(args) -> None:
@@ -38,7 +44,9 @@ def cmd_kernels(args) -> None:
         built = bundle.build(name)
         for warning in built.warnings:
             print(f"warning: {name}: {warning}", file=sys.stderr)
-        print(f"built {built.folder}/ ({built.metadata['id']})")
+        for b in (built, built.inference):
+            if b is not None:
+                print(f"built {b.folder}/ ({b.metadata['id']})")
 
 
 def cmd_push(args) -> None:

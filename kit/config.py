@@ -32,6 +32,18 @@ class Kernel:
 
 
 @dataclass(frozen=True)
+class Inference:
+    """[inference]: a code competition's second kernel, which predicts with the training kernel's output
+    (attached through kernel_sources) and is the one submitted. Internet off, as Kaggle requires there."""
+
+    title: str = ""  # "" means the training kernel's title + " Inference"
+    machine_shape: str = setting("NvidiaTeslaT4", choices=MACHINE_SHAPES)
+    enable_gpu: bool = True
+    dataset_sources: tuple[str, ...] = ()  # extra inputs, beside the competition and the training kernel
+    model_sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     name: str  # the file's stem: the bundle goes to kernels/<name>/
@@ -39,6 +51,7 @@ class Config:
     kernel: Kernel
     params: Mapping[str, Any]  # [params] as written (checked): what the build injects
     smoke: Mapping[str, Any]  # [smoke] as written (checked): applied over params by `make smoke`
+    inference: Inference | None = None  # [inference]: build a predict-only kernel beside the training one
 
     def parameters(self, smoke: bool = False) -> dict[str, Any]:
         """Notebook parameters: the competition spec plus the overrides of [params] (and [smoke])."""
@@ -47,8 +60,12 @@ class Config:
             values.update(self.smoke)
         return values
 
+    def inference_parameters(self, smoke: bool = False) -> dict[str, Any]:
+        """The inference kernel's: the same values in predict mode (the model's own come from its checkpoints)."""
+        return {**self.parameters(smoke), "mode": "predict"}
 
-SECTIONS = ("competition", "data", "kernel", "params", "smoke")
+
+SECTIONS = ("competition", "data", "kernel", "inference", "params", "smoke")
 
 
 def resolve(comp: str) -> Path:
@@ -100,7 +117,8 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
     params.check(spec.template, given, f"{path}: [params]")
     params.check(spec.template, {**given, **smoke}, f"{path}: [smoke]")
     checks.config_params(spec.template, given, smoke, path)
-    return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, smoke=smoke)
+    inference = fields.build(Inference, raw["inference"], f"{path}: [inference]") if "inference" in raw else None
+    return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, smoke=smoke, inference=inference)
 
 
 def _asdict(obj) -> dict[str, Any]:

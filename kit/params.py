@@ -20,6 +20,9 @@ class TrainParams:
 
     data_dir: str = ""  # competition input folder; "" finds it under /kaggle/input
     output_dir: str = ""  # checkpoints, logs, plots, submission.csv; "" is /kaggle/working on Kaggle
+    # train: train the folds, then predict; predict: only predict, with the folds a training run left in model_dir
+    mode: str = setting("train", choices=("train", "predict"))
+    model_dir: str = ""  # predict mode: the training kernel's output; "" searches /kaggle/input
     device: str = setting("auto", choices=("auto", "cuda", "cpu"))
     epochs: int = setting(10, minimum=1)
     folds: int = setting(5, minimum=1)  # 1 is a single holdout split

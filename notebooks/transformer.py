@@ -36,6 +36,8 @@
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
 output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
+mode: str = "train"  # train, then predict; predict: only predict with the folds a training run left (model_dir)
+model_dir: str = ""  # predict mode: the training kernel's output; empty searches /kaggle/input
 device: str = "auto"  # auto, cuda or cpu
 epochs: int = 40  # at most this many epochs per fold
 folds: int = 5  # cross-validation folds of whole sequences; 1 is a single holdout split

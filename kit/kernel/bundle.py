@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kit import config as kit_config
@@ -25,10 +25,20 @@ class Bundle:
     warnings: tuple[str, ...]
     config_path: Path
     changed: bool  # False when the folder already held exactly this bundle
+    inference: Bundle | None = None  # with [inference]: the predict-only kernel, in kernels/<name>-infer/
+
+
+INFERENCE_FOLDER = "{name}-infer"
+
+
+def inference_folder(config, out: Path | None = None) -> Path:
+    base = out.parent if out else kernels_dir()
+    return base / INFERENCE_FOLDER.format(name=(out.name if out else config.name))
 
 
 def build(comp: str, out: Path | None = None) -> Bundle:
-    """Build the bundle for `comp` (a shipped name or a TOML path) into `out` (default kernels/<name>/).
+    """Build the bundle for `comp` (a shipped name or a TOML path) into `out` (default kernels/<name>/), and
+    with an [inference] table the inference kernel's beside it (kernels/<name>-infer/).
 
     Everything is checked and rendered before the first byte is written; each file then lands whole
     (temp file + rename), only if it changed, and a notebook left from an earlier title is removed last."""
@@ -36,7 +46,19 @@ def build(comp: str, out: Path | None = None) -> Bundle:
     user = metadata.username()
     meta = metadata.build(config, user)
     nb_text = notebook.dumps(notebook.build(config.spec.template, config.parameters(), config.kernel.internet))
+    inference = None
+    if config.inference is not None:
+        inference_meta = metadata.build_inference(config, user)
+        inference_text = notebook.dumps(notebook.build(config.spec.template, config.inference_parameters(), False))
+        inference = (inference_folder(config, out), inference_meta, inference_text)
     folder = out or kernels_dir() / config.name
+    built = _write(folder, meta, nb_text, config, tuple(metadata.warnings_for(config)))
+    if inference is None:
+        return built
+    return replace(built, inference=_write(*inference, config))
+
+
+def _write(folder: Path, meta: dict, nb_text: str, config, warnings: tuple[str, ...] = ()) -> Bundle:
     folder.mkdir(parents=True, exist_ok=True)
     nb_path = folder / meta["code_file"]
     changed = False
@@ -48,4 +70,4 @@ def build(comp: str, out: Path | None = None) -> Bundle:
         if stale.name != nb_path.name:
             os.unlink(stale)
             changed = True
-    return Bundle(folder, nb_path, meta, tuple(metadata.warnings_for(config)), config.path, changed)
+    return Bundle(folder, nb_path, meta, warnings, config.path, changed)

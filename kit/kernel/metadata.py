@@ -110,6 +110,57 @@ def build(config: Config, user: str) -> dict[str, Any]:
     return meta
 
 
+INFERENCE_SUFFIX = " Inference"
+
+
+def inference_title(config: Config) -> str:
+    """[inference] title, or the training kernel's with " Inference" added; 5 to 50 characters, and not the
+    training kernel's (the two kernels need their own slugs)."""
+    where = f"{config.path}: [inference]"
+    given = config.inference.title if config.inference else ""
+    title = given or config.kernel.title + INFERENCE_SUFFIX
+    if not 5 <= len(title) <= 50:
+        how = "" if given else f" (the [kernel] title + '{INFERENCE_SUFFIX.strip()}')"
+        raise KitError(f"{where} title '{title}'{how} has {len(title)} characters; Kaggle needs 5 to 50: set [inference] title")
+    if slugify(title) == kernel_slug(config):
+        raise KitError(f"{where} title '{title}' gives the training kernel's slug; give the inference kernel a title of its own")
+    return title
+
+
+def build_inference(config: Config, user: str) -> dict[str, Any]:
+    """The inference kernel's metadata: the competition, the training kernel's output through kernel_sources,
+    internet off (Kaggle requires it of code-competition submissions)."""
+    inf, where = config.inference, f"{config.path}: [inference]"
+    if inf is None:
+        raise KitError(f"{config.path}: no [inference] table, so no inference kernel")
+    title = inference_title(config)
+    slug = slugify(title)
+    if not SLUG.match(slug) or not 5 <= len(slug) <= 50:
+        raise KitError(f"{where} title '{title}' gives the slug '{slug}'; Kaggle needs 5 to 50 letters, digits and hyphens")
+    tpu = inf.enable_gpu and inf.machine_shape.startswith("Tpu")
+    meta: dict[str, Any] = {
+        "id": f"{user}/{slug}",
+        "title": title,
+        "code_file": f"{slug}.ipynb",
+        "language": "python",
+        "kernel_type": "notebook",
+        "is_private": config.kernel.private,
+        "enable_gpu": inf.enable_gpu and not tpu,
+        "enable_tpu": tpu,
+        "enable_internet": False,
+        "dataset_sources": list(inf.dataset_sources),
+        "competition_sources": [config.spec.slug],
+        "kernel_sources": [f"{user}/{kernel_slug(config)}"],
+        "model_sources": list(inf.model_sources),
+    }
+    if inf.enable_gpu:
+        meta["machine_shape"] = inf.machine_shape
+    if config.kernel.docker_image_pinning_type:  # the same image as training: the checkpoints load as they were saved
+        meta["docker_image_pinning_type"] = config.kernel.docker_image_pinning_type
+    validate(meta, where=where)
+    return meta
+
+
 def validate(meta: dict[str, Any], where: str = "kernel-metadata.json:") -> None:
     """Raise KitError for what Kaggle would reject or silently ignore."""
     for key in meta:
