@@ -33,7 +33,7 @@ def cmd_kernel(args) -> None:
         print(f"push it with: kaggle kernels push -p {built.folder}")
     else:
         print(f"push the training kernel first (kaggle kernels push -p {built.folder}), and once its run is complete "
-              f"the inference kernel (kaggle kernels push -p {built.inference.folder}), which submits")
+              f"the inference kernel (kaggle kernels push -p {built.inference.folder}): that one is submitted")
 
 
 def cmd_kernels(args) -> None:
@@ -81,6 +81,8 @@ def cmd_smoke(args) -> None:
     print(f"  data       {result.input_dir}")
     print(f"  notebook   {result.executed}")
     print(f"  submission {result.submission}")
+    if result.inference:
+        print(f"  inference  {result.inference} (the inference notebook's, from the mounted training output: the same to 1e-4)")
 
 
 def cmd_run(args) -> None:

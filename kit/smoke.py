@@ -3,6 +3,7 @@ papermill on a real Jupyter kernel, and the submission it writes checked."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ class SmokeResult:
     score: float  # out-of-fold
     baseline: float  # predicting the training mean or the class prior
     baseline_name: str
+    inference: Path | None = None  # with [inference]: the inference kernel's submission, equal to `submission`
 
 
 def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | None = None,
@@ -63,7 +65,59 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     submission = working / "submission.csv"
     rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
     cv = json.loads((working / "cv.json").read_text())
-    return SmokeResult(data_dir, executed, submission, rows, cv["metric"], cv["score"], cv["baseline"], cv["baseline_name"])
+    inferred = None
+    if config.inference is not None:  # the pair: the inference kernel must submit what the training kernel did
+        inferred = run_inference(config, root, working, data_dir, overrides, python=python)
+        same_predictions(inferred, submission, config.spec)
+    return SmokeResult(data_dir, executed, submission, rows, cv["metric"], cv["score"], cv["baseline"], cv["baseline_name"],
+                       inferred)
+
+
+def test_files(spec: Spec) -> list[str]:
+    """What a code competition's inference kernel sees of the competition: the test files and the sample."""
+    return [spec.sample_submission, spec.test_images] if spec.template == "cnn" else [spec.test, spec.sample_submission]
+
+
+def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: dict | None = None,
+                  env: dict | None = None, python: str | None = None) -> Path:
+    """The inference notebook run as Kaggle runs it: the training kernel's output mounted where Kaggle mounts
+    an attached kernel's (<input>/notebooks/<user>/<slug>/), the competition's folder holding only the test
+    files and the sample submission (from `data_dir`), and model_dir left empty. Returns its submission."""
+    from kit.kernel import metadata
+
+    infer = root / "inference"
+    shutil.rmtree(infer, ignore_errors=True)
+    input_root = infer / "kaggle" / "input"
+    competition = input_root / "competitions" / config.spec.slug
+    competition.mkdir(parents=True)
+    for name in test_files(config.spec):
+        source = data_dir / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, competition / name)
+    user = os.environ.get("KAGGLE_USERNAME") or "you"  # the smoke needs no Kaggle account
+    shutil.copytree(working, input_root / "notebooks" / user / metadata.kernel_slug(config))
+    out = infer / "kaggle" / "working"
+    out.mkdir(parents=True)
+    built = infer / "inference.ipynb"
+    values = {**config.inference_parameters(smoke=True), **(overrides or {})}
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, values, internet=False)))
+    execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out, python=python,
+                env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache"), **(env or {})})
+    check_submission(out / "submission.csv", competition / config.spec.sample_submission, config.spec)
+    return out / "submission.csv"
+
+
+def same_predictions(a: Path, b: Path, spec: Spec, tolerance: float = 1e-4) -> None:
+    """A KitError unless two submissions hold the same labels and values within `tolerance`."""
+    x, y = (pd.read_csv(p, dtype={spec.id_column: str}) for p in (a, b))
+    if list(x.columns) != list(y.columns) or not x[spec.id_column].equals(y[spec.id_column]):
+        raise KitError(f"{a} and {b} differ in their columns or ids")
+    for column in x.columns:
+        if pd.api.types.is_numeric_dtype(x[column]) and pd.api.types.is_numeric_dtype(y[column]):
+            gap = float(np.abs(x[column].to_numpy(float) - y[column].to_numpy(float)).max(initial=0.0))
+            if gap > tolerance:
+                raise KitError(f"{a} differs from {b} in column '{column}' by up to {gap:.2g} (more than {tolerance:g})")
+        elif not x[column].astype(str).equals(y[column].astype(str)):
+            raise KitError(f"{a} differs from {b} in column '{column}'")
 
 
 def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:

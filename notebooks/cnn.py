@@ -30,6 +30,10 @@
 #    losses, the metric, samples/s, GPU utilisation and memory, and what to change when the GPU idles.
 # 5. **Submission**: every fold checkpoint predicts the test images (with a flipped view), the predictions
 #    are averaged, checked against the sample submission and written, whatever happened in training.
+#
+# **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
+# The folds a training run left (its output attached as an input, or `model_dir`) predict, reading only the
+# test images and the sample submission; the model's settings come from its checkpoints.
 
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input

@@ -32,6 +32,10 @@
 #    A batch size tuned to the GPU, a time budget, a checkpoint every epoch.
 # 5. **Submission**: every fold checkpoint predicts the test sequences; the average is checked against the
 #    sample submission and written.
+#
+# **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
+# The folds a training run left (its output attached as an input, or `model_dir`) predict, reading only the
+# test table and the sample submission; the model's settings come from its checkpoints.
 
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input

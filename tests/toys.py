@@ -27,6 +27,9 @@ class ToyPipeline:
     def identity(self, data):
         return "toy points"
 
+    def recipe(self, data):
+        return {"prior": self.prior(data)}
+
     def split(self, data):
         return make_folds(120, 3, seed=0, classes=self.y.numpy())
 

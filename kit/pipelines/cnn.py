@@ -35,10 +35,11 @@ class ImageData:
     usable: np.ndarray  # rows of train_cache that decoded: what folds split
     target: Target
     sample: pd.DataFrame
-    train_cache: images.ImageCache | images.ImageFiles
+    train_cache: images.ImageCache | images.ImageFiles | None  # None in predict mode
     test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
     identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
     hflip: float = 0.5  # the probability of a mirrored training image (and a mirrored view at prediction if > 0)
+    trained: dict | None = None  # predict mode: the training data's recipe (no training data here)
 
 
 class Pipeline:
@@ -52,8 +53,11 @@ class Pipeline:
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
-        """Read and check the labels and the sample submission, then decode all images once."""
+        """Read and check the labels and the sample submission, then decode all images once (in predict
+        mode, only the sample submission and the test images)."""
         s, spec = self.session, self.session.spec
+        if s.trained is not None:
+            return self._load_test(s.trained.recipe)
         labels_path = paths.require_file(s.data_dir, spec.train, "training labels")
         sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
         labels = tables.read_csv(labels_path, spec.id_column)
@@ -70,25 +74,13 @@ class Pipeline:
                                f"{labels_path.name}, column '{spec.target_column}'")
         train_dir = self._image_dir(spec.train_images, "train_images")
         test_dir = self._image_dir(spec.test_images, "test_images")
-        side = images.cache_side(self.p.image_size)
-        workers = s.hardware.cpu_count
-        cache_dir = images.default_cache_dir()
         ids = labels[spec.id_column].to_numpy(dtype=str)
         test_ids = sample[spec.id_column].to_numpy(dtype=str)
         checks.image_files(train_dir, spec.train_images, ids, spec.image_ext, labels_path.name, "train_images")
         checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
         train_paths = [train_dir / f"{i}{spec.image_ext}" for i in ids]
         test_paths = [test_dir / f"{i}{spec.image_ext}" for i in test_ids]
-        need = sum(images.bytes_to_build(p, side, cache_dir) for p in (train_paths, test_paths))
-        refusal = images.cache_refusal(need, cache_dir) if need else ""
-        if refusal:
-            s.warn(f"no decoded-image cache: {refusal}; streaming from the image files instead (each epoch "
-                   "decodes them again, so lower image_size or free space for speed)")
-            train_cache = images.streaming(train_paths, side, workers)
-            test_cache = images.streaming(test_paths, side, workers)
-        else:
-            train_cache = images.build_cache(train_paths, side, cache_dir, workers, "decode train", s.log)
-            test_cache = images.build_cache(test_paths, side, cache_dir, workers, "decode test", s.log)
+        train_cache, test_cache = self._decode({"train": train_paths, "test": test_paths})
         images.check_bad(train_cache, [f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], "train",
                          "are left out of training", MAX_BAD_SHARE, s.log)
         images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
@@ -104,6 +96,50 @@ class Pipeline:
             s.log(f"hflip auto     {flip:g}: {why}")
         return data
 
+    def _load_test(self, recipe: dict) -> ImageData:
+        """Predict mode: the sample submission and the test images, read as the training run read its own;
+        the target columns must be those the model was trained for."""
+        s, spec = self.session, self.session.spec
+        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
+        sample = tables.read_csv(sample_path, spec.id_column)
+        tables.require_columns(sample, [spec.id_column], sample_path)
+        tables.require_unique(sample, spec.id_column, sample_path)
+        target = Target(**recipe["target"])
+        columns = tuple(c for c in sample.columns if c != spec.id_column)
+        if columns != target.columns:
+            raise KitError(f"{sample_path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the "
+                           f"model was trained for ({list(target.columns)[:4]}); predict with this competition's model")
+        test_dir = self._image_dir(spec.test_images, "test_images")
+        test_ids = sample[spec.id_column].to_numpy(dtype=str)
+        checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
+        (test_cache,) = self._decode({"test": [test_dir / f"{i}{spec.image_ext}" for i in test_ids]})
+        images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
+                         "are predicted with the training prior", MAX_BAD_SHARE, s.log)
+        none = np.zeros(0, np.int64)
+        data = ImageData(none.astype(str), none, none, target, sample, None, test_cache, hflip=recipe["hflip"], trained=recipe)
+        s.log(self.describe(data))
+        return data
+
+    def recipe(self, data: ImageData) -> dict:
+        """What prediction needs from the training data (kit.runtime.trained): the target, the prior, the
+        flips training made (which decide the prediction's views), the regression target's scale."""
+        t = data.target
+        y = data.y[data.usable]  # as task() takes its scale
+        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
+                "hflip": data.hflip, "y_mean": float(y.mean()) if len(y) else 0.0, "y_std": float(y.std()) if len(y) else 1.0}
+
+    def _decode(self, splits: dict[str, list[Path]]) -> list:
+        """Each split's images decoded once into the uint8 cache, or streamed where the disk has no room."""
+        s = self.session
+        side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, images.default_cache_dir()
+        need = sum(images.bytes_to_build(p, side, cache_dir) for p in splits.values())
+        refusal = images.cache_refusal(need, cache_dir) if need else ""
+        if refusal:
+            s.warn(f"no decoded-image cache: {refusal}; streaming from the image files instead (each epoch "
+                   "decodes them again, so lower image_size or free space for speed)")
+            return [images.streaming(p, side, workers) for p in splits.values()]
+        return [images.build_cache(p, side, cache_dir, workers, f"decode {name}", s.log) for name, p in splits.items()]
+
     def _image_dir(self, name: str, key: str) -> Path:
         path = self.session.data_dir / name
         if not path.is_dir():
@@ -113,7 +149,9 @@ class Pipeline:
     def describe(self, data: ImageData) -> str:
         t = data.target
         line = f"train          {len(data.usable)} images"
-        if t.classification:
+        if data.trained is not None:
+            line = "train          none here (predict mode)"
+        elif t.classification:
             counts = np.bincount(data.y[data.usable], minlength=t.outputs)
             line += f", {t.outputs} classes ({counts.min()} to {counts.max()} images per class)"
         else:
@@ -124,15 +162,20 @@ class Pipeline:
         """A grid of training images with their labels, saved as samples.png (and shown in a notebook)."""
         import matplotlib.pyplot as plt
 
-        rows = data.usable[np.linspace(0, len(data.usable) - 1, min(n, len(data.usable))).astype(int)]
-        pictures = data.train_cache.read(rows)
+        predict = data.trained is not None  # predict mode: test images, titled by their ids
+        pool = np.arange(data.test_cache.count) if predict else data.usable
+        rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
+        pictures = (data.test_cache if predict else data.train_cache).read(rows)
         cols = min(6, len(rows))
         fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols, figsize=(2.2 * cols, 2.4 * ((len(rows) + cols - 1) // cols)), squeeze=False)
         for ax in axes.flat:
             ax.axis("off")
         for ax, r, picture in zip(axes.flat, rows, pictures):
             ax.imshow(picture)
-            label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
+            if predict:
+                label = data.sample[self.session.spec.id_column].iloc[r]
+            else:
+                label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
             text, size = sample_title(str(label))
             ax.set_title(text, fontsize=size)
         fig.tight_layout()
@@ -149,6 +192,8 @@ class Pipeline:
         return [(data.usable[t], data.usable[v]) for t, v in folds]
 
     def prior(self, data: ImageData) -> np.ndarray:
+        if data.trained is not None:
+            return np.asarray(data.trained["prior"])
         return targets.prior(data.target, data.y[data.usable])
 
     # -- model ------------------------------------------------------------------------------------------
@@ -192,6 +237,8 @@ class Pipeline:
     def task(self, data: ImageData):
         if data.target.classification:
             return Classification()
+        if data.trained is not None:
+            return Regression(data.trained["y_mean"], data.trained["y_std"], self.session.spec.metric)
         y = data.y[data.usable]
         return Regression(y.mean(), y.std(), self.session.spec.metric)
 

@@ -28,7 +28,7 @@ from kit.train.tasks import SequenceTask
 
 @dataclass
 class SequenceData:
-    train: Sequences
+    train: Sequences | None  # None in predict mode
     test: Sequences
     target: Target
     sample: pd.DataFrame
@@ -39,6 +39,8 @@ class SequenceData:
     y_std: float
     identity: str = ""  # what decides training: the training table's values (kit.runtime.runs)
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
+    codes: dict[str, list] = field(default_factory=dict)  # each categorical column's values, in code order
+    prior: np.ndarray | None = None  # predict mode: the training run's (no training data here)
 
 
 class Pipeline:
@@ -49,11 +51,15 @@ class Pipeline:
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> SequenceData:
+        """Read and check the tables and pad them into sequences (in predict mode, only the test table and
+        the sample submission, coded as the training run coded its own)."""
         s, spec = self.session, self.spec
         if not spec.sequence_column or not spec.order_column or not spec.features:
             raise KitError("[data] needs sequence_column, order_column and features for a sequence template")
         if not spec.test:
             raise KitError("[data] test is empty: a sequence template needs the test table's file name")
+        if s.trained is not None:
+            return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
         test_path = paths.require_file(s.data_dir, spec.test, "test table")
         sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
@@ -84,9 +90,48 @@ class Pipeline:
         y_std = float(values.std()) if not target.classification else 1.0
         data = SequenceData(tr, te, target, sample, per_step, [len(codes[c]) for c in spec.categorical], positions,
                             y_mean, y_std, runs.digest(pd.util.hash_pandas_object(train, index=False).to_numpy(),
-                                                       np.array(target.columns)))
+                                                       np.array(target.columns)), codes={c: list(codes[c]) for c in codes})
         s.log(self.describe(data))
         return data
+
+    def _load_test(self, recipe: dict) -> SequenceData:
+        """Predict mode: the test table and the sample submission; categories the training run never saw get
+        the padding code, and say so."""
+        s, spec = self.session, self.spec
+        test_path = paths.require_file(s.data_dir, spec.test, "test table")
+        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
+        test = tables.read_csv(test_path, spec.id_column)
+        sample = tables.read_csv(sample_path, spec.id_column)
+        sequences.check_columns(test, spec, test_path, need_target=False)
+        tables.require_columns(sample, [spec.id_column], sample_path)
+        tables.require_unique(sample, spec.id_column, sample_path)
+        target = Target(**recipe["target"])
+        columns = tuple(c for c in sample.columns if c != spec.id_column)
+        if columns != target.columns:
+            raise KitError(f"{sample_path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the "
+                           f"model was trained for ({list(target.columns)[:4]}); predict with this competition's model")
+        codes = {c: pd.Index(v) for c, v in recipe["codes"].items()}
+        for column, known in codes.items():
+            unseen = int((~test[column].isin(known) & test[column].notna()).sum())
+            if unseen:
+                s.warn(f"{test_path.name}: {unseen} rows hold '{column}' values the training run never saw; they are coded as padding")
+        length = max(recipe["length"], int(test.groupby(spec.sequence_column).size().max()))
+        per_step = spec.task == "per_step"
+        te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
+        positions = self._sample_positions(te, test, sample, per_step, test_path, sample_path)
+        data = SequenceData(None, te, target, sample, per_step, recipe["cardinalities"], positions, recipe["y_mean"],
+                            recipe["y_std"], codes=recipe["codes"], prior=np.asarray(recipe["prior"]))
+        s.log(self.describe(data))
+        return data
+
+    def recipe(self, data: SequenceData) -> dict:
+        """What prediction needs from the training data (kit.runtime.trained): the target, the prior, the
+        categories' codes, the padded length and the target's scale. Feature standardisation is in each fold
+        model's own state."""
+        t = data.target
+        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
+                "codes": data.codes, "cardinalities": data.cardinalities, "length": data.train.length,
+                "y_mean": data.y_mean, "y_std": data.y_std}
 
     def identity(self, data: SequenceData) -> str:
         return data.identity
@@ -113,6 +158,9 @@ class Pipeline:
 
     def describe(self, data: SequenceData) -> str:
         tr, t = data.train, data.target
+        if tr is None:
+            return (f"test           {len(data.test.ids)} sequences, up to {data.test.length} steps (predict mode: "
+                    f"no training data here)\ntarget         {self.spec.task}, metric {self.spec.metric}")
         rows = int(tr.mask.sum())
         scored = f", {float((tr.weight > 0).sum()) / rows:.0%} of rows scored ({self.spec.score_mask})" if self.spec.score_mask else ""
         kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})" if t.classification else "value"
@@ -126,6 +174,8 @@ class Pipeline:
         import matplotlib.pyplot as plt
 
         tr = data.train
+        if tr is None:  # predict mode: the test sequences (no target)
+            tr = data.test
         fig, axes = plt.subplots(1, min(n, len(tr.ids)), figsize=(5 * min(n, len(tr.ids)), 3), squeeze=False)
         mean, std = sequences.standardizer(tr, np.arange(len(tr.ids)))
         for ax, i in zip(axes.flat, range(n)):
@@ -135,7 +185,7 @@ class Pipeline:
             order = self.spec.order_column
             ax.set(xlabel=f"step (by {order})" if order else "step", ylabel="feature (standardised)")
             lines, top = list(ax.get_lines()), ax
-            if data.per_step and not data.target.classification:
+            if data.per_step and not data.target.classification and tr.y is not None:
                 top = ax.twinx()  # the target in its own units, on the right; drawn over ax, so it holds the legend
                 lines += top.plot(tr.y[i, real], color="black", lw=1.2, label=f"{self.spec.target_column} (right axis)")
                 top.set_ylabel(self.spec.target_column)
@@ -151,6 +201,8 @@ class Pipeline:
         return cv.make_folds(len(data.train.ids), self.p.folds, self.p.seed, classes=classes)
 
     def prior(self, data: SequenceData) -> np.ndarray:
+        if data.prior is not None:
+            return data.prior
         tr = data.train
         values = tr.y[tr.weight > 0] if data.per_step else tr.y
         return targets.prior(data.target, values)
@@ -187,7 +239,7 @@ class Pipeline:
     def host_bytes(self, data: SequenceData) -> int:
         """Host memory a process that loads this data needs at its peak: the tables, and the CSVs they were
         built from, about twice as much again."""
-        arrays = [a for q in (data.train, data.test) for a in (q.x, q.cat, q.mask, q.weight, q.row_index, q.y) if a is not None]
+        arrays = [a for q in (data.train, data.test) if q is not None for a in (q.x, q.cat, q.mask, q.weight, q.row_index, q.y) if a is not None]
         return 3 * sum(a.nbytes for a in arrays)
 
     def release(self, data: SequenceData) -> None:

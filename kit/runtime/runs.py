@@ -6,7 +6,8 @@ it: the training parameters, the template and the competition's files and column
 labels, files), the fold split and the checkpoint format. The same settings find their folder again and reuse
 or resume it; changed ones train afresh in a new folder, and the earlier run's files stay where they were.
 Parameters that decide only where or how fast a run goes (folders, device, loader processes, the time
-budget, compile, parallel workers) are left out: changing them keeps the finished folds.
+budget, compile, parallel workers), or which run predicts (mode, model_dir), are left out: changing them keeps
+the finished folds.
 """
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ import numpy as np
 from kit import fields
 from kit.runtime import checkpoint
 
-FORMAT = 2  # what fold files hold; bump when a checkpoint written before could not be read the same way
+FORMAT = 3  # what fold files hold; bump when a checkpoint written before could not be read the same way (3: stamped)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
-                      "world_size")
+                      "world_size", "mode", "model_dir")
 RECORD, LATEST = "run.json", "latest.json"
 
 
@@ -53,6 +54,8 @@ def digest(*arrays) -> str:
 def open_run(session, pipe, data) -> str:
     """Point `session` at the folder of the run these parameters, data and split make, creating it; the
     notebook says in one line whether it is new (and what changed since the latest run) or an earlier one."""
+    if session.trained is not None:  # predict mode: the training run's folder, read-only under /kaggle/input
+        return session.trained.folder.name
     rec = record(session, pipe.identity(data), pipe.split(data))
     run = key(rec)
     if session.run == run:
@@ -92,6 +95,8 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def folder(session) -> Path:
+    if session.trained is not None:
+        return session.trained.folder
     if not session.run:
         raise RuntimeError("no run is open: kit.runtime.runs.open_run first")
     return session.output_dir / "checkpoints" / session.run

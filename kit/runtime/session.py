@@ -18,7 +18,7 @@ import torch
 import kit
 from kit import checks, fields
 from kit import params as kit_params
-from kit.runtime import faults, hardware, hub, paths, runs, versions
+from kit.runtime import faults, hardware, hub, paths, runs, trained, versions
 from kit.runtime.precision import Precision
 from kit.spec import Spec
 
@@ -36,6 +36,7 @@ class Session:
     started: float = field(default_factory=time.time)  # wall clock the time budget counts from
     worker: int | None = None  # the rank of a worker process (kit.runtime.distributed); None in the notebook
     run: str = ""  # the fingerprint of what trains (kit.runtime.runs), set once the data is loaded
+    trained: trained.Trained | None = None  # predict mode: the training run whose folds predict
 
     @property
     def device(self) -> torch.device:
@@ -66,16 +67,23 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
     warnings.filterwarnings("ignore", message="IProgress not found")
     p = kit_params.from_namespace(template, namespace)
+    predict = p.mode == "predict"  # the weights come from the checkpoints: no hub, no weights file
     libraries = versions.check()  # before anything that a too-old library would break
-    hub_note = hub.settle(wants_hub=getattr(p, "pretrained", False), weights_file=bool(getattr(p, "weights_path", "")))
+    hub_note = hub.settle(wants_hub=getattr(p, "pretrained", False) and not predict,
+                          weights_file=bool(getattr(p, "weights_path", "")) and not predict)
     spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
     if spec.template != template:
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
-    checks.setup(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
+    if not predict:
+        checks.setup(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
+    data = paths.data_dir(p.data_dir, spec.slug)
+    found = trained.find(p.model_dir, template, skip=(data,)) if predict else None
+    notes: list[str] = []
+    if found is not None:
+        p = trained.apply(found, p, notes.append)
     hw = hardware.detect(p.device)
     hardware.check_arch(hw)
     plan = hardware.plan(hw, p.num_workers, p.precision)
-    data = paths.data_dir(p.data_dir, spec.slug)
     out = paths.output_dir(p.output_dir)
     session = Session(
         template=template,
@@ -88,6 +96,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         output_dir=out,
         started=_process_start_time(),
         worker=worker,
+        trained=found,
     )
     configure_torch(plan)
     seed_everything(p.seed)
@@ -102,6 +111,12 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         session.warn(note)
     session.log(f"data           {data}")
     session.log(f"output         {out}")
+    if found is not None:
+        rerun = " on the hidden test set (a competition rerun)" if os.environ.get("KAGGLE_IS_COMPETITION_RERUN") else ""
+        session.log(f"predict mode   {found.folder}: folds {[f + 1 for f in found.folds]}, trained by kit {found.version}; "
+                    f"predicting{rerun}, no training")
+        for note in notes:
+            session.log(f"               {note}")
     return session
 
 

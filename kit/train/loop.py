@@ -66,6 +66,7 @@ class FitResult:
 class FoldFiles:
     best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
     last: Path  # the latest epoch: everything needed to resume
+    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.train.run.stamp)
 
     @property
     def done(self) -> Path:
@@ -259,7 +260,8 @@ class _Loop:
             r.best_score, r.best_epoch = score, epoch
             if self.dist.main:
                 checkpoint.save({"model": _state_dict(kept), "epoch": epoch, "score": score, "rows": rows,
-                                 "ema": kept is not self.model, "precision": self.precision.name}, self.files.best)
+                                 "ema": kept is not self.model, "precision": self.precision.name, "kit": self.files.stamp},
+                                self.files.best)
         record = {
             "epoch": epoch,
             "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),

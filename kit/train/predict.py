@@ -9,7 +9,7 @@ import pandas as pd
 
 from kit import files
 from kit.errors import KitError
-from kit.runtime import checkpoint, runs
+from kit.runtime import checkpoint, runs, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
 from kit.runtime.session import Session
@@ -34,6 +34,8 @@ def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]
     runs.open_run(session, pipe, data)
     for fold, path in fold_checkpoints(session).items():
         state = checkpoint.load(path)
+        if session.trained is not None:  # another run's checkpoint: it must be one this notebook can rebuild
+            trained.compatible(state.get("kit") or {}, path, session.template)
         model = pipe.model(data, pretrained=False)
         try:
             model.load_state_dict(state["model"])

@@ -54,6 +54,17 @@ def fold_files(session: Session, fold: int) -> FoldFiles:
     return FoldFiles(best=d / f"fold{fold}.pt", last=d / f"fold{fold}.last.pt")
 
 
+def stamp(session: Session, pipe, data) -> dict:
+    """What travels in every fold checkpoint so that an inference kernel can rebuild and use the model with
+    only the test files (kit.runtime.trained): format, kit version, template, the run's parameters and the
+    pipeline's recipe of the training data."""
+    import kit
+
+    record = runs.record(session, pipe.identity(data), [])
+    return {"format": runs.FORMAT, "version": kit.__version__, "template": session.template,
+            "params": record["params"], "recipe": pipe.recipe(data)}
+
+
 def fit_config(session: Session) -> FitConfig:
     p = session.params
     return FitConfig(
@@ -136,6 +147,8 @@ def train_folds(session: Session, pipe, data) -> CVResult:
     from kit.runtime import distributed
 
     p = session.params
+    if session.trained is not None:
+        return trained_folds(session, pipe, data)
     runs.open_run(session, pipe, data)
     splits = pipe.split(data)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
@@ -198,9 +211,10 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
         monitor.start()
     result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor)
     shard = (collective.rank, collective.world)
+    stamped = stamp(session, pipe, data)
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
-            saved = fold_files(session, fold)
+            saved = replace(fold_files(session, fold), stamp=stamped)
             desc = f"fold {fold + 1}/{len(splits)}"
             if fold_done(session, fold):
                 summary = checkpoint.load_json(saved.done)
@@ -266,19 +280,39 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                 break
     finally:
         monitor.stop()
+    return summarize(session, pipe, data, result)
+
+
+def trained_folds(session: Session, pipe, data) -> CVResult:
+    """Predict mode: no training; the training run's finished folds, as it summarised them, and the batch
+    size its tuning chose where it ran on this kind of device."""
+    folder = session.checkpoint_dir
+    session.log(f"predict mode: nothing trains here; the folds of {folder}")
+    result = CVResult(metric=session.spec.metric, planned=len(session.trained.folds))
+    for fold in session.trained.folds:
+        saved = fold_files(session, fold)
+        if saved.done.exists():
+            result.folds.append(checkpoint.load_json(saved.done))
+    pipe.batch_size, _ = resolve_batch(session, pipe, data, 0, train=False)
+    return summarize(session, pipe, data, result)
+
+
+def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
+    """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), against
+    the prior's, logged as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
         joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
-        result.score = metrics.score(cfg.metric, joined["pred"], joined["target"], joined.get("weight"))
+        result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
         prior = pipe.prior(data)
-        result.baseline = metrics.score(cfg.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
+        result.baseline = metrics.score(result.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
                                         joined.get("weight"))
         result.baseline_name = "the training mean" if len(prior) == 1 else "the class prior"
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
-            {"metric": cfg.metric, "score": result.score, "baseline": result.baseline,
+            {"metric": result.metric, "score": result.score, "baseline": result.baseline,
              "baseline_name": result.baseline_name, "folds": result.folds},
             indent=1, default=float))
     return result

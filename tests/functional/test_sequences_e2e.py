@@ -56,6 +56,10 @@ def test_ventilator_smoke_beats_predicting_the_mean(tmp_path, comp):
     sub = pd.read_csv(result.submission)
     assert list(sub.columns) == ["id", "pressure"] and sub["pressure"].between(0, 80).all()
     assert "(predicting the training mean:" in result.executed.read_text()
+    # the pair: the inference kernel, from the mounted output and the test files alone, submitted the same
+    assert result.inference is not None and result.inference != result.submission
+    inferred = pd.read_csv(result.inference)
+    assert (inferred["pressure"] - sub["pressure"]).abs().max() <= 1e-4
 
 
 def test_user_toml_per_sequence_labels(tmp_path, kaggle_user, write_toml):
