@@ -13,6 +13,8 @@ KAGGLE_PY := $(KAGGLE_VENV)/bin/python
 PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
+# push/status/output: INFER=1 acts on the inference kernel
+INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
 
 .PHONY: help venv kernel kernels push status output smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
 
@@ -36,14 +38,14 @@ kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, then push with the official kaggle client  (COMP=...)
-	@$(PY) -m kit push "$(COMP)"
+push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1])
+	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG)
 
-status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=...)
-	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,)
+status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
+	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,) $(INFER_FLAG)
 
-output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=...)
-	@$(PY) -m kit output "$(COMP)"
+output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=... [INFER=1])
+	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG)
 
 smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
 	@$(PY) -m kit smoke "$(COMP)"

@@ -52,22 +52,22 @@ def cmd_kernels(args) -> None:
 def cmd_push(args) -> None:
     from kit.kernel import push
 
-    answer = push.push(args.comp)
+    answer = push.push(args.comp, inference=args.inference)
     version = f" version {answer['version']}" if answer["version"] else ""
     print(f"pushed {answer['id']}{version}: {answer['url']}")
-    print(f"watch it with: make status COMP={args.comp} WAIT=1")
+    print(f"watch it with: make status {push.make_args(args.comp, args.inference)} WAIT=1")
 
 
 def cmd_status(args) -> None:
     from kit.kernel import push
 
-    push.status(args.comp, wait=args.wait)
+    push.status(args.comp, wait=args.wait, inference=args.inference)
 
 
 def cmd_output(args) -> None:
     from kit.kernel import push
 
-    folder, names = push.output(args.comp)
+    folder, names = push.output(args.comp, inference=args.inference)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
 
 
@@ -108,15 +108,19 @@ def parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_kernel)
     ks = sub.add_parser("kernels", help="build the bundle of every shipped config")
     ks.set_defaults(func=cmd_kernels)
+    infer = "act on the inference kernel (kernels/<name>-infer/) of a config with [inference]"
     pu = sub.add_parser("push", help="build if stale, then push the kernel with the official kaggle client")
     pu.add_argument("comp")
+    pu.add_argument("--inference", action="store_true", help=infer)
     pu.set_defaults(func=cmd_push)
     st = sub.add_parser("status", help="the latest run's status on Kaggle")
     st.add_argument("comp")
     st.add_argument("--wait", action="store_true", help="poll until it completes; exit 1 if it failed")
+    st.add_argument("--inference", action="store_true", help=infer)
     st.set_defaults(func=cmd_status)
     ou = sub.add_parser("output", help="download the latest run's outputs into kernels/<name>/output/")
     ou.add_argument("comp")
+    ou.add_argument("--inference", action="store_true", help=infer)
     ou.set_defaults(func=cmd_output)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
     s.add_argument("comp")

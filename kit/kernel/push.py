@@ -149,12 +149,19 @@ def _request_timeout(seconds: float) -> Iterator[None]:
 
 # -- the verbs ------------------------------------------------------------------------------------------------
 
-def push(comp: str) -> dict[str, Any]:
-    """Build `comp`'s bundle if it is stale, push it, and return what Kaggle answered."""
+def push(comp: str, inference: bool = False) -> dict[str, Any]:
+    """Build `comp`'s bundles if stale, push the training kernel (or with `inference` the inference kernel),
+    and return what Kaggle answered."""
+    from kit import config as kit_config
+
+    cfg = kit_config.load(comp)
+    _check_inference(cfg, inference)
     client = Client()
     built = bundle.build(comp)
     for warning in built.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if inference:
+        built = built.inference
     kernel = built.metadata["id"]
     with contextlib.redirect_stdout(sys.stderr):  # the client prints its own notes
         answer = client.call(f"push {kernel}", lambda: client.api.kernels_push(str(built.folder)))
@@ -168,28 +175,48 @@ def push(comp: str) -> dict[str, Any]:
     }
     bad = "; ".join(f"{k}: {', '.join(v)}" for k, v in invalid.items() if v)
     if bad:
+        table = "[inference]" if inference else "[kernel]"
         raise KitError(
-            f"push {kernel}: Kaggle did not accept these sources ({bad}); check the names in [kernel] of "
+            f"push {kernel}: Kaggle did not accept these sources ({bad}); check the names in {table} of "
             f"{built.config_path} (and that you joined the competition)"
         )
     return {"id": kernel, "url": answer.url, "version": answer.version_number, "rebuilt": built.changed}
 
 
-def kernel_id(cfg) -> str:
+def _check_inference(cfg, inference: bool) -> None:
+    if inference and cfg.inference is None:
+        raise KitError(f"{cfg.path} has no [inference] table, so there is no inference kernel: drop INFER=1 "
+                       "(--inference), or add an [inference] table to the config")
+
+
+def bundle_folder(cfg, inference: bool = False) -> Path:
+    """kernels/<name>/, or the inference kernel's kernels/<name>-infer/."""
+    return bundle.inference_folder(cfg) if inference else bundle.kernels_dir() / cfg.name
+
+
+def kernel_id(cfg, inference: bool = False) -> str:
     """The kernel's id from the built bundle (or from the config and username when not built yet)."""
-    meta_path = bundle.kernels_dir() / cfg.name / "kernel-metadata.json"
+    _check_inference(cfg, inference)
+    meta_path = bundle_folder(cfg, inference) / "kernel-metadata.json"
     if meta_path.is_file():
         return json.loads(meta_path.read_text())["id"]
-    return metadata.build(cfg, metadata.username())["id"]
+    build = metadata.build_inference if inference else metadata.build
+    return build(cfg, metadata.username())["id"]
 
 
-def status(comp: str, wait: bool = False, log: Callable[[str], None] = print) -> str:
+def make_args(comp: str, inference: bool) -> str:
+    """The make arguments that name this kernel again, for the hints in messages."""
+    return f"COMP={comp}{' INFER=1' if inference else ''}"
+
+
+def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, inference: bool = False) -> str:
     """The latest session's status; with `wait`, poll with backoff until it is final. ERROR raises."""
     from kit import config as kit_config
 
     client = Client()
-    kernel = kernel_id(kit_config.load(comp))
-    hint = f"push it first: make push COMP={comp}"
+    cfg = kit_config.load(comp)
+    kernel = kernel_id(cfg, inference)
+    hint = f"push it first: make push {make_args(comp, inference)}"
     delay, last = _seconds("KIT_POLL_S", 10.0), None
     while True:
         answer = client.call(f"status {kernel}", lambda: client.api.kernels_status(kernel), hint)
@@ -199,26 +226,27 @@ def status(comp: str, wait: bool = False, log: Callable[[str], None] = print) ->
             last = state
         if state == "ERROR":
             message = client.redact(" ".join((answer.failure_message or "no message").split()))
-            raise KitError(f"{kernel} failed on Kaggle: {message}; fetch its log with: make output COMP={comp}")
+            raise KitError(f"{kernel} failed on Kaggle: {message}; fetch its log with: make output {make_args(comp, inference)}")
         if not wait or state in FINAL:
             return state
         time.sleep(delay)
         delay = min(delay * 1.5, _seconds("KIT_POLL_MAX_S", 60.0))
 
 
-def output(comp: str) -> tuple[Path, list[str]]:
-    """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/."""
+def output(comp: str, inference: bool = False) -> tuple[Path, list[str]]:
+    """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/ (or the
+    inference kernel's folder)."""
     from kit import config as kit_config
 
     client = Client()
     cfg = kit_config.load(comp)
-    kernel = kernel_id(cfg)
-    target = bundle.kernels_dir() / cfg.name / "output"
+    kernel = kernel_id(cfg, inference)
+    target = bundle_folder(cfg, inference) / "output"
     with files.atomic_dir(target) as tmp:
         with contextlib.redirect_stdout(sys.stderr):
             names, _ = client.call(
                 f"output {kernel}",
                 lambda: client.api.kernels_output(kernel, str(tmp), force=True, quiet=True),
-                f"push it first: make push COMP={comp}",
+                f"push it first: make push {make_args(comp, inference)}",
             )
     return target, sorted(Path(n).name for n in names)
