@@ -13,10 +13,11 @@ KAGGLE_PY := $(KAGGLE_VENV)/bin/python
 PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
-# push/status/output: INFER=1 acts on the inference kernel
+# push/status/output: INFER=1 acts on the inference kernel; FORCE=1 pushes whatever GPU hours are left
 INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
+FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 
-.PHONY: help venv kernel kernels push status output smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output quota smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -38,14 +39,17 @@ kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1])
-	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG)
+push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1] [FORCE=1])
+	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG) $(FORCE_FLAG)
 
 status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
 	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,) $(INFER_FLAG)
 
 output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=... [INFER=1])
 	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG)
+
+quota: venv ## the GPU hours used and left this week, and when they refresh
+	@$(PY) -m kit quota
 
 smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
 	@$(PY) -m kit smoke "$(COMP)"

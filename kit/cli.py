@@ -52,7 +52,7 @@ def cmd_kernels(args) -> None:
 def cmd_push(args) -> None:
     from kit.kernel import push
 
-    answer = push.push(args.comp, inference=args.inference)
+    answer = push.push(args.comp, inference=args.inference, force=args.force)
     version = f" version {answer['version']}" if answer["version"] else ""
     print(f"pushed {answer['id']}{version}: {answer['url']}")
     print(f"watch it with: make status {push.make_args(args.comp, args.inference)} WAIT=1")
@@ -69,6 +69,13 @@ def cmd_output(args) -> None:
 
     folder, names = push.output(args.comp, inference=args.inference)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
+
+
+def cmd_quota(args) -> None:
+    from kit.kernel import push
+
+    for name, q in push.quota().items():
+        print(q.describe(name))
 
 
 def cmd_smoke(args) -> None:
@@ -112,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
     pu = sub.add_parser("push", help="build if stale, then push the kernel with the official kaggle client")
     pu.add_argument("comp")
     pu.add_argument("--inference", action="store_true", help=infer)
+    pu.add_argument("--force", action="store_true", help="push even when the week's GPU hours left are too few")
     pu.set_defaults(func=cmd_push)
     st = sub.add_parser("status", help="the latest run's status on Kaggle")
     st.add_argument("comp")
@@ -122,6 +130,8 @@ def parser() -> argparse.ArgumentParser:
     ou.add_argument("comp")
     ou.add_argument("--inference", action="store_true", help=infer)
     ou.set_defaults(func=cmd_output)
+    qu = sub.add_parser("quota", help="the GPU hours used and left this week")
+    qu.set_defaults(func=cmd_quota)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
     s.add_argument("comp")
     s.add_argument("-p", "--param", action="append", type=_value, metavar="KEY=VALUE", help="override a parameter")
