@@ -16,8 +16,11 @@ SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
 # push/status/output: INFER=1 acts on the inference kernel; FORCE=1 pushes whatever GPU hours are left
 INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
 FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
+# submit: MESSAGE reaches kit as written (quotes, $) through the environment, never through make's or the shell's parsing
+override MESSAGE := $(value MESSAGE)
+export MESSAGE
 
-.PHONY: help venv kernel kernels push status output quota smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output submit submissions quota smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -47,6 +50,12 @@ status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on E
 
 output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=... [INFER=1])
 	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG)
+
+submit: venv ## submit the kernel (the inference one if any) to its code competition  (COMP=... [MESSAGE=...] [VERSION=N])
+	@$(PY) -m kit submit "$(COMP)" $(if $(MESSAGE),-m "$$MESSAGE",) $(if $(VERSION),-v "$(VERSION)",)
+
+submissions: venv ## the latest submissions to the competition: date, status, public score  (COMP=...)
+	@$(PY) -m kit submissions "$(COMP)"
 
 quota: venv ## the GPU hours used and left this week, and when they refresh
 	@$(PY) -m kit quota

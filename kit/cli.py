@@ -20,6 +20,12 @@ def _value(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a version number (1, 2, ...), got '{text}'")
+    return int(text)
+
+
 def cmd_kernel(args) -> None:
     from kit.kernel import bundle
 
@@ -69,6 +75,26 @@ def cmd_output(args) -> None:
 
     folder, names = push.output(args.comp, inference=args.inference)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
+
+
+def cmd_submit(args) -> None:
+    from kit.kernel import submit
+
+    done = submit.submit(args.comp, message=args.message or "", version=args.version)
+    print(f"submitted {done.kernel} version {done.version} to {done.competition}: {done.message or 'ok'}")
+    if done.submission is not None:
+        print(f"submission {done.submission.ref}: {submit.describe(done.submission)}")
+    print(f"follow its score with: make submissions COMP={args.comp}")
+
+
+def cmd_submissions(args) -> None:
+    from kit.kernel import submit
+
+    competition, listed = submit.submissions(args.comp)
+    if not listed:
+        print(f"no submissions to {competition} yet")
+    for s in listed:
+        print(submit.describe(s))
 
 
 def cmd_quota(args) -> None:
@@ -130,6 +156,14 @@ def parser() -> argparse.ArgumentParser:
     ou.add_argument("comp")
     ou.add_argument("--inference", action="store_true", help=infer)
     ou.set_defaults(func=cmd_output)
+    sb = sub.add_parser("submit", help="submit the kernel (the inference kernel if any) to its code competition")
+    sb.add_argument("comp")
+    sb.add_argument("-m", "--message", help="the submission's description (default: kit <kernel> v<N>)")
+    sb.add_argument("-v", "--version", type=_positive, help="the kernel version to submit (default: the latest)")
+    sb.set_defaults(func=cmd_submit)
+    sl = sub.add_parser("submissions", help="the latest submissions to the config's competition, with scores")
+    sl.add_argument("comp")
+    sl.set_defaults(func=cmd_submissions)
     qu = sub.add_parser("quota", help="the GPU hours used and left this week")
     qu.set_defaults(func=cmd_quota)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
