@@ -13,8 +13,14 @@ KAGGLE_PY := $(KAGGLE_VENV)/bin/python
 PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
+# push/status/output: INFER=1 acts on the inference kernel; FORCE=1 pushes whatever GPU hours are left
+INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
+FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
+# submit: MESSAGE reaches kit as written (quotes, $) through the environment, never through make's or the shell's parsing
+override MESSAGE := $(value MESSAGE)
+export MESSAGE
 
-.PHONY: help venv kernel kernels push status output smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output submit submissions quota smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -36,14 +42,23 @@ kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, then push with the official kaggle client  (COMP=...)
-	@$(PY) -m kit push "$(COMP)"
+push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1] [FORCE=1])
+	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG) $(FORCE_FLAG)
 
-status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=...)
-	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,)
+status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
+	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,) $(INFER_FLAG)
 
-output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=...)
-	@$(PY) -m kit output "$(COMP)"
+output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=... [INFER=1])
+	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG)
+
+submit: venv ## submit the kernel (the inference one if any) to its code competition  (COMP=... [MESSAGE=...] [VERSION=N])
+	@$(PY) -m kit submit "$(COMP)" $(if $(MESSAGE),-m "$$MESSAGE",) $(if $(VERSION),-v "$(VERSION)",)
+
+submissions: venv ## the latest submissions to the competition: date, status, public score  (COMP=...)
+	@$(PY) -m kit submissions "$(COMP)"
+
+quota: venv ## the GPU hours used and left this week, and when they refresh
+	@$(PY) -m kit quota
 
 smoke: venv ## run the built notebook end to end on a tiny dataset in Kaggle's layout  (COMP=...)
 	@$(PY) -m kit smoke "$(COMP)"

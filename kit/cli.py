@@ -20,6 +20,12 @@ def _value(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a version number (1, 2, ...), got '{text}'")
+    return int(text)
+
+
 def cmd_kernel(args) -> None:
     from kit.kernel import bundle
 
@@ -52,23 +58,50 @@ def cmd_kernels(args) -> None:
 def cmd_push(args) -> None:
     from kit.kernel import push
 
-    answer = push.push(args.comp)
+    answer = push.push(args.comp, inference=args.inference, force=args.force)
     version = f" version {answer['version']}" if answer["version"] else ""
     print(f"pushed {answer['id']}{version}: {answer['url']}")
-    print(f"watch it with: make status COMP={args.comp} WAIT=1")
+    print(f"watch it with: make status {push.make_args(args.comp, args.inference)} WAIT=1")
 
 
 def cmd_status(args) -> None:
     from kit.kernel import push
 
-    push.status(args.comp, wait=args.wait)
+    push.status(args.comp, wait=args.wait, inference=args.inference)
 
 
 def cmd_output(args) -> None:
     from kit.kernel import push
 
-    folder, names = push.output(args.comp)
+    folder, names = push.output(args.comp, inference=args.inference)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
+
+
+def cmd_submit(args) -> None:
+    from kit.kernel import submit
+
+    done = submit.submit(args.comp, message=args.message or "", version=args.version)
+    print(f"submitted {done.kernel} version {done.version} to {done.competition}: {done.message or 'ok'}")
+    if done.submission is not None:
+        print(f"submission {done.submission.ref}: {submit.describe(done.submission)}")
+    print(f"follow its score with: make submissions COMP={args.comp}")
+
+
+def cmd_submissions(args) -> None:
+    from kit.kernel import submit
+
+    competition, listed = submit.submissions(args.comp)
+    if not listed:
+        print(f"no submissions to {competition} yet")
+    for s in listed:
+        print(submit.describe(s))
+
+
+def cmd_quota(args) -> None:
+    from kit.kernel import push
+
+    for name, q in push.quota().items():
+        print(q.describe(name))
 
 
 def cmd_smoke(args) -> None:
@@ -110,16 +143,31 @@ def parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_kernel)
     ks = sub.add_parser("kernels", help="build the bundle of every shipped config")
     ks.set_defaults(func=cmd_kernels)
+    infer = "act on the inference kernel (kernels/<name>-infer/) of a config with [inference]"
     pu = sub.add_parser("push", help="build if stale, then push the kernel with the official kaggle client")
     pu.add_argument("comp")
+    pu.add_argument("--inference", action="store_true", help=infer)
+    pu.add_argument("--force", action="store_true", help="push even when the week's GPU hours left are too few")
     pu.set_defaults(func=cmd_push)
     st = sub.add_parser("status", help="the latest run's status on Kaggle")
     st.add_argument("comp")
     st.add_argument("--wait", action="store_true", help="poll until it completes; exit 1 if it failed")
+    st.add_argument("--inference", action="store_true", help=infer)
     st.set_defaults(func=cmd_status)
     ou = sub.add_parser("output", help="download the latest run's outputs into kernels/<name>/output/")
     ou.add_argument("comp")
+    ou.add_argument("--inference", action="store_true", help=infer)
     ou.set_defaults(func=cmd_output)
+    sb = sub.add_parser("submit", help="submit the kernel (the inference kernel if any) to its code competition")
+    sb.add_argument("comp")
+    sb.add_argument("-m", "--message", help="the submission's description (default: kit <kernel> v<N>)")
+    sb.add_argument("-v", "--version", type=_positive, help="the kernel version to submit (default: the latest)")
+    sb.set_defaults(func=cmd_submit)
+    sl = sub.add_parser("submissions", help="the latest submissions to the config's competition, with scores")
+    sl.add_argument("comp")
+    sl.set_defaults(func=cmd_submissions)
+    qu = sub.add_parser("quota", help="the GPU hours used and left this week")
+    qu.set_defaults(func=cmd_quota)
     s = sub.add_parser("smoke", help="run the built notebook on a tiny dataset in the competition's Kaggle layout")
     s.add_argument("comp")
     s.add_argument("-p", "--param", action="append", type=_value, metavar="KEY=VALUE", help="override a parameter")

@@ -1,4 +1,4 @@
-"""Push a bundle, watch its run and fetch its outputs through the official `kaggle` client.
+"""Push a bundle, watch its run, fetch its outputs and read the GPU quota through the official `kaggle` client.
 
 Every failure is one line that says what to do: missing credentials, 401, 403 (competition rules not
 accepted), 404, 429 and 5xx (retried with backoff first), an `error` or `invalid*Sources` in a 200 answer,
@@ -13,12 +13,14 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kit import files
+from kit import files, params
 from kit.errors import KitError
 from kit.kernel import bundle, metadata
+from kit.runtime import budget
 
 T = TypeVar("T")
 RETRIES = 4  # after the first try, for 429, 5xx, time-outs and dropped connections
@@ -71,8 +73,9 @@ class Client:
     def redact(self, text: str) -> str:
         return text.replace(self.creds.secret, "***") if self.creds.secret else text
 
-    def call(self, what: str, fn: Callable[[], T], hint_404: str = "") -> T:
-        """`fn()` with up to RETRIES retries on 429, 5xx, time-outs and connection failures."""
+    def call(self, what: str, fn: Callable[[], T], hint_404: str = "", hint_403: str = "") -> T:
+        """`fn()` with up to RETRIES retries on 429, 5xx, time-outs and connection failures. The hints replace
+        the advice for a 404 (none by default) and a 403 (accept the rules, own the kernel)."""
         import requests
 
         delay = _seconds("KIT_RETRY_BASE_S", 2.0)
@@ -87,7 +90,7 @@ class Client:
                     retry = f"HTTP {status}"
                     wait = max(delay, _retry_after(e.response))
                 else:
-                    raise KitError(self.redact(_http_error(status, what, hint_404, e))) from None
+                    raise KitError(self.redact(_http_error(status, what, e, hint_404, hint_403))) from None
             except (TimeoutError, requests.ConnectionError, requests.Timeout) as e:
                 timed_out = isinstance(e, (TimeoutError, requests.Timeout)) or "timed out" in str(e).lower()
                 retry = "timed out" if timed_out else "no connection"
@@ -108,15 +111,15 @@ class Client:
         raise AssertionError("unreachable")
 
 
-def _http_error(status: int, what: str, hint_404: str, error: Exception) -> str:
+def _http_error(status: int, what: str, error: Exception, hint_404: str = "", hint_403: str = "") -> str:
     detail = ""
     if error.args:
         detail = " ".join(str(error.args[0]).split())[:200]
     if status == 401:
         return f"{what}: Kaggle rejected the credentials (HTTP 401); create a new API token at kaggle.com > Settings > API"
     if status == 403:
-        return (f"{what}: Kaggle refused (HTTP 403: {detail}); accept the competition's rules on its Kaggle page "
-                "(Join Competition), and check you own the kernel")
+        return f"{what}: Kaggle refused (HTTP 403: {detail}); " + (hint_403 or (
+            "accept the competition's rules on its Kaggle page (Join Competition), and check you own the kernel"))
     if status == 404:
         return f"{what}: not found on Kaggle (HTTP 404){'; ' + hint_404 if hint_404 else ''}"
     return f"{what}: Kaggle answered HTTP {status} ({detail})"
@@ -149,13 +152,23 @@ def _request_timeout(seconds: float) -> Iterator[None]:
 
 # -- the verbs ------------------------------------------------------------------------------------------------
 
-def push(comp: str) -> dict[str, Any]:
-    """Build `comp`'s bundle if it is stale, push it, and return what Kaggle answered."""
+def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, Any]:
+    """Build `comp`'s bundles if stale, push the training kernel (or with `inference` the inference kernel),
+    and return what Kaggle answered. A GPU kernel is refused unless `force` when the week's GPU hours left
+    are fewer than its planned run."""
+    from kit import config as kit_config
+
+    cfg = kit_config.load(comp)
+    _check_inference(cfg, inference)
     client = Client()
     built = bundle.build(comp)
     for warning in built.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if inference:
+        built = built.inference
     kernel = built.metadata["id"]
+    if built.metadata.get("enable_gpu") and not force:
+        _check_quota(client, kernel, *planned_hours(cfg, inference))
     with contextlib.redirect_stdout(sys.stderr):  # the client prints its own notes
         answer = client.call(f"push {kernel}", lambda: client.api.kernels_push(str(built.folder)))
     if answer.error:
@@ -168,28 +181,48 @@ def push(comp: str) -> dict[str, Any]:
     }
     bad = "; ".join(f"{k}: {', '.join(v)}" for k, v in invalid.items() if v)
     if bad:
+        table = "[inference]" if inference else "[kernel]"
         raise KitError(
-            f"push {kernel}: Kaggle did not accept these sources ({bad}); check the names in [kernel] of "
+            f"push {kernel}: Kaggle did not accept these sources ({bad}); check the names in {table} of "
             f"{built.config_path} (and that you joined the competition)"
         )
     return {"id": kernel, "url": answer.url, "version": answer.version_number, "rebuilt": built.changed}
 
 
-def kernel_id(cfg) -> str:
+def _check_inference(cfg, inference: bool) -> None:
+    if inference and cfg.inference is None:
+        raise KitError(f"{cfg.path} has no [inference] table, so there is no inference kernel: drop INFER=1 "
+                       "(--inference), or add an [inference] table to the config")
+
+
+def bundle_folder(cfg, inference: bool = False) -> Path:
+    """kernels/<name>/, or the inference kernel's kernels/<name>-infer/."""
+    return bundle.inference_folder(cfg) if inference else bundle.kernels_dir() / cfg.name
+
+
+def kernel_id(cfg, inference: bool = False) -> str:
     """The kernel's id from the built bundle (or from the config and username when not built yet)."""
-    meta_path = bundle.kernels_dir() / cfg.name / "kernel-metadata.json"
+    _check_inference(cfg, inference)
+    meta_path = bundle_folder(cfg, inference) / "kernel-metadata.json"
     if meta_path.is_file():
         return json.loads(meta_path.read_text())["id"]
-    return metadata.build(cfg, metadata.username())["id"]
+    build = metadata.build_inference if inference else metadata.build
+    return build(cfg, metadata.username())["id"]
 
 
-def status(comp: str, wait: bool = False, log: Callable[[str], None] = print) -> str:
+def make_args(comp: str, inference: bool) -> str:
+    """The make arguments that name this kernel again, for the hints in messages."""
+    return f"COMP={comp}{' INFER=1' if inference else ''}"
+
+
+def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, inference: bool = False) -> str:
     """The latest session's status; with `wait`, poll with backoff until it is final. ERROR raises."""
     from kit import config as kit_config
 
     client = Client()
-    kernel = kernel_id(kit_config.load(comp))
-    hint = f"push it first: make push COMP={comp}"
+    cfg = kit_config.load(comp)
+    kernel = kernel_id(cfg, inference)
+    hint = f"push it first: make push {make_args(comp, inference)}"
     delay, last = _seconds("KIT_POLL_S", 10.0), None
     while True:
         answer = client.call(f"status {kernel}", lambda: client.api.kernels_status(kernel), hint)
@@ -199,26 +232,92 @@ def status(comp: str, wait: bool = False, log: Callable[[str], None] = print) ->
             last = state
         if state == "ERROR":
             message = client.redact(" ".join((answer.failure_message or "no message").split()))
-            raise KitError(f"{kernel} failed on Kaggle: {message}; fetch its log with: make output COMP={comp}")
+            raise KitError(f"{kernel} failed on Kaggle: {message}; fetch its log with: make output {make_args(comp, inference)}")
         if not wait or state in FINAL:
             return state
         time.sleep(delay)
         delay = min(delay * 1.5, _seconds("KIT_POLL_MAX_S", 60.0))
 
 
-def output(comp: str) -> tuple[Path, list[str]]:
-    """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/."""
+def output(comp: str, inference: bool = False) -> tuple[Path, list[str]]:
+    """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/ (or the
+    inference kernel's folder)."""
     from kit import config as kit_config
 
     client = Client()
     cfg = kit_config.load(comp)
-    kernel = kernel_id(cfg)
-    target = bundle.kernels_dir() / cfg.name / "output"
+    kernel = kernel_id(cfg, inference)
+    target = bundle_folder(cfg, inference) / "output"
     with files.atomic_dir(target) as tmp:
         with contextlib.redirect_stdout(sys.stderr):
             names, _ = client.call(
                 f"output {kernel}",
                 lambda: client.api.kernels_output(kernel, str(tmp), force=True, quiet=True),
-                f"push it first: make push COMP={comp}",
+                f"push it first: make push {make_args(comp, inference)}",
             )
     return target, sorted(Path(n).name for n in names)
+
+
+# -- the weekly GPU quota -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Quota:
+    used_h: float
+    reserved_h: float  # held by sessions running now: not used yet, but not available either
+    allowed_h: float
+    refresh: datetime | None  # UTC
+
+    @property
+    def left_h(self) -> float:
+        return max(0.0, self.allowed_h - self.used_h - self.reserved_h)
+
+    def describe(self, name: str = "GPU") -> str:
+        held = f" ({self.reserved_h:.1f} h held by running sessions)" if self.reserved_h > 0 else ""
+        when = f"; refreshes {self.refresh:%Y-%m-%d %H:%M} UTC" if self.refresh else ""
+        return f"{name}: {self.used_h:.1f} h used of {self.allowed_h:.1f} h{held}, {self.left_h:.1f} h left this week{when}"
+
+
+def _hours(delta) -> float:
+    return delta.total_seconds() / 3600 if delta is not None else 0.0
+
+
+def quota(client: Client | None = None) -> dict[str, Quota]:
+    """This week's accelerator quota ("GPU", and "TPU" where Kaggle gives one) from GetAcceleratorQuotaStatistics."""
+    client = client or Client()
+    answer = client.call("quota", client.api.quota_view, "this Kaggle server does not report the quota",
+                         "check the API token (kaggle.com > Settings > API)")
+    out = {}
+    for name, q in (("GPU", answer.gpu_quota), ("TPU", answer.tpu_quota)):
+        if q is not None:
+            out[name] = Quota(_hours(q.time_used), _hours(q.time_reserved), _hours(q.total_time_allowed),
+                              answer.quota_refresh_time)
+    if "GPU" not in out:
+        raise KitError("quota: Kaggle's answer has no GPU quota")
+    return out
+
+
+def planned_hours(cfg, inference: bool = False) -> tuple[float, str]:
+    """GPU hours one run may take, and why: [params] time_budget_s, else what the notebook plans without it
+    (budget.total_budget: Kaggle's 12 h session, or the 9 h of a code competition's rerun for the inference
+    kernel, less kit's margin)."""
+    p = params.check(cfg.spec.template, cfg.params, f"{cfg.path}: [params]")
+    environ = {"KAGGLE_IS_COMPETITION_RERUN": "1"} if inference else {}
+    hours = budget.total_budget(p.time_budget_s, environ) / 3600
+    if p.time_budget_s > 0:
+        return hours, "[params] time_budget_s"
+    return hours, "a code competition's 9 h limit" if inference else "Kaggle's 12 h session limit"
+
+
+def _check_quota(client: Client, kernel: str, planned_h: float, why: str) -> None:
+    """Refuse a push that could run out of GPU hours mid-run; a quota that cannot be read does not block it."""
+    try:
+        gpu = quota(client)["GPU"]
+    except KitError as e:
+        print(f"warning: GPU quota unknown ({e}); pushing anyway", file=sys.stderr)
+        return
+    if gpu.left_h < planned_h:
+        when = f" (it refreshes {gpu.refresh:%Y-%m-%d %H:%M} UTC)" if gpu.refresh else ""
+        raise KitError(
+            f"push {kernel}: {gpu.left_h:.1f} GPU hours left this week{when}, fewer than the {planned_h:.1f} h "
+            f"its run may take ({why}); set a smaller [params] time_budget_s, or push anyway with FORCE=1 (--force)"
+        )

@@ -3,12 +3,14 @@
 The client is pointed here with KAGGLE_API_ENVIRONMENT=LOCALHOST (requests go to http://localhost/api/v1/...)
 and HTTP_PROXY=http://127.0.0.1:<port>, so the request line carries the absolute URL. Each API call is a JSON
 POST to /api/v1/<service>/<Method>; the server records it and answers from a per-method queue of scripted
-responses, or a default."""
+responses, or a default. An answer may be a function of the request's body (the defaults for submissions
+are: CreateCodeSubmission adds to `submissions`, which ListSubmissions lists newest first)."""
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,13 +30,12 @@ class FakeKaggle:
     scripted: dict[str, list[tuple]] = field(default_factory=dict)  # (status, body[, seconds to stall])
     defaults: dict[str, tuple[int, Any]] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)  # GET path -> bytes
+    submissions: list[dict] = field(default_factory=list)  # ApiSubmission JSON, oldest first
     leaked_auth: bool = False
 
     def __post_init__(self):
-        self.defaults.setdefault(
-            "SaveKernel",
-            (200, {"ref": "/code/tester/kernel", "url": "https://www.kaggle.com/code/tester/kernel", "versionNumber": 1}),
-        )
+        for method, answer in self.default_answers().items():
+            self.defaults.setdefault(method, (200, answer))
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -51,7 +52,7 @@ class FakeKaggle:
                 status, answer, *delay = queue.pop(0) if queue else fake.defaults.get(method, (404, {"code": 404, "message": "Not found"}))
                 if delay:
                     time.sleep(delay[0])  # a server that does not answer in time
-                self._send(status, answer)
+                self._send(status, answer(body or {}) if callable(answer) else answer)
 
             def do_GET(self):
                 path = urlparse(self.path).path
@@ -74,6 +75,50 @@ class FakeKaggle:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def default_answers(self) -> dict[str, Any | Callable[[dict], Any]]:
+        """Happy-path answers in the API's JSON shape (camelCase; durations as "<seconds>s", times in UTC)."""
+        return {
+            "SaveKernel": {"ref": "/code/tester/kernel", "url": "https://www.kaggle.com/code/tester/kernel", "versionNumber": 1},
+            "GetKernel": self._kernel,
+            "GetKernelSessionStatus": {"status": "COMPLETE"},
+            "CreateCodeSubmission": self._create_submission,
+            "ListSubmissions": lambda body: {"submissions": self.submissions[::-1][: body.get("pageSize", 20)], "nextPageToken": ""},
+            "GetAcceleratorQuotaStatistics": self.quota(used_h=10),
+        }
+
+    @staticmethod
+    def quota(used_h: float, allowed_h: float = 30, reserved_h: float = 0) -> dict:
+        """A GetAcceleratorQuotaStatistics answer: `used_h` of `allowed_h` GPU hours this week."""
+        def hours(h):
+            return f"{round(h * 3600)}s"
+        accelerator = {"timeUsed": hours(used_h), "timeReserved": hours(reserved_h), "totalTimeAllowed": hours(allowed_h),
+                       "minimumTimeAllowed": hours(allowed_h), "isPayToScaleEnabled": False, "hasEverRun": True}
+        tpu = {**accelerator, "timeUsed": "0s", "timeReserved": "0s", "totalTimeAllowed": "72000s", "minimumTimeAllowed": "72000s"}
+        return {"quotaRefreshTime": "2026-11-28T00:00:00Z", "gpuQuota": accelerator, "tpuQuota": tpu}
+
+    @staticmethod
+    def _kernel(body: dict) -> dict:
+        slug = body.get("kernelSlug", "")
+        return {
+            "metadata": {"id": 4242, "ref": f"{body.get('userName')}/{slug}", "title": slug, "author": body.get("userName"),
+                         "slug": slug, "lastRunTime": "2026-11-23T09:00:00.000Z", "language": "python",
+                         "kernelType": "notebook", "isPrivate": True, "enableGpu": True, "enableInternet": False,
+                         "currentVersionNumber": 3, "machineShape": "NvidiaTeslaT4"},
+            "blob": {"source": "{}", "language": "python", "kernelType": "notebook", "slug": slug},
+        }
+
+    def _create_submission(self, body: dict) -> dict:
+        ref = 50001 + len(self.submissions)
+        self.submissions.append(self.submission(ref, body.get("submissionDescription", ""), "PENDING"))
+        return {"message": f"Successfully submitted to {body.get('competitionName')}", "ref": ref}
+
+    @staticmethod
+    def submission(ref: int, description: str, status: str, public_score: str = "", date: str = "2026-11-23T10:00:00.000Z") -> dict:
+        return {"ref": ref, "totalBytes": 0, "date": date, "description": description, "errorDescription": "",
+                "fileName": "submission.csv", "publicScore": public_score, "privateScore": "", "status": status,
+                "submittedBy": "tester", "submittedByRef": "tester", "teamName": "tester",
+                "url": f"/competitions/submissions/{ref}"}
 
     @property
     def proxy(self) -> str:

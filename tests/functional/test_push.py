@@ -162,3 +162,45 @@ def test_failed_output_download_keeps_the_previous_output(env, fake_kaggle):
     fake_kaggle.script("ListKernelSessionOutput", *[(500, {"code": 500, "message": "oops"})] * 5)
     assert "server failed" in error_line(kit(env, "output", "dog-breed"))
     assert (folder / "submission.csv").read_text() == "old\n"
+
+
+# -- the inference kernel of a config with [inference] --------------------------------------------------------
+
+INFERENCE = "tester/dog-breed-efficientnet-inference"
+
+
+@pytest.fixture
+def pair(write_toml):
+    """The dog-breed config with an [inference] table: kernels/comp/ trains, kernels/comp-infer/ predicts."""
+    return str(write_toml("[inference]\n", base=True))
+
+
+def test_push_inference_pushes_the_inference_kernel(env, fake_kaggle, pair):
+    out = kit(env, "push", pair, "--inference")
+    assert out.returncode == 0, out.stderr
+    (call,) = fake_kaggle.called("SaveKernel")
+    assert call.body["slug"] == INFERENCE and call.body["kernelDataSources"] == ["tester/dog-breed-efficientnet"]
+    assert call.body.get("enableInternet", False) is False
+    assert f"pushed {INFERENCE} version 1" in out.stdout and "INFER=1 WAIT=1" in out.stdout
+
+
+def test_status_and_output_of_the_inference_kernel(env, fake_kaggle, pair):
+    fake_kaggle.script("GetKernelSessionStatus", (200, {"status": "COMPLETE"}))
+    out = kit(env, "status", pair, "--inference")
+    assert out.returncode == 0 and out.stdout == f"{INFERENCE}: COMPLETE\n", out.stderr
+    assert fake_kaggle.called("GetKernelSessionStatus")[0].body["kernelSlug"] == "dog-breed-efficientnet-inference"
+    fake_kaggle.files["/out/submission.csv"] = b"id,a\n1,0.5\n"
+    fake_kaggle.script("ListKernelSessionOutput", (200, {"files": [{"url": "http://localhost/out/submission.csv",
+                                                                     "fileName": "submission.csv"}], "log": ""}))
+    out = kit(env, "output", pair, "--inference")
+    assert out.returncode == 0, out.stderr
+    folder = Path(env["KIT_KERNELS_DIR"]) / "comp-infer" / "output"
+    assert (folder / "submission.csv").read_bytes() == b"id,a\n1,0.5\n"
+    assert not (Path(env["KIT_KERNELS_DIR"]) / "comp" / "output").exists()
+
+
+@pytest.mark.parametrize("verb", ["push", "status", "output"])
+def test_inference_without_an_inference_table_is_one_line(env, fake_kaggle, verb):
+    line = error_line(kit(env, verb, "dog-breed", "--inference"))
+    assert "has no [inference] table" in line and "drop INFER=1" in line
+    assert not fake_kaggle.calls
