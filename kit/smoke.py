@@ -93,8 +93,7 @@ def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: 
     for name in test_files(config.spec):
         source = data_dir / name
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, competition / name)
-    user = os.environ.get("KAGGLE_USERNAME") or "you"  # the smoke needs no Kaggle account
-    shutil.copytree(working, input_root / "notebooks" / user / metadata.kernel_slug(config))
+    shutil.copytree(working, input_root / "notebooks" / owner() / metadata.kernel_slug(config))
     out = infer / "kaggle" / "working"
     out.mkdir(parents=True)
     built = infer / "inference.ipynb"
@@ -104,6 +103,11 @@ def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: 
                 env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache"), **(env or {})})
     check_submission(out / "submission.csv", competition / config.spec.sample_submission, config.spec)
     return out / "submission.csv"
+
+
+def owner() -> str:
+    """The training kernel's owner in the mounted layout: the Kaggle user, where one is set (the smoke needs none)."""
+    return os.environ.get("KAGGLE_USERNAME") or "you"
 
 
 def same_predictions(a: Path, b: Path, spec: Spec, tolerance: float = 1e-4) -> None:

@@ -72,7 +72,7 @@ def test_the_inference_notebook_submits_what_the_training_kernel_did(trained_pai
     assert result.inference is not None
     competition = root / "inference" / "kaggle" / "input" / "competitions" / cfg.spec.slug
     assert sorted(p.name for p in competition.iterdir()) == ["sample_submission.csv", "test"]  # no labels, no train/
-    mounted = root / "inference" / "kaggle" / "input" / "notebooks" / "tester" / "dog-breed-efficientnet"
+    mounted = root / "inference" / "kaggle" / "input" / "notebooks" / smoke.owner() / "dog-breed-efficientnet"
     assert list(mounted.glob("checkpoints/*/fold*.pt"))
     a, b = pd.read_csv(result.submission), pd.read_csv(result.inference)
     numbers = a.columns[1:]
@@ -101,8 +101,8 @@ def test_no_trained_model_is_one_line(trained_pair, tmp_path):
     output = tmp_path / "no-checkpoints"  # a training kernel that wrote its submission and nothing else
     output.mkdir()
     shutil.copy2(root / "kaggle" / "working" / "submission.csv", output)
-    with pytest.raises(KitError, match=r"no trained kit model under .*it holds: competitions/dog-breed-identification, "
-                       r"notebooks/tester/dog-breed-efficientnet\); attach the training kernel's output"):
+    attached = f"competitions/dog-breed-identification, notebooks/{smoke.owner()}/dog-breed-efficientnet"
+    with pytest.raises(KitError, match=rf"no trained kit model under .*it holds: {attached}\); attach the training kernel's output"):
         smoke.run_inference(cfg, tmp_path, output, root / "kaggle" / "input" / cfg.spec.slug, SMALL)
 
 
