@@ -18,7 +18,7 @@ from kit.data import images, tables
 from kit.data.augment import ImageTransform, crop_area, flip_probability, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
-from kit.runtime import faults, hub, paths, runs
+from kit.runtime import faults, hub, paths, runs, trained
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -100,15 +100,7 @@ class Pipeline:
         """Predict mode: the sample submission and the test images, read as the training run read its own;
         the target columns must be those the model was trained for."""
         s, spec = self.session, self.session.spec
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        sample = tables.read_csv(sample_path, spec.id_column)
-        tables.require_columns(sample, [spec.id_column], sample_path)
-        tables.require_unique(sample, spec.id_column, sample_path)
-        target = Target(**recipe["target"])
-        columns = tuple(c for c in sample.columns if c != spec.id_column)
-        if columns != target.columns:
-            raise KitError(f"{sample_path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the "
-                           f"model was trained for ({list(target.columns)[:4]}); predict with this competition's model")
+        sample, sample_path, target = trained.sample_submission(s)
         test_dir = self._image_dir(spec.test_images, "test_images")
         test_ids = sample[spec.id_column].to_numpy(dtype=str)
         checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")

@@ -18,7 +18,7 @@ from kit.data import sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models import create_model
-from kit.runtime import faults, paths, runs
+from kit.runtime import faults, paths, runs, trained
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
@@ -99,17 +99,9 @@ class Pipeline:
         the padding code, and say so."""
         s, spec = self.session, self.spec
         test_path = paths.require_file(s.data_dir, spec.test, "test table")
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
         test = tables.read_csv(test_path, spec.id_column)
-        sample = tables.read_csv(sample_path, spec.id_column)
         sequences.check_columns(test, spec, test_path, need_target=False)
-        tables.require_columns(sample, [spec.id_column], sample_path)
-        tables.require_unique(sample, spec.id_column, sample_path)
-        target = Target(**recipe["target"])
-        columns = tuple(c for c in sample.columns if c != spec.id_column)
-        if columns != target.columns:
-            raise KitError(f"{sample_path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the "
-                           f"model was trained for ({list(target.columns)[:4]}); predict with this competition's model")
+        sample, sample_path, target = trained.sample_submission(s)
         codes = {c: pd.Index(v) for c, v in recipe["codes"].items()}
         for column, known in codes.items():
             unseen = int((~test[column].isin(known) & test[column].notna()).sum())
