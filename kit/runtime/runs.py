@@ -29,10 +29,14 @@ RECORD, LATEST = "run.json", "latest.json"
 
 def record(session, identity: str, split: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """What decides a run's artefacts, as plain JSON values."""
-    p = session.params
-    params = {k: getattr(p, k) for k in fields.names(type(p)) if k not in WHERE_AND_HOW_FAST}
-    return {"format": FORMAT, "template": session.template, "competition": session.spec.to_dict(), "params": params,
+    return {"format": FORMAT, "template": session.template, "competition": session.spec.to_dict(), "params": deciding(session),
             "data": identity, "split": digest(*(v for _, v in split))}
+
+
+def deciding(session) -> dict[str, Any]:
+    """The parameters that decide a run's artefacts: all but where and how fast it goes."""
+    p = session.params
+    return {k: getattr(p, k) for k in fields.names(type(p)) if k not in WHERE_AND_HOW_FAST}
 
 
 def key(rec: dict[str, Any]) -> str:

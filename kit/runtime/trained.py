@@ -53,12 +53,14 @@ def run_folders(root: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
             dirs[:] = []
             continue
         dirs[:] = sorted(d for d in dirs if depth < MAX_DEPTH and (folder / d).resolve() not in skipped)
-    latest: dict[Path, str] = {}
+    found_names = {(f.parent, f.name) for f in found}
+    latest = {}  # checkpoints/ folder -> its latest run, where that run is among those found
     for parent in {f.parent for f in found}:
         if (parent / runs.LATEST).is_file():
-            latest[parent] = str(checkpoint.load_json(parent / runs.LATEST).get("run", ""))
-    return [f for f in found if f.parent not in latest or latest[f.parent] == f.name or
-            not any(g.parent == f.parent and g.name == latest[f.parent] for g in found)]
+            name = str(checkpoint.load_json(parent / runs.LATEST).get("run", ""))
+            if (parent, name) in found_names:
+                latest[parent] = name
+    return [f for f in found if latest.get(f.parent, f.name) == f.name]
 
 
 def find(given: str, template: str, skip: tuple[Path, ...] = ()) -> Trained:

@@ -60,9 +60,8 @@ def stamp(session: Session, pipe, data) -> dict:
     pipeline's recipe of the training data."""
     import kit
 
-    record = runs.record(session, pipe.identity(data), [])
     return {"format": runs.FORMAT, "version": kit.__version__, "template": session.template,
-            "params": record["params"], "recipe": pipe.recipe(data)}
+            "params": runs.deciding(session), "recipe": pipe.recipe(data)}
 
 
 def fit_config(session: Session) -> FitConfig:
