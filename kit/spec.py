@@ -15,13 +15,15 @@ from kit.errors import KitError
 from kit.fields import setting
 
 TEMPLATES = ("cnn", "lstm", "transformer")
-METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc")
+METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples")
 _SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
                   "features", "categorical", "task", "score_mask")
 SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id_column", "target_column", "train_images",
                  "test_images", "image_ext"),
          "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS)}
-GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True}
+GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
+                     "f2_samples": True}
+LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
 
 
 def image_extension(ext: str) -> str:
@@ -43,8 +45,11 @@ class Competition:
 class Data:
     """File and column names, relative to the competition's input folder."""
 
-    train: str = "train.csv"  # cnn: id + label columns; sequences: the long table
-    test: str = ""  # cnn: unused (test ids come from sample_submission); sequences: the test long table
+    # cnn: files, a table of ids and labels with train_images/<id><image_ext>; folders, train_images/<class>/<file>
+    # and no table; pixels, tables whose rows are images (label + pixel0..pixelN-1, as digit-recognizer's)
+    layout: str = setting("files", choices=LAYOUTS)
+    train: str = "train.csv"  # cnn: id + label columns (files), label + pixel columns (pixels); sequences: the long table
+    test: str = ""  # cnn pixels: the test table of pixel columns; sequences: the test long table
     sample_submission: str = "sample_submission.csv"
     id_column: str = "id"
     target_column: str = "target"
