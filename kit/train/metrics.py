@@ -1,17 +1,25 @@
 """Competition metrics on (prediction, target) rows, with optional weights (a score mask is 0/1 weights)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from sklearn import metrics as skm
 
 from kit.spec import GREATER_IS_BETTER
 
+THRESHOLDED = ("f1_samples", "f2_samples")  # metrics of label sets, taken at a threshold
+THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric's threshold is looked for
+
 
 def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
-    """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values."""
+    """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values,
+    or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability)."""
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
+    if target.ndim == 2:
+        return multilabel(metric, pred, target, weight)
     if metric == "log_loss":
         p = np.clip(pred, 1e-15, 1.0)
         p = p / p.sum(1, keepdims=True)
@@ -39,3 +47,68 @@ def better(metric: str, a: float, b: float | None) -> bool:
     if b is None or np.isnan(b):
         return not np.isnan(a)
     return a > b if GREATER_IS_BETTER[metric] else a < b
+
+
+def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """auc: the mean of each label's ROC AUC (labels with one class in `target` left out); log_loss: the mean
+    binary log loss over every (row, label); f1_samples, f2_samples: the mean F-beta of each row's label set,
+    at the threshold that maximises it (`decide`)."""
+    truth = target > 0.5
+    if metric == "auc":
+        scored = [j for j in range(truth.shape[1]) if 0 < truth[:, j].sum() < len(truth)]
+        if not scored:
+            return float("nan")
+        return float(np.mean([skm.roc_auc_score(truth[:, j], pred[:, j], sample_weight=weight) for j in scored]))
+    if metric == "log_loss":
+        p = np.clip(pred, 1e-15, 1 - 1e-15)
+        cells = -(target * np.log(p) + (1 - target) * np.log(1 - p))
+        return float(np.average(cells.mean(1), weights=weight))
+    if metric in THRESHOLDED:
+        return decide(metric, pred, target, weight)[1]
+    raise ValueError(f"metric {metric} does not score multi-label predictions")
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How label probabilities become a label set: those above `threshold`, and the most probable one where
+    none is when `at_least_one` (every training row has a label, as in Planet's tags)."""
+
+    threshold: float = 0.5
+    at_least_one: bool = True
+
+
+def binarize(pred: np.ndarray, cut: Cut) -> np.ndarray:
+    """(N, C) probabilities -> (N, C) 0/1 float decisions."""
+    out = pred > cut.threshold
+    if cut.at_least_one and len(pred):
+        empty = ~out.any(1)
+        out[empty, pred[empty].argmax(1)] = True
+    return out.astype(np.float64)
+
+
+def fbeta_rows(truth: np.ndarray, decided: np.ndarray, beta: float) -> np.ndarray:
+    """Each row's F-beta of its decided label set against its true one (1 where both are empty), as
+    sklearn's fbeta_score(average="samples", zero_division=1) averages them; written out because the
+    threshold search calls it a hundred times per validation."""
+    tp = (truth & decided).sum(1).astype(np.float64)
+    fn, fp = truth.sum(1) - tp, decided.sum(1) - tp
+    b2 = beta * beta
+    denominator = (1 + b2) * tp + b2 * fn + fp
+    return np.divide((1 + b2) * tp, denominator, out=np.ones_like(tp), where=denominator > 0)
+
+
+def decide(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> tuple[Cut, float]:
+    """The cut that maximises the F-beta metric on these rows (out-of-fold predictions, or one fold's
+    validation rows), and the score there; the highest threshold among equal scores."""
+    truth = target > 0.5
+    beta = 2.0 if metric == "f2_samples" else 1.0
+    at_least_one = bool(truth.any(1).all())
+    best, best_score = Cut(0.5, at_least_one), float("nan")
+    if not len(truth):
+        return best, best_score
+    for threshold in THRESHOLDS:
+        cut = Cut(float(threshold), at_least_one)
+        value = float(np.average(fbeta_rows(truth, binarize(pred, cut) > 0, beta), weights=weight))
+        if np.isnan(best_score) or value >= best_score:
+            best, best_score = cut, value
+    return best, best_score

@@ -13,7 +13,7 @@ from kit.runtime import checkpoint, runs, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
 from kit.runtime.session import Session
-from kit.train import targets
+from kit.train import metrics, targets
 from kit.train.targets import Target
 
 
@@ -27,9 +27,10 @@ def fold_checkpoints(session: Session) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
-def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]]:
-    """Mean of the test predictions of every fold checkpoint, and which folds took part. Each fold predicts
-    in the precision it was trained in (a fold that fell back to fp32 may overflow in fp16)."""
+def ensemble(session: Session, pipe, data, oof: list | None = None) -> tuple[np.ndarray | None, list[int]]:
+    """Mean of the test predictions of every fold checkpoint, and which folds took part (their validation
+    rows appended to `oof`, when given). Each fold predicts in the precision it was trained in (a fold that
+    fell back to fp32 may overflow in fp16)."""
     total, used = None, []
     runs.open_run(session, pipe, data)
     for fold, path in fold_checkpoints(session).items():
@@ -50,6 +51,8 @@ def ensemble(session: Session, pipe, data) -> tuple[np.ndarray | None, list[int]
             continue
         total = pred if total is None else total + pred
         used.append(fold)
+        if oof is not None and state.get("rows"):
+            oof.append(state["rows"])
         session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, {precision.name})")
     return (None if total is None else total / len(used)), used
 
@@ -83,16 +86,32 @@ def predict_fold(session: Session, pipe, data, model, precision: Precision, desc
 def write_submission(session: Session, pipe, data) -> pd.DataFrame:
     """Ensemble the fold checkpoints (or fall back to the training prior when there are none), build the
     submission in the sample's id and column order, validate it, and write it atomically."""
-    pred, used = ensemble(session, pipe, data)
+    oof: list[dict] = []
+    pred, used = ensemble(session, pipe, data, oof)
     if pred is None:
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
         pred = np.tile(pipe.prior(data), (len(data.sample), 1))
+    if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
+        pred = metrics.binarize(pred, label_cut(session, oof))
     sub = pipe.submission(data, pred)
     validate(sub, data.sample, data.target, session.spec.id_column)
     path = session.output_dir / "submission.csv"
     files.write_text(path, sub.to_csv(index=False))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
     return sub
+
+
+def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
+    """Where the ensemble's label probabilities become label sets: the threshold that maximises the F-score
+    over the out-of-fold rows of the folds that predict (0.5 with none)."""
+    if not oof:
+        session.warn("no out-of-fold predictions to choose a threshold on: labels above 0.5 (and the likeliest)")
+        return metrics.Cut()
+    joined = {k: np.concatenate([r[k] for r in oof]) for k in oof[0]}
+    cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
+    session.log(f"labels above {cut.threshold:.2f}{' (at least the likeliest one)' if cut.at_least_one else ''}: "
+                f"the threshold with the best out-of-fold {session.spec.metric}, {value:.4f}")
+    return cut
 
 
 def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:
@@ -113,6 +132,12 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     if not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
     values = sub[list(target.columns)]
+    if target.kind == "tags":
+        allowed = set(target.classes)
+        wrong = [v for v in values.iloc[:, 0].astype(str) for t in v.split() if t not in allowed]
+        if wrong:
+            raise KitError(f"submission holds tags that are not labels: {wrong[:3]}")
+        return
     if target.kind == "label":
         allowed = set(map(str, target.classes))
         wrong = [v for v in values.iloc[:, 0] if str(v) not in allowed]
@@ -122,7 +147,7 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     numbers = values.to_numpy(dtype=np.float64)
     if not np.isfinite(numbers).all():
         raise KitError(f"submission holds {int((~np.isfinite(numbers)).sum())} NaN or infinite values")
-    if target.kind in ("probs", "binary"):
+    if target.kind in ("probs", "binary", "multi"):
         if numbers.min() < 0 or numbers.max() > 1:
             raise KitError("submission probabilities fall outside [0, 1]")
         if target.kind == "probs" and not np.allclose(numbers.sum(1), 1.0, atol=1e-3):

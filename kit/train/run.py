@@ -40,6 +40,7 @@ class CVResult:
     score: float = float("nan")  # out-of-fold score over the finished folds
     baseline: float = float("nan")  # the same rows predicted with the training mean (or class prior)
     baseline_name: str = "the training mean"
+    threshold: float | None = None  # F-score metrics of label sets: where the out-of-fold score is taken
     planned: int = 0
     monitor: Monitor | None = None
     error: str = ""  # what stopped training early, if something failed after a fold checkpoint existed
@@ -304,15 +305,19 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
     if rows:
         joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
         result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
+        multilabel = joined["target"].ndim == 2
+        if multilabel and result.metric in metrics.THRESHOLDED:
+            result.threshold = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))[0].threshold
         prior = pipe.prior(data)
         result.baseline = metrics.score(result.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
                                         joined.get("weight"))
-        result.baseline_name = "the training mean" if len(prior) == 1 else "the class prior"
+        result.baseline_name = ("each label's frequency" if multilabel else
+                                "the training mean" if len(prior) == 1 else "the class prior")
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
             {"metric": result.metric, "score": result.score, "baseline": result.baseline,
-             "baseline_name": result.baseline_name, "folds": result.folds},
+             "baseline_name": result.baseline_name, "threshold": result.threshold, "folds": result.folds},
             indent=1, default=float))
     return result
 
@@ -325,6 +330,6 @@ def summary_table(result: CVResult) -> str:
         )
     lines.append(
         f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
-        f"(predicting {result.baseline_name}: {result.baseline:.4f})"
+        f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}(predicting {result.baseline_name}: {result.baseline:.4f})"
     )
     return "\n".join(lines)

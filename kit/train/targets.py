@@ -3,7 +3,11 @@
 - several target columns: class probabilities, one column per class, in the sample's column order;
 - one column, metric auc or log_loss, two classes: the probability of the second (sorted) class;
 - one column, metric accuracy: the predicted label;
-- one column, metric mae or rmse: a value.
+- one column, metric mae or rmse: a value;
+- multi-label ("multi"): the training table holds the sample's target columns, as 0/1 (or probabilities);
+  the submission holds per-label probabilities, or 0/1 under an F-score metric;
+- multi-label ("tags"): one column of space-separated tags in both, metric f1_samples or f2_samples; the
+  submission holds the tags whose probability passes a threshold chosen on the out-of-fold predictions.
 """
 from __future__ import annotations
 
@@ -14,8 +18,10 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
+from kit.train.metrics import THRESHOLDED
 
-KINDS = ("probs", "binary", "label", "value")
+KINDS = ("probs", "binary", "label", "value", "multi", "tags")
+MULTI_METRICS = ("auc", "log_loss", *THRESHOLDED)  # what scores a multi-label target
 
 
 @dataclass(frozen=True)
@@ -30,13 +36,23 @@ class Target:
 
     @property
     def classification(self) -> bool:
-        return self.kind != "value"
+        """One class per row (a class index per row, softmax outputs)."""
+        return self.kind in ("probs", "binary", "label")
+
+    @property
+    def multilabel(self) -> bool:
+        """Any number of labels per row (a 0/1 vector per row, sigmoid outputs)."""
+        return self.kind in ("multi", "tags")
 
 
 def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str) -> Target:
     """The target of a competition whose training labels are `labels` and whose sample submission has
     `sample_columns` after the id column. `where` names the labels' file and column in errors."""
     labels = labels.dropna()
+    if metric in THRESHOLDED:
+        raise KitError(f"{where}: metric {metric} scores sets of labels, but the sample submission's column "
+                       f"'{sample_columns[0]}' holds one label per row; use accuracy, or give each row its labels "
+                       "as space-separated tags")
     if len(sample_columns) > 1:
         known = set(sample_columns)
         absent = [v for v in pd.unique(labels) if str(v) not in known]
@@ -65,8 +81,46 @@ def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str)
     return Target("label", (column,), classes)
 
 
-def encode(target: Target, labels: pd.Series) -> np.ndarray:
-    """Class indices (int64) for classification, float32 values for regression."""
+def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_column: str, where: str) -> Target | None:
+    """The multi-label target, or None when the labels are one class (or value) per row: "multi" when the
+    training `table` holds every one of two or more sample columns, "tags" under an F-score metric (the
+    labels in `target_column`, space-separated). `where` names the training table in errors."""
+    held = [c for c in sample_columns if c in table.columns]
+    if len(sample_columns) > 1 and 0 < len(held) < len(sample_columns):
+        absent = [c for c in sample_columns if c not in table.columns]
+        raise KitError(f"{where}: holds the label columns {', '.join(held[:3])} of the sample submission but not "
+                       f"'{absent[0]}' ({len(absent)} such columns); every submission column needs its 0/1 training column")
+    if len(sample_columns) > 1 and len(held) == len(sample_columns):
+        if metric not in MULTI_METRICS:
+            raise KitError(f"{where}: {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} ...) with "
+                           f"metric {metric}; a multi-label target is scored by {', '.join(MULTI_METRICS)}")
+        values = table[sample_columns]
+        for column in sample_columns:
+            numbers = pd.to_numeric(values[column], errors="coerce")
+            wrong = np.flatnonzero(~numbers.between(0.0, 1.0).to_numpy())
+            if len(wrong):
+                raise KitError(f"{where}, column '{column}': {values[column].iloc[wrong[0]]!r} (row {wrong[0] + 2}) is "
+                               f"not a probability in [0, 1] ({len(wrong)} such rows); label columns hold 0 or 1")
+        return Target("multi", tuple(sample_columns), tuple(sample_columns))
+    if metric not in THRESHOLDED or len(sample_columns) != 1:
+        return None
+    tags = sorted({t for row in table[target_column].dropna().astype(str) for t in row.split()})
+    if len(tags) < 2:
+        raise KitError(f"{where}, column '{target_column}': {len(tags)} distinct tag(s); a multi-label target needs two or more")
+    return Target("tags", (sample_columns[0],), tuple(tags))
+
+
+def encode(target: Target, labels: pd.Series | pd.DataFrame) -> np.ndarray:
+    """Class indices (int64) for classification, float32 values for regression, (rows, labels) float32 0/1
+    (or probabilities) for multi-label: `labels` is then the label columns ("multi") or the tags column."""
+    if target.kind == "multi":
+        return labels[list(target.columns)].to_numpy(dtype=np.float32)
+    if target.kind == "tags":
+        index = {t: i for i, t in enumerate(target.classes)}
+        out = np.zeros((len(labels), len(index)), np.float32)
+        for row, tags in enumerate(labels.fillna("").astype(str)):
+            out[row, [index[t] for t in tags.split()]] = 1.0
+        return out
     if not target.classification:
         return labels.to_numpy(dtype=np.float32)
     codes = pd.Categorical(labels.astype(str), categories=[str(c) for c in target.classes]).codes
@@ -74,8 +128,12 @@ def encode(target: Target, labels: pd.Series) -> np.ndarray:
 
 
 def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Model predictions (N, outputs): probabilities, or values in target units -> submission columns."""
-    if target.kind == "probs":
+    """Model predictions (N, outputs): probabilities, values in target units, or (multi-label under an F-score)
+    0/1 decisions -> submission columns."""
+    if target.kind == "tags":
+        names = np.asarray(target.classes, dtype=object)
+        return {target.columns[0]: np.array([" ".join(names[row > 0.5]) for row in pred], dtype=object)}
+    if target.kind in ("probs", "multi"):
         return {c: pred[:, i] for i, c in enumerate(target.columns)}
     if target.kind == "binary":
         return {target.columns[0]: pred[:, 1]}
@@ -86,6 +144,8 @@ def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
 
 def prior(target: Target, encoded: np.ndarray) -> np.ndarray:
     """(outputs,) the prediction that knows only the training labels: class frequencies or the mean."""
+    if target.multilabel:  # each label's frequency
+        return encoded.mean(0).astype(np.float64) if len(encoded) else np.full(target.outputs, 0.5)
     if not target.classification:
         return np.array([float(np.mean(encoded))], dtype=np.float64)
     counts = np.bincount(encoded, minlength=target.outputs).astype(np.float64)

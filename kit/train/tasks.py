@@ -39,6 +39,26 @@ class Classification:
         return {"pred": self.predict(output), "target": batch["target"]}
 
 
+class MultiLabel:
+    """Any number of labels per image: binary cross-entropy on each label's logit (targets 0/1, or soft);
+    predictions are each label's sigmoid probability."""
+
+    def __init__(self, input_key: str = "image"):
+        self.input_key = input_key
+        self.loss_metric = None  # log_loss of a multi-label target is this loss, but the F-scores and AUC are not
+
+    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+        logits = model(batch[self.input_key])
+        loss = F.binary_cross_entropy_with_logits(logits.float(), batch["target"].float())
+        return {"loss": loss, "output": logits}
+
+    def predict(self, output: torch.Tensor) -> torch.Tensor:
+        return output.float().sigmoid()
+
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
+        return {"pred": self.predict(output), "target": batch["target"].float()}
+
+
 class Regression:
     """Targets standardised with the training mean and std; MSE for rmse, L1 for mae; predictions in
     target units."""
