@@ -149,6 +149,61 @@ class ImageFiles:
         return out
 
 
+@dataclass
+class PixelImages:
+    """Images given as pixels (a table's rows), resized to `side` when read: the cache's source, and the
+    fallback where the cache has no room."""
+
+    pixels: np.ndarray  # (n, h, w) uint8 grayscale
+    side: int
+    bad: dict[int, str] = field(default_factory=dict)  # always empty: every row is an image
+
+    @property
+    def count(self) -> int:
+        return len(self.pixels)
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        import torch
+        import torch.nn.functional as F
+
+        x = torch.from_numpy(np.ascontiguousarray(self.pixels[rows]))[:, None].float()  # (n, 1, h, w)
+        if x.shape[-1] != self.side:
+            x = F.interpolate(x, size=(self.side, self.side), mode="bilinear", align_corners=False, antialias=True)
+        x = x.round().clamp(0, 255).to(torch.uint8)[:, 0, :, :, None].expand(-1, -1, -1, 3)
+        return np.ascontiguousarray(x.numpy())  # (n, side, side, 3), gray in every channel
+
+
+def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "resize",
+                log: Callable[[str], None] = print) -> ImageCache:
+    """The images of `pixels` resized once into a cache under `cache_dir` (reused for the same pixels)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
+    cache = ImageCache(data_path, len(pixels), side)
+    if meta_path.exists() and data_path.exists() and data_path.stat().st_size == cache.nbytes:
+        log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
+        return cache
+    out = np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape)
+    source = PixelImages(pixels, side)
+    for start in range(0, len(pixels), 1024):
+        rows = np.arange(start, min(start + 1024, len(pixels)))
+        out[rows] = source.read(rows)
+    out.flush()
+    del out
+    files.write_text(meta_path, json.dumps({"side": side, "count": len(pixels), "bad": {}}, sort_keys=True))
+    log(f"{desc}: {len(pixels)} images of {pixels.shape[1]} x {pixels.shape[2]} pixels resized into {data_path} "
+        f"({cache.nbytes / 2**20:.0f} MB)")
+    return cache
+
+
+def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[Path, Path]:
+    from kit import __version__
+
+    h = hashlib.sha256(f"kit-pixel-cache/{CACHE_FORMAT}/{__version__}/{side}/{pixels.shape}".encode())
+    h.update(np.ascontiguousarray(pixels).tobytes())
+    key = h.hexdigest()[:20]
+    return cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
+
+
 def streaming(paths: Sequence[Path], side: int, workers: int) -> ImageFiles:
     """ImageFiles for `paths`, with files that are missing or not images found now (headers only)."""
     names = [str(p) for p in paths]

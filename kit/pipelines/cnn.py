@@ -13,8 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit import checks
-from kit.data import images, tables
+from kit.data import images, layouts, tables
 from kit.data.augment import ImageTransform, crop_area, flip_probability, hflip
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
@@ -23,7 +22,7 @@ from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.predict import submission_frame
 from kit.train.targets import Target
-from kit.train.tasks import Classification, Regression
+from kit.train.tasks import Classification, MultiLabel, Regression
 
 MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
 
@@ -53,47 +52,44 @@ class Pipeline:
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
-        """Read and check the labels and the sample submission, then decode all images once (in predict
-        mode, only the sample submission and the test images)."""
+        """Read and check the training labels (by layout: kit.data.layouts) and the sample submission, then
+        decode all images once (in predict mode, only the sample submission and the test images)."""
         s, spec = self.session, self.session.spec
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        labels_path = paths.require_file(s.data_dir, spec.train, "training labels")
         sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        labels = tables.read_csv(labels_path, spec.id_column)
         sample = tables.read_csv(sample_path, spec.id_column)
-        tables.require_columns(labels, [spec.id_column, spec.target_column], labels_path)
         tables.require_columns(sample, [spec.id_column], sample_path)
-        tables.require_unique(labels, spec.id_column, labels_path)
         tables.require_unique(sample, spec.id_column, sample_path)
-        labels = labels[labels[spec.target_column].notna()].reset_index(drop=True)
         target_columns = [c for c in sample.columns if c != spec.id_column]
         if not target_columns:
             raise KitError(f"{sample_path.name}: only an id column; the sample submission needs target columns")
-        target = targets.infer(spec.metric, labels[spec.target_column], target_columns,
-                               f"{labels_path.name}, column '{spec.target_column}'")
-        train_dir = self._image_dir(spec.train_images, "train_images")
-        test_dir = self._image_dir(spec.test_images, "test_images")
-        ids = labels[spec.id_column].to_numpy(dtype=str)
-        test_ids = sample[spec.id_column].to_numpy(dtype=str)
-        checks.image_files(train_dir, spec.train_images, ids, spec.image_ext, labels_path.name, "train_images")
-        checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
-        train_paths = [train_dir / f"{i}{spec.image_ext}" for i in ids]
-        test_paths = [test_dir / f"{i}{spec.image_ext}" for i in test_ids]
-        train_cache, test_cache = self._decode({"train": train_paths, "test": test_paths})
-        images.check_bad(train_cache, [f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], "train",
-                         "are left out of training", MAX_BAD_SHARE, s.log)
-        images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
-                         "are predicted with the training prior", MAX_BAD_SHARE, s.log)
-        y = targets.encode(target, labels[spec.target_column])
+        table, where = layouts.training_table(spec, s.data_dir)
+        target = targets.multi(spec.metric, table, target_columns, spec.target_column, where)
+        if target is None:
+            tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
+            table = table[table[spec.target_column].notna()].reset_index(drop=True)
+            target = targets.infer(spec.metric, table[spec.target_column], target_columns, f"{where}, column '{spec.target_column}'")
+        elif target.kind == "tags":
+            tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
+        others = [spec.id_column, spec.target_column, *(target.columns if target.kind == "multi" else ())]
+        pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
+        train = layouts.training_source(spec, s.data_dir, table, where, pixels)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
+        train_cache, test_cache = self._decode({"train": train, "test": test})
+        images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
+        images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
+        y = targets.encode(target, table if target.kind == "multi" else table[spec.target_column])
+        ids = table[spec.id_column].to_numpy(dtype=str)
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
-        stamps = [f"{p.name}|{p.stat().st_size if p.exists() else -1}" for p in train_paths]
-        identity = runs.digest(ids, y, usable, np.array(target.columns), np.array(stamps))
+        identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
         data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, identity, flip)
         s.log(self.describe(data))
         if self.p.hflip == "auto":
             s.log(f"hflip auto     {flip:g}: {why}")
+        if target.multilabel and (self.p.mixup or self.p.cutmix):
+            s.warn("mixup and cutmix mix one class per image; they are off for this multi-label target")
         return data
 
     def _load_test(self, recipe: dict) -> ImageData:
@@ -101,12 +97,9 @@ class Pipeline:
         the target columns must be those the model was trained for."""
         s, spec = self.session, self.session.spec
         sample, sample_path, target = trained.sample_submission(s)
-        test_dir = self._image_dir(spec.test_images, "test_images")
-        test_ids = sample[spec.id_column].to_numpy(dtype=str)
-        checks.image_files(test_dir, spec.test_images, test_ids, spec.image_ext, sample_path.name, "test_images")
-        (test_cache,) = self._decode({"test": [test_dir / f"{i}{spec.image_ext}" for i in test_ids]})
-        images.check_bad(test_cache, [f"{spec.test_images}/{i}{spec.image_ext}" for i in test_ids], "test",
-                         "are predicted with the training prior", MAX_BAD_SHARE, s.log)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path)
+        (test_cache,) = self._decode({"test": test})
+        images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         none = np.zeros(0, np.int64)
         data = ImageData(none.astype(str), none, none, target, sample, None, test_cache, hflip=recipe["hflip"], trained=recipe)
         s.log(self.describe(data))
@@ -120,23 +113,21 @@ class Pipeline:
         return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
                 "hflip": data.hflip, "y_mean": float(y.mean()) if len(y) else 0.0, "y_std": float(y.std()) if len(y) else 1.0}
 
-    def _decode(self, splits: dict[str, list[Path]]) -> list:
-        """Each split's images decoded once into the uint8 cache, or streamed where the disk has no room."""
+    def _decode(self, splits: dict[str, layouts.Source]) -> list:
+        """Each split's images decoded once into the uint8 cache (pixel rows resized once), or streamed where
+        the disk has no room."""
         s = self.session
         side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, images.default_cache_dir()
-        need = sum(images.bytes_to_build(p, side, cache_dir) for p in splits.values())
+        need = sum(images.bytes_to_build(src.paths, side, cache_dir) if src.paths is not None
+                   else len(src.pixels) * side * side * 3 for src in splits.values())
         refusal = images.cache_refusal(need, cache_dir) if need else ""
         if refusal:
             s.warn(f"no decoded-image cache: {refusal}; streaming from the image files instead (each epoch "
                    "decodes them again, so lower image_size or free space for speed)")
-            return [images.streaming(p, side, workers) for p in splits.values()]
-        return [images.build_cache(p, side, cache_dir, workers, f"decode {name}", s.log) for name, p in splits.items()]
-
-    def _image_dir(self, name: str, key: str) -> Path:
-        path = self.session.data_dir / name
-        if not path.is_dir():
-            raise KitError(f"image folder '{name}' not found in {self.session.data_dir}; fix [data] {key} in the config")
-        return path
+            return [images.streaming(src.paths, side, workers) if src.paths is not None else images.PixelImages(src.pixels, side)
+                    for src in splits.values()]
+        return [images.build_cache(src.paths, side, cache_dir, workers, f"decode {name}", s.log) if src.paths is not None
+                else images.pixel_cache(src.pixels, side, cache_dir, f"resize {name}", s.log) for name, src in splits.items()]
 
     def describe(self, data: ImageData) -> str:
         t = data.target
@@ -146,6 +137,11 @@ class Pipeline:
         elif t.classification:
             counts = np.bincount(data.y[data.usable], minlength=t.outputs)
             line += f", {t.outputs} classes ({counts.min()} to {counts.max()} images per class)"
+        elif t.multilabel:
+            counts = (data.y[data.usable] > 0.5).sum(0)
+            per = (data.y[data.usable] > 0.5).sum(1)
+            line += (f", {t.outputs} labels ({counts.min()} to {counts.max()} images per label, {per.mean():.2g} labels "
+                     "per image)")
         else:
             line += f", target mean {data.y.mean():.4g}, std {data.y.std():.4g}"
         return f"{line}\ntest           {data.test_cache.count} images\nsubmission     {t.kind}: {', '.join(t.columns[:4])}{' ...' if len(t.columns) > 4 else ''}"
@@ -167,7 +163,7 @@ class Pipeline:
             if predict:
                 label = data.sample[self.session.spec.id_column].iloc[r]
             else:
-                label = data.target.classes[data.y[r]] if data.target.classification else f"{data.y[r]:.3g}"
+                label = sample_label(data.target, data.y[r])
             text, size = sample_title(str(label))
             ax.set_title(text, fontsize=size)
         fig.tight_layout()
@@ -229,6 +225,8 @@ class Pipeline:
     def task(self, data: ImageData):
         if data.target.classification:
             return Classification()
+        if data.target.multilabel:
+            return MultiLabel()
         if data.trained is not None:
             return Regression(data.trained["y_mean"], data.trained["y_std"], self.session.spec.metric)
         y = data.y[data.usable]
@@ -310,6 +308,15 @@ class _TransformImages:
         if self.mixer is not None and len(batch["image"]) % 2 == 0:  # timm mixes pairs: an odd last batch stays
             batch["image"], batch["target"] = self.mixer(batch["image"], batch["target"])
         return batch
+
+
+def sample_label(target: Target, y) -> str:
+    """A training image's label as the grid titles it: its class, its labels, or its value."""
+    if target.classification:
+        return str(target.classes[y])
+    if target.multilabel:
+        return " ".join(str(c) for c, on in zip(target.classes, y) if on > 0.5)
+    return f"{y:.3g}"
 
 
 def sample_title(label: str, width: int = 24) -> tuple[str, float]:

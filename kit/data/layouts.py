@@ -1,0 +1,155 @@
+"""Where an image competition keeps its images, by [data] layout, and which training row is which image.
+
+- files: a table of ids and labels, and train_images/<id><image_ext> (dog-breed, Planet);
+- folders: train_images/<class>/<file>, no table (plant-seedlings); the class is the folder's name;
+- pixels: tables whose rows are square grayscale images, pixel columns in row-major order (digit-recognizer,
+  Fashion-MNIST, Kannada-MNIST); the test table's rows are the sample submission's rows in order, unless it
+  has the id column.
+
+Test images are named by the sample submission's ids (files, folders), or are the test table's rows (pixels).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit import checks
+from kit.data import tables
+from kit.errors import KitError
+from kit.runtime import paths
+from kit.spec import Spec
+
+
+@dataclass
+class Source:
+    """One split's images, in row order: files to decode, or pixel rows (n, side, side) uint8 to resize."""
+
+    names: list[str]  # each row as messages name it: the file under the data folder, or the table's line
+    paths: list[Path] | None = None
+    pixels: np.ndarray | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def stamps(self) -> np.ndarray:
+        """What decides the images' content for a run's identity: each file's name and size, or the pixels."""
+        if self.pixels is not None:
+            return np.array([hashlib.sha256(self.pixels.tobytes()).hexdigest()])
+        return np.array([f"{p.name}|{p.stat().st_size if p.exists() else -1}" for p in self.paths])
+
+
+def training_table(spec: Spec, data_dir: Path) -> tuple[pd.DataFrame, str]:
+    """The training rows: id column (made up from row numbers where the table has none) and labels, and the
+    name errors give the table."""
+    if spec.layout == "folders":
+        return class_folders(spec, data_dir), f"{spec.train_images}/"
+    path = paths.require_file(data_dir, spec.train, "training labels" if spec.layout == "files" else "training table")
+    table = tables.read_csv(path, spec.id_column)
+    if spec.layout == "pixels" and spec.id_column not in table.columns:
+        table.insert(0, spec.id_column, (np.arange(len(table)) + 1).astype(str))
+    tables.require_columns(table, [spec.id_column], path)
+    tables.require_unique(table, spec.id_column, path)
+    return table, path.name
+
+
+def class_folders(spec: Spec, data_dir: Path) -> pd.DataFrame:
+    """train_images/<class>/<file> as a table: id "<class>/<file>", the class in target_column."""
+    root = image_dir(data_dir, spec.train_images, "train_images")
+    classes = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    if not classes:
+        raise KitError(f'{spec.train_images}/ holds no class folders; layout = "folders" reads '
+                       f"{spec.train_images}/<class>/<file>: check train_images and layout in [data]")
+    rows = []
+    for name in classes:
+        found = sorted(e.name for e in os.scandir(root / name) if e.is_file() and not e.name.startswith(".")
+                       and e.name.endswith(spec.image_ext))
+        if not found:
+            raise KitError(f"{spec.train_images}/{name}/: a class folder with no images{f' ending in {spec.image_ext}' if spec.image_ext else ''}; "
+                           "add its images or remove the folder")
+        rows += [(f"{name}/{f}", name) for f in found]
+    return pd.DataFrame(rows, columns=[spec.id_column, spec.target_column])
+
+
+def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str, columns: list[str] | None = None) -> Source:
+    """The image of each training row; `columns`: the pixel columns (pixels)."""
+    ids = table[spec.id_column].to_numpy(dtype=str)
+    if spec.layout == "pixels":
+        return Source([f"{spec.train} line {i + 2}" for i in table.index], pixels=pixel_images(table[columns], where))
+    folder = image_dir(data_dir, spec.train_images, "train_images")
+    ext = "" if spec.layout == "folders" else spec.image_ext  # a class folder's ids are its files' names
+    if spec.layout == "files":
+        checks.image_files(folder, spec.train_images, ids, ext, where, "train_images")
+    return Source([f"{spec.train_images}/{i}{ext}" for i in ids], paths=[folder / f"{i}{ext}" for i in ids])
+
+
+def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, columns: list[str] | None = None) -> Source:
+    """The image of each sample submission row. `columns`: the training table's pixel columns, which the test
+    table must have (None in predict mode, where no training table is read)."""
+    ids = sample[spec.id_column].to_numpy(dtype=str)
+    if spec.layout != "pixels":
+        folder = image_dir(data_dir, spec.test_images, "test_images")
+        checks.image_files(folder, spec.test_images, ids, spec.image_ext, sample_path.name, "test_images")
+        return Source([f"{spec.test_images}/{i}{spec.image_ext}" for i in ids],
+                      paths=[folder / f"{i}{spec.image_ext}" for i in ids])
+    if not spec.test:
+        raise KitError('layout = "pixels" needs the test table: set test (such as "test.csv") in [data]')
+    path = paths.require_file(data_dir, spec.test, "test table")
+    table = tables.read_csv(path, spec.id_column)
+    found = pixel_columns(table, [spec.id_column], path.name)
+    if columns is not None and found != columns:
+        raise KitError(f"{path.name}: {len(found)} pixel columns ({found[0]} ... {found[-1]}), not the "
+                       f"{len(columns)} of {spec.train} ({columns[0]} ... {columns[-1]}); the test images must be the training images' size")
+    if spec.id_column in table.columns:  # ids in the table: the sample's rows are found by id
+        where = pd.Index(table[spec.id_column].astype(str))
+        order = where.get_indexer(ids)
+        if (order < 0).any():
+            raise KitError(f"{sample_path.name}: id '{ids[order < 0][0]}' is not in {path.name} ({int((order < 0).sum())} such ids)")
+        table = table.iloc[order]
+    elif len(table) != len(sample):
+        raise KitError(f"{path.name} has {len(table)} rows and {sample_path.name} {len(sample)}: without an "
+                       f"'{spec.id_column}' column in {path.name}, its row k is the sample's row k")
+    return Source([f"{spec.test} line {i + 2}" for i in table.index], pixels=pixel_images(table[found], path.name))
+
+
+def pixel_columns(table: pd.DataFrame, others: list[str], where: str) -> list[str]:
+    """Every column but `others`: the pixels of a square image, row by row."""
+    columns = [c for c in table.columns if c not in others]
+    side = math.isqrt(len(columns))
+    if not columns or side * side != len(columns):
+        near = max(side, 1)
+        raise KitError(f"{where}: {len(columns)} pixel columns (all but {', '.join(o for o in others if o in table.columns) or 'none'}) "
+                       f"do not make a square image ({near} x {near} is {near * near}, {near + 1} x {near + 1} is "
+                       f"{(near + 1) ** 2}); check target_column and id_column in [data]")
+    return columns
+
+
+def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
+    """(rows, side, side) uint8 from 0..255 pixel values (or 0..1 floats, scaled)."""
+    numbers = values.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float32)
+    bad = ~np.isfinite(numbers)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iat[row, col]!r} is not a "
+                       f"pixel value ({int(bad.sum())} such cells); pixels are numbers 0 to 255")
+    if all(d.kind == "f" for d in values.dtypes) and numbers.max(initial=0) <= 1.0:
+        numbers = numbers * 255  # a table of 0..1 intensities
+    if numbers.min(initial=0) < 0 or numbers.max(initial=0) > 255:
+        row, col = np.argwhere((numbers < 0) | (numbers > 255))[0]
+        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iat[row, col]!r} is "
+                       "outside 0 to 255; pixel columns hold 8-bit grayscale values")
+    side = math.isqrt(values.shape[1])
+    return np.rint(numbers).astype(np.uint8).reshape(len(values), side, side)
+
+
+def image_dir(data_dir: Path, name: str, key: str) -> Path:
+    path = data_dir / name
+    if not path.is_dir():
+        raise KitError(f"image folder '{name}' not found in {data_dir}; fix [data] {key} in the config")
+    return path
