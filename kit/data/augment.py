@@ -160,7 +160,3 @@ def views(hflip: float, vflip: float = 0.0, rotate90: bool = False) -> list[tupl
     if rotate90:
         out += [(f"rot{90 * k}", partial(torch.rot90, k=k, dims=(-2, -1))) for k in (1, 2, 3)]
     return out
-
-
-def hflip(x: torch.Tensor) -> torch.Tensor:
-    return x.flip(-1)
