@@ -51,7 +51,9 @@ class CnnParams(TrainParams):
     crop_scale: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
     # the probability of a mirrored training image; auto: 0.5, or 0 where the classes look different mirrored (digits, text)
     hflip: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
-    tta: bool = True  # average predictions with horizontally flipped images (when training flips them)
+    vflip: float = setting(0.0, minimum=0.0, maximum=1.0)  # the probability of an upside-down training image
+    rotate90: bool = False  # turn each training image 0, 90, 180 or 270 degrees at random (satellite, microscopy)
+    tta: bool = True  # average predictions over the flipped and turned views that training showed
     mixup: float = setting(0.0, minimum=0.0)  # mixup alpha (0 is off), applied on the GPU
     cutmix: float = setting(0.0, minimum=0.0)  # cutmix alpha (0 is off)
 

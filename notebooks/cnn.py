@@ -28,8 +28,9 @@
 # 4. **Training**: cross-validated folds, mixed precision, augmentation on the GPU, a batch size tuned to the
 #    GPU, folds and epochs planned to fit the time budget, a checkpoint every epoch. One line per epoch:
 #    losses, the metric, samples/s, GPU utilisation and memory, and what to change when the GPU idles.
-# 5. **Submission**: every fold checkpoint predicts the test images (with a flipped view), the predictions
-#    are averaged, checked against the sample submission and written, whatever happened in training.
+# 5. **Submission**: every fold checkpoint predicts the test images (and their flipped and turned views, those
+#    training made), the predictions are averaged, checked against the sample submission and written, whatever
+#    happened in training.
 #
 # **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
 # The folds a training run left (its output attached as an input, or `model_dir`) predict, reading only the
@@ -62,7 +63,9 @@ weights_path: str = ""  # local weights file (an attached dataset or model) for 
 image_size: int = 224  # training and prediction size in pixels
 crop_scale = "auto"  # smallest image share a training crop keeps; auto: 0.25 at 224 px and up, more below
 hflip = "auto"  # mirrored training images' share; auto: 0.5, or 0 where classes look different mirrored (digits)
-tta: bool = True  # average each prediction with its horizontally flipped view (when training flips)
+vflip: float = 0.0  # upside-down training images' share
+rotate90: bool = False  # turn training images 0, 90, 180 or 270 degrees at random (satellite, microscopy)
+tta: bool = True  # average each prediction over the flipped and turned views training showed
 mixup: float = 0.0  # mixup alpha, 0 is off (augmentation on the GPU, with soft targets)
 cutmix: float = 0.0  # cutmix alpha, 0 is off
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what

@@ -1,12 +1,14 @@
 """Augmentation and normalisation on the batch's device, for uint8 image batches from the cache.
 
-Random-resized-crop and horizontal flip are one affine resampling (`affine_grid` + `grid_sample`) of the
-whole batch. The random parameters come from a CPU generator, so a CPU run and a GPU run with the same seed
-see the same crops.
+Random-resized-crop, flips and quarter turns are one affine resampling (`affine_grid` + `grid_sample`) of
+the whole batch. The random parameters come from a CPU generator, so a CPU run and a GPU run with the same
+seed see the same crops.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import torch
@@ -79,11 +81,14 @@ class ImageTransform:
         scale: tuple[float, float] = (0.25, 1.0),  # share of the cached square a training crop covers
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
         hflip: float = 0.5,
+        vflip: float = 0.0,
+        rotate90: bool = False,
         seed: int = 0,
         precision=None,  # the precision in force (its `.dtype`, read at every call): half the bytes into the model
         channels_last: bool = True,
     ):
-        self.size, self.train, self.scale, self.ratio, self.hflip = size, train, scale, ratio, hflip
+        self.size, self.train, self.scale, self.ratio = size, train, scale, ratio
+        self.hflip, self.vflip, self.rotate90 = hflip, vflip, rotate90
         self.precision = precision
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # x / 255 then (x - mean) / std, folded into one multiply-add
@@ -94,7 +99,8 @@ class ImageTransform:
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         x = images.permute(0, 3, 1, 2).float()  # (B, 3, S, S), channels_last strides, no copy
         if self.train:
-            theta = crop_flip_theta(x.shape[0], self.generator, self.scale, self.ratio, self.hflip).to(x.device)
+            theta = crop_flip_theta(x.shape[0], self.generator, self.scale, self.ratio, self.hflip, self.vflip,
+                                    self.rotate90).to(x.device)
             grid = F.affine_grid(theta, [x.shape[0], 3, self.size, self.size], align_corners=False)
             x = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
         else:
@@ -104,11 +110,19 @@ class ImageTransform:
         return x.to(dtype).contiguous(memory_format=self.memory_format)
 
 
+# rotation matrices of 0, 90, 180 and 270 degrees: exact zeros and ones, so a turned pixel grid lands on itself
+QUARTER_TURNS = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[0.0, -1.0], [1.0, 0.0]],
+                              [[-1.0, 0.0], [0.0, -1.0]], [[0.0, 1.0], [-1.0, 0.0]]])
+
+
 def crop_flip_theta(
-    n: int, generator: torch.Generator, scale: tuple[float, float], ratio: tuple[float, float], hflip: float
+    n: int, generator: torch.Generator, scale: tuple[float, float], ratio: tuple[float, float], hflip: float,
+    vflip: float = 0.0, rotate90: bool = False,
 ) -> torch.Tensor:
     """(n, 2, 3) affine maps, output -> input in [-1, 1] coordinates, for random crops covering `scale` of
-    the area with width/height in `ratio`, flipped left-right with probability `hflip`."""
+    the area with width/height in `ratio`, flipped left-right with probability `hflip`, upside down with
+    probability `vflip`, and turned a random number of quarter turns if `rotate90`. The new draws come after
+    the old and only when asked for, so a seed gives the crops and flips it gave before they existed."""
     area = torch.empty(n).uniform_(scale[0], scale[1], generator=generator)
     aspect = torch.empty(n).uniform_(math.log(ratio[0]), math.log(ratio[1]), generator=generator).exp()
     w = (area * aspect).sqrt().clamp(max=1.0)  # crop width as a share of the source width
@@ -116,8 +130,13 @@ def crop_flip_theta(
     cx = (torch.rand(n, generator=generator) * 2 - 1) * (1 - w)
     cy = (torch.rand(n, generator=generator) * 2 - 1) * (1 - h)
     flip = torch.where(torch.rand(n, generator=generator) < hflip, -1.0, 1.0)
+    if vflip > 0:
+        h = h * torch.where(torch.rand(n, generator=generator) < vflip, -1.0, 1.0)
     zero = torch.zeros(n)
-    return torch.stack([torch.stack([w * flip, zero, cx], 1), torch.stack([zero, h, cy], 1)], 1)
+    theta = torch.stack([torch.stack([w * flip, zero, cx], 1), torch.stack([zero, h, cy], 1)], 1)
+    if rotate90:  # turn the (square) output first, then map it onto the crop
+        theta[:, :, :2] = theta[:, :, :2] @ QUARTER_TURNS[torch.randint(0, 4, (n,), generator=generator)]
+    return theta
 
 
 def center_crop(x: torch.Tensor, size: int) -> torch.Tensor:
@@ -129,5 +148,15 @@ def center_crop(x: torch.Tensor, size: int) -> torch.Tensor:
     return x[..., top : top + size, left : left + size]
 
 
-def hflip(x: torch.Tensor) -> torch.Tensor:
-    return x.flip(-1)
+def views(hflip: float, vflip: float = 0.0, rotate90: bool = False) -> list[tuple[str, Callable]]:
+    """The views of a test batch that prediction averages with tta: the batch as it is, and as training also
+    showed its images: mirrored, upside down, each quarter turn (a model that never saw a view is not asked
+    about it). The images are square, so a turn keeps the shape."""
+    out: list[tuple[str, Callable]] = [("plain", lambda x: x)]
+    if hflip > 0:
+        out.append(("hflip", partial(torch.flip, dims=(-1,))))
+    if vflip > 0:
+        out.append(("vflip", partial(torch.flip, dims=(-2,))))
+    if rotate90:
+        out += [(f"rot{90 * k}", partial(torch.rot90, k=k, dims=(-2, -1))) for k in (1, 2, 3)]
+    return out

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from kit.data import images, layouts, tables
-from kit.data.augment import ImageTransform, crop_area, flip_probability, hflip
+from kit.data.augment import ImageTransform, crop_area, flip_probability, views
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
 from kit.runtime import faults, hub, paths, runs, trained
@@ -107,11 +107,22 @@ class Pipeline:
 
     def recipe(self, data: ImageData) -> dict:
         """What prediction needs from the training data (kit.runtime.trained): the target, the prior, the
-        flips training made (which decide the prediction's views), the regression target's scale."""
+        flips and turns training made (which decide the prediction's views), the regression target's scale."""
         t = data.target
         y = data.y[data.usable]  # as task() takes its scale
+        hflip, vflip, rotate90 = self.augmentation(data)
         return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
-                "hflip": data.hflip, "y_mean": float(y.mean()) if len(y) else 0.0, "y_std": float(y.std()) if len(y) else 1.0}
+                "hflip": hflip, "vflip": vflip, "rotate90": rotate90,
+                "y_mean": float(y.mean()) if len(y) else 0.0, "y_std": float(y.std()) if len(y) else 1.0}
+
+    def augmentation(self, data: ImageData) -> tuple[float, float, bool]:
+        """(hflip, vflip, rotate90): the flips and turns training makes, which prediction's views follow. In
+        predict mode the training run's, from its recipe: a checkpoint older than vflip and rotate90 made
+        neither, whatever this notebook's cell says."""
+        if data.trained is None:
+            return data.hflip, self.p.vflip, self.p.rotate90
+        r = data.trained
+        return r["hflip"], r.get("vflip", 0.0), r.get("rotate90", False)
 
     def _decode(self, splits: dict[str, layouts.Source]) -> list:
         """Each split's images decoded once into the uint8 cache (pixel rows resized once), or streamed where
@@ -243,8 +254,10 @@ class Pipeline:
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
+        hflip, vflip, rotate90 = self.augmentation(data)
         transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=(crop_area(self.p.image_size, self.p.crop_scale), 1.0),
-                                   hflip=data.hflip, seed=seed, precision=precision or s.precision, channels_last=s.plan.channels_last)
+                                   hflip=hflip, vflip=vflip, rotate90=rotate90, seed=seed, precision=precision or s.precision,
+                                   channels_last=s.plan.channels_last)
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
                             prefetch=s.plan.prefetch)
 
@@ -269,23 +282,26 @@ class Pipeline:
         return data.usable
 
     def predict_rows(self, data: ImageData) -> int:
-        """Rows a fold model predicts: the test images, twice with TTA (the time budget's reserve)."""
-        return data.test_cache.count * (2 if self.p.tta and data.hflip else 1)
+        """Rows a fold model predicts: the test images, once per view (the time budget's reserve)."""
+        return data.test_cache.count * len(self.prediction_views(data))
+
+    def prediction_views(self, data: ImageData) -> list:
+        """The views of the test images prediction averages: with tta, those training showed; else the plain one."""
+        return views(*self.augmentation(data)) if self.p.tta else views(0.0)
 
     # -- prediction -------------------------------------------------------------------------------------
     @torch.inference_mode()
     def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray:
-        """(test rows, outputs): probabilities or values, averaged with the flipped view when tta is on and
-        training flips images (a model that never saw mirrored images is not asked about them)."""
+        """(test rows, outputs): probabilities or values, averaged over `prediction_views` (with tta, the flips
+        and turns training made: a model that never saw mirrored images is not asked about them)."""
         model.eval()
         task = self.task(data)
         out = []
         rows = np.arange(data.test_cache.count)
+        shown = self.prediction_views(data)
         for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision):
             with precision.autocast():
-                pred = task.predict(model(batch["image"]))
-                if self.p.tta and data.hflip:
-                    pred = (pred + task.predict(model(hflip(batch["image"])))) / 2
+                pred = sum(task.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)
             faults.oom("oom.predict")
             out.append(pred.float().cpu().numpy())
         pred = np.concatenate(out).astype(np.float64)

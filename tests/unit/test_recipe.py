@@ -158,19 +158,27 @@ class Cache:
         return self.images[rows]
 
 
-@pytest.mark.parametrize("hflip, views", [(0.5, 2), (0.0, 1)])
-def test_prediction_asks_for_a_mirrored_view_only_when_training_flips(tmp_path, hflip, views):
+def image_data(hflip, trained=None):
     import pandas as pd
 
-    from kit.pipelines.cnn import ImageData, Pipeline
+    from kit.pipelines.cnn import ImageData
     from kit.train.targets import infer
 
     images, labels = rendered_digits(side=36)
-    s = session(tmp_path, batch_size=64)
-    s = dataclasses.replace(s, params=CnnParams(image_size=32, batch_size=64, device="cpu"))
     target = infer("log_loss", pd.Series([str(k) for k in range(10)]), [str(k) for k in range(10)], "labels")
-    data = ImageData(np.arange(100), labels[:100], np.arange(100), target, pd.DataFrame(), Cache(images[:100]),
-                     Cache(images[:100]), hflip=hflip)
+    return ImageData(np.arange(100), labels[:100], np.arange(100), target, pd.DataFrame(), Cache(images[:100]),
+                     Cache(images[:100]), hflip=hflip, trained=trained)
+
+
+def cnn_pipeline(tmp_path, **params):
+    from kit.pipelines.cnn import Pipeline
+
+    s = session(tmp_path, batch_size=64)
+    return Pipeline(dataclasses.replace(s, params=CnnParams(image_size=32, batch_size=64, device="cpu", **params)))
+
+
+def views_asked(pipe, data):
+    """How many views of each test batch of 50 the model is asked about (and the rows the budget reserves)."""
     calls = []
 
     class Model(nn.Module):
@@ -178,5 +186,38 @@ def test_prediction_asks_for_a_mirrored_view_only_when_training_flips(tmp_path, 
             calls.append(x.shape[0])
             return torch.zeros(x.shape[0], 10)
 
-    Pipeline(s).predict(Model(), data, CPU, batch_size=50)
-    assert calls == [50] * (2 * views) and Pipeline(s).predict_rows(data) == 100 * views
+    pipe.predict(Model(), data, CPU, batch_size=50)
+    assert len(calls) % 2 == 0 and set(calls) == {50} and pipe.predict_rows(data) == 100 * len(calls) // 2
+    return len(calls) // 2
+
+
+@pytest.mark.parametrize("hflip, vflip, rotate90, tta, views", [
+    (0.5, 0.0, False, True, 2), (0.0, 0.0, False, True, 1), (0.5, 0.5, True, True, 6), (0.0, 0.0, True, True, 4),
+    (0.0, 0.5, False, True, 2), (0.5, 0.5, True, False, 1),
+])
+def test_prediction_asks_only_for_the_views_training_showed(tmp_path, hflip, vflip, rotate90, tta, views):
+    """A model that never saw mirrored (upside-down, turned) images is not asked about them; tta off asks for none."""
+    pipe = cnn_pipeline(tmp_path, vflip=vflip, rotate90=rotate90, tta=tta)
+    data = image_data(hflip)
+    assert views_asked(pipe, data) == views
+    assert {k: pipe.recipe(data)[k] for k in ("hflip", "vflip", "rotate90")} == {"hflip": hflip, "vflip": vflip, "rotate90": rotate90}
+
+
+def test_predict_mode_follows_the_training_runs_flips_and_turns(tmp_path):
+    """The inference kernel's views are those of the checkpoint's recipe, not of its own cell; a checkpoint
+    older than vflip and rotate90 made neither."""
+    pipe = cnn_pipeline(tmp_path, vflip=0.5, rotate90=True)
+    older = {"hflip": 0.5, "prior": [0.1] * 10}
+    assert pipe.augmentation(image_data(0.5, trained=older)) == (0.5, 0.0, False)
+    assert views_asked(pipe, image_data(0.5, trained=older)) == 2
+    turned = {**older, "hflip": 0.0, "vflip": 0.0, "rotate90": True}
+    assert pipe.augmentation(image_data(0.0, trained=turned)) == (0.0, 0.0, True)
+    assert views_asked(cnn_pipeline(tmp_path), image_data(0.0, trained=turned)) == 4
+
+
+@pytest.mark.parametrize("values, message", [({"vflip": 1.5}, "vflip = 1.5 must be at most 1.0"),
+                                             ({"rotate90": "yes"}, "rotate90 must be true or false, got 'yes'")])
+def test_flips_and_turns_are_checked(values, message):
+    with pytest.raises(KitError, match=message):
+        check("cnn", values, "[params]")
+    assert (CnnParams().vflip, CnnParams().rotate90) == (0.0, False)
