@@ -54,6 +54,7 @@ def training_table(spec: Spec, data_dir: Path) -> tuple[pd.DataFrame, str]:
     table = tables.read_csv(path, spec.id_column)
     if spec.layout == "pixels" and spec.id_column not in table.columns:
         table.insert(0, spec.id_column, (np.arange(len(table)) + 1).astype(str))
+        table.attrs["numbered"] = spec.id_column  # not the file's: errors do not name it
     tables.require_columns(table, [spec.id_column], path)
     tables.require_unique(table, spec.id_column, path)
     return table, path.name
@@ -124,7 +125,8 @@ def pixel_columns(table: pd.DataFrame, others: list[str], where: str) -> list[st
     side = math.isqrt(len(columns))
     if not columns or side * side != len(columns):
         near = max(side, 1)
-        raise KitError(f"{where}: {len(columns)} pixel columns (all but {', '.join(o for o in others if o in table.columns) or 'none'}) "
+        named = [o for o in others if o in table.columns and o != table.attrs.get("numbered")]
+        raise KitError(f"{where}: {len(columns)} pixel columns (all but {', '.join(named) or 'none'}) "
                        f"do not make a square image ({near} x {near} is {near * near}, {near + 1} x {near + 1} is "
                        f"{(near + 1) ** 2}); check target_column and id_column in [data]")
     return columns
@@ -136,13 +138,13 @@ def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
     bad = ~np.isfinite(numbers)
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iat[row, col]!r} is not a "
+        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is not a "
                        f"pixel value ({int(bad.sum())} such cells); pixels are numbers 0 to 255")
     if all(d.kind == "f" for d in values.dtypes) and numbers.max(initial=0) <= 1.0:
         numbers = numbers * 255  # a table of 0..1 intensities
     if numbers.min(initial=0) < 0 or numbers.max(initial=0) > 255:
         row, col = np.argwhere((numbers < 0) | (numbers > 255))[0]
-        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iat[row, col]!r} is "
+        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is "
                        "outside 0 to 255; pixel columns hold 8-bit grayscale values")
     side = math.isqrt(values.shape[1])
     return np.rint(numbers).astype(np.uint8).reshape(len(values), side, side)

@@ -134,7 +134,7 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     values = sub[list(target.columns)]
     if target.kind == "tags":
         allowed = set(target.classes)
-        wrong = [v for v in values.iloc[:, 0].astype(str) for t in v.split() if t not in allowed]
+        wrong = [t for v in values.iloc[:, 0].astype(str) for t in v.split() if t not in allowed]
         if wrong:
             raise KitError(f"submission holds tags that are not labels: {wrong[:3]}")
         return

@@ -99,7 +99,7 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
             numbers = pd.to_numeric(values[column], errors="coerce")
             wrong = np.flatnonzero(~numbers.between(0.0, 1.0).to_numpy())
             if len(wrong):
-                raise KitError(f"{where}, column '{column}': {values[column].iloc[wrong[0]]!r} (row {wrong[0] + 2}) is "
+                raise KitError(f"{where}, column '{column}': {values[column].tolist()[wrong[0]]!r} (row {wrong[0] + 2}) is "
                                f"not a probability in [0, 1] ({len(wrong)} such rows); label columns hold 0 or 1")
         return Target("multi", tuple(sample_columns), tuple(sample_columns))
     if metric not in THRESHOLDED or len(sample_columns) != 1:
