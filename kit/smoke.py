@@ -16,10 +16,11 @@ from kit import files, params
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
-from kit.smoke_images import make_images
+from kit.smoke_images import make_images, make_pixels
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
+
 
 @dataclass(frozen=True)
 class SmokeResult:
@@ -68,7 +69,9 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
 
 def test_files(spec: Spec) -> list[str]:
     """What a code competition's inference kernel sees of the competition: the test files and the sample."""
-    return [spec.sample_submission, spec.test_images] if spec.template == "cnn" else [spec.test, spec.sample_submission]
+    if spec.template == "cnn" and spec.layout != "pixels":
+        return [spec.sample_submission, spec.test_images]
+    return [spec.test, spec.sample_submission]  # tables: pixels' test.csv, a sequence's long table
 
 
 def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: dict | None = None,
@@ -133,7 +136,10 @@ def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
-    if spec.template == "cnn":
+    """The competition's layout, picked from the spec: a cnn's image layout and metric, a sequence's slug."""
+    if spec.template == "cnn" and spec.layout == "pixels":
+        make_pixels(spec, folder, seed)
+    elif spec.template == "cnn":
         make_images(spec, folder, seed)
     elif spec.slug == "ventilator-pressure-prediction":
         make_ventilator(spec, folder, seed)

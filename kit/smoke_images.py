@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from kit.spec import Spec
 
@@ -73,3 +73,45 @@ def _image(rng: np.random.Generator, k: int, n: int) -> Image.Image:
     return image.convert("L") if rng.random() < 0.1 else image
 
 
+def make_pixels(spec: Spec, folder: Path, seed: int = 0, per_digit: int = 40, test: int = 50) -> None:
+    """digit-recognizer's layout: train.csv label,pixel0..pixel783 and test.csv pixel0..pixel783 (28x28
+    grayscale, row-major, 0-255), sample_submission.csv ImageId,Label with ImageId 1..n. The digits are a
+    font's glyphs, white on black, shifted, scaled, tilted and noisy: they look different mirrored, as
+    handwritten ones do."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    font = _font(64)
+    labels = rng.permutation(np.repeat(np.arange(10), per_digit))
+    columns = [f"pixel{k}" for k in range(28 * 28)]
+    train = pd.DataFrame(np.stack([_digit(rng, int(d), font) for d in labels]), columns=columns)
+    train.insert(0, spec.target_column, labels)
+    train.to_csv(folder / spec.train, index=False)
+    hidden = rng.integers(0, 10, test)
+    pd.DataFrame(np.stack([_digit(rng, int(d), font) for d in hidden]), columns=columns).to_csv(folder / spec.test, index=False)
+    # Kaggle capitalises the sample's label column (Label), unlike train.csv's (label)
+    pd.DataFrame({spec.id_column: np.arange(1, test + 1), "Label": 0}).to_csv(folder / spec.sample_submission, index=False)
+
+
+def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    try:
+        return ImageFont.load_default(size=size)  # Pillow >= 10.1 with FreeType: a scalable TrueType font
+    except TypeError:
+        return ImageFont.load_default()  # older Pillow: a small bitmap font, which _digit scales up
+
+
+def _digit(rng: np.random.Generator, d: int, font) -> np.ndarray:
+    """One 28x28 digit as 784 uint8 values, row-major."""
+    canvas = Image.new("L", (160, 160))
+    ImageDraw.Draw(canvas).text((40, 20), str(d), fill=255, font=font)
+    glyph = canvas.crop(canvas.getbbox())
+    glyph = glyph.resize((max(1, round(glyph.width * 48 / glyph.height)), 48), Image.BILINEAR)  # one scale for either font
+    if rng.random() < 0.5:  # a thicker pen
+        glyph = glyph.filter(ImageFilter.MaxFilter(3))
+    height = int(rng.integers(15, 22))  # MNIST's digits are about 20 px tall in a 28 px box
+    width = max(2, round(glyph.width * height / 48 * rng.uniform(0.8, 1.2)))
+    glyph = glyph.resize((width, height), Image.LANCZOS).rotate(rng.uniform(-15, 15), Image.BILINEAR, expand=True)
+    image = Image.new("L", (28, 28))
+    x, y = (28 - glyph.width) // 2 + int(rng.integers(-3, 4)), (28 - glyph.height) // 2 + int(rng.integers(-3, 4))
+    image.paste(glyph, (x, y))
+    pixels = np.asarray(image, np.float32) + rng.normal(0, 12, (28, 28))
+    return np.clip(pixels, 0, 255).astype(np.uint8).reshape(-1)

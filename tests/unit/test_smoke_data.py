@@ -1,0 +1,107 @@
+"""The smoke datasets of the image layouts: each competition's files, folders, columns and ids as Kaggle mounts
+them, made by make_dataset from the shipped config. Names are spelled out here, not imported from the module,
+so that a typo there fails."""
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import ImageFont
+
+from kit import config, smoke, smoke_images
+from kit.data.augment import ASYMMETRIC, mirror_asymmetry
+
+PIXELS = [f"pixel{k}" for k in range(784)]
+# each image config: its generator, what its inference kernel sees, and sizes small enough to make twice
+CASES = {
+    "digit-recognizer": ("make_pixels", ["test.csv", "sample_submission.csv"], {"per_digit": 2, "test": 3}),
+}
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A shipped config's spec and its smoke data folder, made once per config through make_dataset."""
+    cache = {}
+
+    def make(name: str):
+        if name not in cache:
+            spec = config.load(name).spec
+            folder = tmp_path_factory.mktemp(name) / spec.slug
+            smoke.make_dataset(spec, folder, seed=0)
+            cache[name] = spec, folder
+        return cache[name]
+
+    return make
+
+
+def listing(folder) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+def test_digit_recognizer_tables(made):
+    _, folder = made("digit-recognizer")
+    assert listing(folder) == {"train.csv", "test.csv", "sample_submission.csv"}
+    train, test = pd.read_csv(folder / "train.csv"), pd.read_csv(folder / "test.csv")
+    sample = pd.read_csv(folder / "sample_submission.csv")
+    assert list(train.columns) == ["label", *PIXELS] and list(test.columns) == PIXELS  # test.csv has no id
+    for table in (train, test):
+        assert all(pd.api.types.is_integer_dtype(t) for t in table.dtypes)
+        pixels = table[PIXELS].to_numpy()
+        assert pixels.min() == 0 and pixels.max() == 255
+    assert sorted(train["label"].unique()) == list(range(10)) and train["label"].value_counts().min() >= 30
+    assert list(sample.columns) == ["ImageId", "Label"]
+    assert list(sample["ImageId"]) == list(range(1, len(test) + 1)) and (sample["Label"] == 0).all()
+
+
+def test_digits_look_different_mirrored(made):
+    """What lets hflip = "auto" train the digits without flips."""
+    _, folder = made("digit-recognizer")
+    train = pd.read_csv(folder / "train.csv")
+    images = train[PIXELS].to_numpy(np.uint8).reshape(-1, 28, 28)  # (n, 28, 28), row-major as on Kaggle
+
+    def read(rows):  # as the pipeline reads images: uint8 (n, S, S, 3)
+        return np.repeat(images[rows][..., None], 3, axis=-1)
+
+    assert mirror_asymmetry(read, np.arange(len(images)), train["label"].to_numpy()) > ASYMMETRIC
+
+
+def test_digits_without_a_truetype_font(monkeypatch):
+    """Pillow before 10.1 has no load_default(size=...): the bitmap font, scaled up, still draws a digit."""
+    bitmap = ImageFont.load_default_imagefont() if hasattr(ImageFont, "load_default_imagefont") else ImageFont.load_default()
+
+    def old_load_default(**kwargs):
+        if kwargs:
+            raise TypeError("load_default() got an unexpected keyword argument 'size'")
+        return bitmap
+
+    monkeypatch.setattr(smoke_images.ImageFont, "load_default", old_load_default)
+    font = smoke_images._font(64)
+    assert font is bitmap
+    digit = smoke_images._digit(np.random.default_rng(0), 7, font)
+    assert digit.shape == (784,) and digit.dtype == np.uint8 and (digit > 128).sum() > 20
+
+
+@pytest.mark.parametrize("name, generator", [*((name, case[0]) for name, case in CASES.items()), ("dog-breed", "make_images")])
+def test_make_dataset_picks_the_generator_from_the_config(monkeypatch, tmp_path, name, generator):
+    called = []
+    for other in {case[0] for case in CASES.values()} | {"make_images"}:
+        monkeypatch.setattr(smoke, other, lambda spec, folder, seed, other=other: called.append(other))
+    smoke.make_dataset(config.load(name).spec, tmp_path, seed=0)
+    assert called == [generator]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_inference_kernel_sees_the_test_files(name):
+    assert smoke.test_files(config.load(name).spec) == CASES[name][1]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_same_seed_same_bytes(tmp_path, name):
+    generator, _, sizes = CASES[name]
+    spec = config.load(name).spec
+    digests = []
+    for run in ("a", "b"):
+        getattr(smoke_images, generator)(spec, tmp_path / run, seed=4, **sizes)
+        files = sorted(p for p in (tmp_path / run).rglob("*") if p.is_file())
+        digests.append({p.relative_to(tmp_path / run): hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
+    assert digests[0] == digests[1] and len(digests[0]) > 2
