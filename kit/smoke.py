@@ -16,10 +16,11 @@ from kit import files, params
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
-from kit.smoke_images import make_images, make_pixels
+from kit.smoke_images import make_images, make_pixels, make_tags
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
+MULTI_LABEL = ("f1_samples", "f2_samples")  # a cnn whose rows hold several labels: planet's tags
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,8 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
     """The competition's layout, picked from the spec: a cnn's image layout and metric, a sequence's slug."""
     if spec.template == "cnn" and spec.layout == "pixels":
         make_pixels(spec, folder, seed)
+    elif spec.template == "cnn" and spec.metric in MULTI_LABEL:
+        make_tags(spec, folder, seed)
     elif spec.template == "cnn":
         make_images(spec, folder, seed)
     elif spec.slug == "ventilator-pressure-prediction":

@@ -6,15 +6,21 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
-from PIL import ImageFont
+from PIL import Image, ImageFont
 
 from kit import config, smoke, smoke_images
 from kit.data.augment import ASYMMETRIC, mirror_asymmetry
 
 PIXELS = [f"pixel{k}" for k in range(784)]
+PLANET_TAGS = {"agriculture", "artisinal_mine", "bare_ground", "blooming", "blow_down", "clear", "cloudy",
+               "conventional_mine", "cultivation", "habitation", "haze", "partly_cloudy", "primary", "road",
+               "selective_logging", "slash_burn", "water"}  # fmt: skip
+WEATHER = {"clear", "partly_cloudy", "haze", "cloudy"}
 # each image config: its generator, what its inference kernel sees, and sizes small enough to make twice
 CASES = {
     "digit-recognizer": ("make_pixels", ["test.csv", "sample_submission.csv"], {"per_digit": 2, "test": 3}),
+    "planet-understanding-the-amazon-from-space": ("make_tags", ["sample_submission_v2.csv", "test-jpg-v2"],
+                                                   {"train": 30, "test": 2, "files": 1}),
 }
 
 
@@ -79,6 +85,35 @@ def test_digits_without_a_truetype_font(monkeypatch):
     assert font is bitmap
     digit = smoke_images._digit(np.random.default_rng(0), 7, font)
     assert digit.shape == (784,) and digit.dtype == np.uint8 and (digit > 128).sum() > 20
+
+
+def test_planet_layout_and_tags(made):
+    _, folder = made("planet-understanding-the-amazon-from-space")
+    assert listing(folder) == {"train_v2.csv", "sample_submission_v2.csv", "train-jpg", "test-jpg-v2"}
+    train = pd.read_csv(folder / "train_v2.csv")
+    assert list(train.columns) == ["image_name", "tags"]
+    assert list(train["image_name"]) == [f"train_{k}" for k in range(len(train))]
+    assert listing(folder / "train-jpg") == {f"{name}.jpg" for name in train["image_name"]}
+    tags = [set(t.split(" ")) for t in train["tags"]]
+    assert all(len(t & WEATHER) == 1 for t in tags)
+    assert all(t == {"cloudy"} for t in tags if "cloudy" in t)
+    counts = pd.Series([tag for t in tags for tag in t]).value_counts()
+    assert set(counts.index) == PLANET_TAGS and counts.min() >= 4
+    assert counts["primary"] > len(train) * 0.8  # real-ish shares: primary nearly everywhere, the rare ones rare
+    assert counts["clear"] > counts["partly_cloudy"] > counts["cloudy"]
+    with Image.open(folder / "train-jpg" / "train_0.jpg") as image:
+        assert (image.format, image.mode, image.size) == ("JPEG", "RGB", (256, 256))
+
+
+def test_planet_sample_lists_test_then_file_images(made):
+    _, folder = made("planet-understanding-the-amazon-from-space")
+    sample = pd.read_csv(folder / "sample_submission_v2.csv")
+    assert list(sample.columns) == ["image_name", "tags"] and sample["tags"].notna().all()
+    names = list(sample["image_name"])
+    tests, files = [n for n in names if n.startswith("test_")], [n for n in names if n.startswith("file_")]
+    assert tests and files and names == tests + files
+    assert tests == [f"test_{k}" for k in range(len(tests))] and files == [f"file_{k}" for k in range(len(files))]
+    assert listing(folder / "test-jpg-v2") == {f"{n}.jpg" for n in names}
 
 
 @pytest.mark.parametrize("name, generator", [*((name, case[0]) for name, case in CASES.items()), ("dog-breed", "make_images")])
