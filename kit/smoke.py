@@ -16,7 +16,7 @@ from kit import files, params
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
-from kit.smoke_images import make_images, make_pixels, make_tags
+from kit.smoke_images import make_class_folders, make_images, make_pixels, make_tags
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
@@ -140,6 +140,8 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
     """The competition's layout, picked from the spec: a cnn's image layout and metric, a sequence's slug."""
     if spec.template == "cnn" and spec.layout == "pixels":
         make_pixels(spec, folder, seed)
+    elif spec.template == "cnn" and spec.layout == "folders":
+        make_class_folders(spec, folder, seed)
     elif spec.template == "cnn" and spec.metric in MULTI_LABEL:
         make_tags(spec, folder, seed)
     elif spec.template == "cnn":

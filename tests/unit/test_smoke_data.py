@@ -16,11 +16,14 @@ PLANET_TAGS = {"agriculture", "artisinal_mine", "bare_ground", "blooming", "blow
                "conventional_mine", "cultivation", "habitation", "haze", "partly_cloudy", "primary", "road",
                "selective_logging", "slash_burn", "water"}  # fmt: skip
 WEATHER = {"clear", "partly_cloudy", "haze", "cloudy"}
+SPECIES = ["Black-grass", "Charlock", "Cleavers", "Common Chickweed", "Common wheat", "Fat Hen", "Loose Silky-bent",
+           "Maize", "Scentless Mayweed", "Shepherds Purse", "Small-flowered Cranesbill", "Sugar beet"]  # fmt: skip
 # each image config: its generator, what its inference kernel sees, and sizes small enough to make twice
 CASES = {
     "digit-recognizer": ("make_pixels", ["test.csv", "sample_submission.csv"], {"per_digit": 2, "test": 3}),
     "planet-understanding-the-amazon-from-space": ("make_tags", ["sample_submission_v2.csv", "test-jpg-v2"],
                                                    {"train": 30, "test": 2, "files": 1}),
+    "plant-seedlings-classification": ("make_class_folders", ["sample_submission.csv", "test"], {"per_class": 1, "test": 2}),
 }
 
 
@@ -114,6 +117,24 @@ def test_planet_sample_lists_test_then_file_images(made):
     assert tests and files and names == tests + files
     assert tests == [f"test_{k}" for k in range(len(tests))] and files == [f"file_{k}" for k in range(len(files))]
     assert listing(folder / "test-jpg-v2") == {f"{n}.jpg" for n in names}
+
+
+def test_plant_seedlings_folders(made):
+    _, folder = made("plant-seedlings-classification")
+    assert listing(folder) == {"train", "test", "sample_submission.csv"}  # no label table: the folder is the label
+    assert sorted(listing(folder / "train")) == SPECIES
+    sizes = set()
+    for species in SPECIES:
+        pngs = sorted((folder / "train" / species).iterdir())
+        assert pngs and all(p.suffix == ".png" for p in pngs)
+        with Image.open(pngs[0]) as image:
+            assert image.format == "PNG" and image.width == image.height
+            sizes.add(image.size)
+    assert len(sizes) > 1
+    sample = pd.read_csv(folder / "sample_submission.csv")
+    assert list(sample.columns) == ["file", "species"]
+    assert sample["file"].str.endswith(".png").all() and set(sample["file"]) == listing(folder / "test")
+    assert set(sample["species"]) <= set(SPECIES)
 
 
 @pytest.mark.parametrize("name, generator", [*((name, case[0]) for name, case in CASES.items()), ("dog-breed", "make_images")])
