@@ -10,22 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 
 from kit import config as kit_config
 from kit import files, params
 from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
+from kit.smoke_images import make_class_folders, make_images, make_pixels, make_tags
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
-
-# A few of dog-breed-identification's 120 classes, spelled as its sample submission spells them.
-DOG_BREEDS = (
-    "affenpinscher", "black-and-tan_coonhound", "border_collie", "curly-coated_retriever",
-    "german_short-haired_pointer", "scottish_deerhound", "soft-coated_wheaten_terrier", "wire-haired_fox_terrier",
-)  # fmt: skip
+MULTI_LABEL = ("f1_samples", "f2_samples")  # a cnn whose rows hold several labels: planet's tags
 
 
 @dataclass(frozen=True)
@@ -75,7 +70,9 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
 
 def test_files(spec: Spec) -> list[str]:
     """What a code competition's inference kernel sees of the competition: the test files and the sample."""
-    return [spec.sample_submission, spec.test_images] if spec.template == "cnn" else [spec.test, spec.sample_submission]
+    if spec.template == "cnn" and spec.layout != "pixels":
+        return [spec.sample_submission, spec.test_images]
+    return [spec.test, spec.sample_submission]  # tables: pixels' test.csv, a sequence's long table
 
 
 def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: dict | None = None,
@@ -140,68 +137,19 @@ def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
-    if spec.template == "cnn":
+    """The competition's layout, picked from the spec: a cnn's image layout and metric, a sequence's slug."""
+    if spec.template == "cnn" and spec.layout == "pixels":
+        make_pixels(spec, folder, seed)
+    elif spec.template == "cnn" and spec.layout == "folders":
+        make_class_folders(spec, folder, seed)
+    elif spec.template == "cnn" and spec.metric in MULTI_LABEL:
+        make_tags(spec, folder, seed)
+    elif spec.template == "cnn":
         make_images(spec, folder, seed)
     elif spec.slug == "ventilator-pressure-prediction":
         make_ventilator(spec, folder, seed)
     else:
         make_sequences(spec, folder, seed)
-
-
-def class_names(spec: Spec, n: int) -> list[str]:
-    if spec.slug == "dog-breed-identification":
-        return sorted(DOG_BREEDS[:n])
-    return [f"class_{k}" for k in range(n)]
-
-
-def make_images(spec: Spec, folder: Path, seed: int = 0, classes: int = 6, per_class: int = 10, test: int = 16) -> None:
-    """Photos-like JPEGs of varied sizes (a few grayscale) whose class shows in colour and stripe angle;
-    the label table and sample submission shaped as the metric implies (see kit.train.targets)."""
-    rng = np.random.default_rng(seed)
-    names = class_names(spec, 2 if spec.metric == "auc" else classes)
-    train_dir, test_dir = folder / spec.train_images, folder / spec.test_images
-    train_dir.mkdir(parents=True)
-    test_dir.mkdir(parents=True)
-    train_ids, train_k = [], []
-    for k in range(len(names)):
-        for _ in range(per_class):
-            train_ids.append(rng.bytes(16).hex())
-            train_k.append(k)
-    order = rng.permutation(len(train_ids))
-    train_ids, train_k = [train_ids[i] for i in order], [train_k[i] for i in order]
-    for i, k in zip(train_ids, train_k):
-        _image(rng, k, len(names)).save(train_dir / f"{i}{spec.image_ext}", quality=90)
-    test_ids = [rng.bytes(16).hex() for _ in range(test)]
-    for i in test_ids:
-        _image(rng, int(rng.integers(len(names))), len(names)).save(test_dir / f"{i}{spec.image_ext}", quality=90)
-    regression = spec.metric in ("mae", "rmse")
-    labels = [float(k) * 1.5 + rng.normal(0, 0.1) for k in train_k] if regression else [names[k] for k in train_k]
-    pd.DataFrame({spec.id_column: train_ids, spec.target_column: labels}).to_csv(folder / spec.train, index=False)
-    sample = pd.DataFrame({spec.id_column: test_ids})
-    if spec.metric == "log_loss":
-        for name in names:
-            sample[name] = 1.0 / len(names)
-    elif regression or spec.metric == "auc":
-        sample[spec.target_column] = 0.5
-    else:
-        sample[spec.target_column] = names[0]
-    sample.to_csv(folder / spec.sample_submission, index=False)
-
-
-COLORS = np.array(
-    [[200, 60, 50], [60, 170, 70], [50, 90, 200], [210, 180, 40], [160, 60, 180], [40, 170, 180], [230, 120, 30], [120, 120, 120]],
-    dtype=np.float32,
-)
-
-
-def _image(rng: np.random.Generator, k: int, n: int) -> Image.Image:
-    w, h = int(rng.integers(96, 420)), int(rng.integers(96, 420))
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32) / max(w, h)
-    angle = np.pi * k / n
-    stripes = np.sin(2 * np.pi * 5 * (xx * np.cos(angle) + yy * np.sin(angle)) + rng.uniform(0, 2 * np.pi))
-    pixels = COLORS[k % len(COLORS)] * (0.65 + 0.35 * stripes[..., None]) + rng.normal(0, 18, (h, w, 3))
-    image = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
-    return image.convert("L") if rng.random() < 0.1 else image
 
 
 def breath(rng: np.random.Generator, R: int, C: int, steps: int = 80) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from kit import config, smoke
+from kit import config, smoke, smoke_images
 from kit.errors import KitError
 from kit.kernel import bundle, metadata
 from kit.runtime import checkpoint, runs, trained
@@ -84,7 +84,7 @@ def test_the_inference_notebook_submits_what_the_training_kernel_did(trained_pai
 def test_a_rerun_predicts_the_hidden_test_set(trained_pair, tmp_path):
     cfg, root, result = trained_pair
     hidden = tmp_path / "hidden"
-    smoke.make_images(cfg.spec, hidden, seed=7, test=5)  # other ids, another count
+    smoke_images.make_images(cfg.spec, hidden, seed=7, test=5)  # other ids, another count
     changed = {**SMALL, "image_size": 96}  # the cell says 96; the model was trained at 64, and predicts at 64
     sub = smoke.run_inference(cfg, tmp_path, root / "kaggle" / "working", hidden, changed,
                               env={"KAGGLE_IS_COMPETITION_RERUN": "1"})

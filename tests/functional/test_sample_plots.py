@@ -1,7 +1,7 @@
 """The sample plots on the smoke data: whole class names in the image grid; every sequence line labelled."""
 import pytest
 
-from kit import config, smoke
+from kit import config, smoke, smoke_images
 from kit.pipelines import create_pipeline
 from kit.pipelines.cnn import sample_title
 from kit.runtime.session import start
@@ -34,7 +34,7 @@ def test_the_image_grid_shows_whole_breed_names(tmp_path):
     session, pipe, data = loaded(tmp_path, "dog-breed")
     fig = pipe.show_samples(data)
     titles = [ax.get_title().replace("\n", "") for ax in fig.axes if ax.get_title()]
-    assert len(titles) == 12 and set(titles) <= set(smoke.DOG_BREEDS)
+    assert len(titles) == 12 and set(titles) <= set(smoke_images.DOG_BREEDS)
     assert any(len(t) > 24 for t in titles)  # german_short-haired_pointer, soft-coated_wheaten_terrier
     assert (session.output_dir / "samples.png").is_file()
 
