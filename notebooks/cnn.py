@@ -107,10 +107,11 @@ session = start("cnn", globals())
 # %% [markdown]
 # ## 2. Data
 #
-# Reads the training labels and the sample submission and checks that they agree: every label must be one
-# of the submission's columns. Then every image is decoded once (EXIF-rotated, converted to RGB, resized)
-# into a uint8 cache on local disk. Images that cannot be decoded are named; a few are left out, many stop
-# the run.
+# Reads the training labels (a table of ids, class folders, or a table of pixel rows: `layout` in the
+# `competition` parameter) and the sample submission, and checks that they agree: every label must be one
+# of the submission's columns, or a tag or 0/1 label column of a multi-label target. Then every image is
+# decoded once (EXIF-rotated, converted to RGB, resized; pixel rows resized) into a uint8 cache on local
+# disk. Images that cannot be decoded are named; a few are left out, many stop the run.
 
 # %%
 from kit.pipelines import create_pipeline
@@ -146,7 +147,8 @@ cv = train_folds(session, pipe, data)
 # ## 4. Submission
 #
 # Every fold checkpoint that exists predicts the test images; the predictions are averaged, checked against
-# `sample_submission.csv` (ids, order, columns, values) and only then written to `submission.csv`.
+# `sample_submission.csv` (ids, order, columns, values) and only then written to `submission.csv`. Under
+# an F-score metric of label sets, the labels above the threshold that scores best out of fold are written.
 
 # %%
 from kit.train.predict import write_submission
