@@ -70,8 +70,6 @@ class Pipeline:
             tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
             table = table[table[spec.target_column].notna()].reset_index(drop=True)
             target = targets.infer(spec.metric, table[spec.target_column], target_columns, f"{where}, column '{spec.target_column}'")
-        elif target.kind == "tags":
-            tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
         others = [spec.id_column, spec.target_column, *(target.columns if target.kind == "multi" else ())]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
         train = layouts.training_source(spec, s.data_dir, table, where, pixels)

@@ -102,8 +102,8 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
                 raise KitError(f"{where}, column '{column}': {values[column].tolist()[wrong[0]]!r} (row {wrong[0] + 2}) is "
                                f"not a probability in [0, 1] ({len(wrong)} such rows); label columns hold 0 or 1")
         return Target("multi", tuple(sample_columns), tuple(sample_columns))
-    if metric not in THRESHOLDED or len(sample_columns) != 1:
-        return None
+    if metric not in THRESHOLDED or len(sample_columns) != 1 or target_column not in table.columns:
+        return None  # one label per row, or a missing tags column, which the caller names
     tags = sorted({t for row in table[target_column].dropna().astype(str) for t in row.split()})
     if len(tags) < 2:
         raise KitError(f"{where}, column '{target_column}': {len(tags)} distinct tag(s); a multi-label target needs two or more")

@@ -1,0 +1,131 @@
+"""The new image competition shapes end to end: each shipped config's smoke in its competition's Kaggle
+layout (pixel tables, Planet's tags, class folders), and their bad inputs stopped in one line by `kit run`."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kit import cli, config, smoke
+from kit.smoke_images import LAND, WEATHER
+
+pytestmark = pytest.mark.e2e
+PLANET = "planet-understanding-the-amazon-from-space"
+PLANET_TAGS = sorted({**WEATHER, **LAND})
+
+
+def log_of(result) -> str:
+    return (result.submission.parent / "kit.log").read_text()
+
+
+def test_digit_recognizer_reads_pixel_tables_and_numbers_rows_from_one(tmp_path):
+    result = smoke.run("digit-recognizer", root=tmp_path)
+    sub = pd.read_csv(result.submission)
+    assert sub["ImageId"].tolist() == list(range(1, 51)) and set(sub["Label"]) <= set(range(10))
+    assert result.score > result.baseline + 0.3  # 10 digits: the prior is 0.1
+    log = log_of(result)
+    assert "resize train: 400 images of 28 x 28 pixels resized into" in log
+    assert "hflip auto     0: the images look different mirrored" in log  # digits: no flips
+    assert "decode" not in log  # no image file anywhere
+
+
+def test_planet_chooses_its_threshold_on_the_out_of_fold_predictions(tmp_path):
+    result = smoke.run(PLANET, root=tmp_path)
+    log = log_of(result)
+    oof = re.search(r"out-of-fold f2_samples over 2 of 2 folds: ([0-9.]+) at threshold ([0-9.]+) \(predicting each "
+                    r"label's frequency: ([0-9.]+)\)", log)
+    assert oof, log[-2000:]
+    score, threshold, baseline = map(float, oof.groups())
+    assert score > baseline + 0.05 and 0.02 <= threshold <= 0.98
+    assert f"labels above {threshold:.2f} (at least the likeliest one): the threshold with the best out-of-fold f2_samples" in log
+    sub = pd.read_csv(result.submission, dtype=str, keep_default_na=False)
+    sample = pd.read_csv(result.input_dir / "sample_submission_v2.csv", dtype=str)
+    assert sub["image_name"].tolist() == sample["image_name"].tolist()
+    tags = [row.split() for row in sub["tags"]]
+    assert all(tags) and {t for row in tags for t in row} <= set(PLANET_TAGS)
+    assert all(row == sorted(set(row)) for row in tags)  # each tag once, in the training's order
+    assert "vflip=0.5, rotate90=True" in log  # the config's augmentation is the one in force
+
+
+def test_plant_seedlings_reads_class_folders(tmp_path):
+    result = smoke.run("plant-seedlings-classification", root=tmp_path)
+    species = sorted(p.name for p in (result.input_dir / "train").iterdir())
+    sub = pd.read_csv(result.submission, dtype=str)
+    assert set(sub["species"]) <= set(species) and len(species) == 12
+    assert all((result.input_dir / "test" / f).is_file() for f in sub["file"])
+    assert result.score > result.baseline + 0.15  # 12 species: the prior is 1/12
+    assert "train          192 images, 12 classes (16 to 16 images per class)" in log_of(result)
+
+
+def run_kit(tmp_path, comp, folder, capsys) -> list[str]:
+    cfg = config.load(comp)
+    smoke_params = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in cfg.smoke.items()]
+    args = ["run", comp, "--data", str(folder), "--output", str(tmp_path / "out")]
+    assert cli.main(args + [a for p in smoke_params for a in ("-p", p)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert not [line for line in err if "Traceback" in line]
+    return err
+
+
+def make(tmp_path, comp):
+    cfg = config.load(comp)
+    folder = tmp_path / "data" / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=1)
+    return folder
+
+
+def test_kit_run_stops_at_a_wrong_pixel_count(tmp_path, capsys):
+    folder = make(tmp_path, "digit-recognizer")
+    train = pd.read_csv(folder / "train.csv")
+    train.drop(columns=["pixel783"]).to_csv(folder / "train.csv", index=False)
+    err = run_kit(tmp_path, "digit-recognizer", folder, capsys)
+    assert err[-1] == ("error: train.csv: 783 pixel columns (all but label) do not make a square image (27 x 27 is 729, "
+                       "28 x 28 is 784); check target_column and id_column in [data]")
+
+
+def test_kit_run_stops_at_an_empty_class_folder(tmp_path, capsys):
+    folder = make(tmp_path, "plant-seedlings-classification")
+    for path in (folder / "train" / "Maize").iterdir():
+        path.unlink()
+    err = run_kit(tmp_path, "plant-seedlings-classification", folder, capsys)
+    assert err[-1] == "error: train/Maize/: a class folder with no images; add its images or remove the folder"
+
+
+def test_kit_run_stops_at_a_class_the_sample_has_no_column_for(tmp_path, capsys):
+    """A label missing from the sample submission's columns: one probability column per class, one class short."""
+    folder = make(tmp_path, "plant-seedlings-classification")
+    species = sorted(p.name for p in (folder / "train").iterdir())
+    sample = pd.read_csv(folder / "sample_submission.csv")
+    wide = pd.DataFrame({"file": sample["file"], **{s: 1 / 11 for s in species if s != "Maize"}})
+    wide.to_csv(folder / "sample_submission.csv", index=False)
+    err = run_kit(tmp_path, "plant-seedlings-classification", folder, capsys)
+    assert re.fullmatch(r"error: train/, column 'species': class 'Maize' \(row \d+\) is not a column of the sample "
+                        r"submission \(1 such classes\); fix the labels or the \[data\] names", err[-1]), err[-1]
+
+
+def test_kit_run_stops_at_a_label_probability_outside_0_1(tmp_path, capsys):
+    """Planet's tags written as one 0/1 column per tag (as a multi-label table may be), one cell a 2."""
+    folder = make(tmp_path, PLANET)
+    train = pd.read_csv(folder / "train_v2.csv")
+    tags = sorted(PLANET_TAGS)
+    wide = pd.DataFrame({"image_name": train["image_name"], **{t: train["tags"].str.split().map(lambda r, t=t: int(t in r)) for t in tags}})
+    wide.loc[3, "haze"] = 2
+    wide.to_csv(folder / "train_v2.csv", index=False)
+    sample = pd.read_csv(folder / "sample_submission_v2.csv")
+    pd.DataFrame({"image_name": sample["image_name"], **{t: 0.5 for t in tags}}).to_csv(folder / "sample_submission_v2.csv", index=False)
+    err = run_kit(tmp_path, PLANET, folder, capsys)
+    assert err[-1] == ("error: train_v2.csv, column 'haze': 2 (row 5) is not a probability in [0, 1] (1 such rows); "
+                       "label columns hold 0 or 1")
+    assert np.isin(wide[tags].to_numpy(), [0, 1, 2]).all()
+
+
+def test_planets_inference_kernel_writes_the_training_kernels_tags(tmp_path):
+    """As a code competition's pair: the inference kernel chooses the threshold again on the out-of-fold rows
+    its checkpoints carry, and predicts with the views training made (flips and quarter turns)."""
+    path = tmp_path / "planet.toml"
+    path.write_text(config.resolve(PLANET).read_text() + "\n[inference]\n")
+    result = smoke.run(str(path), root=tmp_path / "run")  # fails unless both submissions agree
+    cut = re.compile(r"labels above [0-9.]+ \(at least the likeliest one\)")
+    inferred = (result.inference.parent / "kit.log").read_text()
+    assert cut.search(log_of(result)).group() == cut.search(inferred).group()
+    assert "predict mode" in inferred and pd.read_csv(result.inference).equals(pd.read_csv(result.submission))
