@@ -158,5 +158,12 @@ def views(hflip: float, vflip: float = 0.0, rotate90: bool = False) -> list[tupl
     if vflip > 0:
         out.append(("vflip", partial(torch.flip, dims=(-2,))))
     if rotate90:
-        out += [(f"rot{90 * k}", partial(torch.rot90, k=k, dims=(-2, -1))) for k in (1, 2, 3)]
+        out += [(f"rot{90 * k}", partial(turn, k=k)) for k in (1, 2, 3)]
     return out
+
+
+def turn(x: torch.Tensor, k: int) -> torch.Tensor:
+    """`k` quarter turns of a (B, C, S, S) batch, in its memory format: rot90's odd turns of a channels_last
+    batch have strides that are neither layout, which cuDNN would copy at every convolution."""
+    layout = torch.channels_last if x.is_contiguous(memory_format=torch.channels_last) else torch.contiguous_format
+    return torch.rot90(x, k, dims=(-2, -1)).contiguous(memory_format=layout)

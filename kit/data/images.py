@@ -179,7 +179,7 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
     cache_dir.mkdir(parents=True, exist_ok=True)
     data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
     cache = ImageCache(data_path, len(pixels), side)
-    if meta_path.exists() and data_path.exists() and data_path.stat().st_size == cache.nbytes:
+    if not pixel_bytes_to_build(pixels, side, cache_dir):
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
     out = np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape)
@@ -193,6 +193,13 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
     log(f"{desc}: {len(pixels)} images of {pixels.shape[1]} x {pixels.shape[2]} pixels resized into {data_path} "
         f"({cache.nbytes / 2**20:.0f} MB)")
     return cache
+
+
+def pixel_bytes_to_build(pixels: np.ndarray, side: int, cache_dir: Path) -> int:
+    """Disk a cache of `pixels` still needs: 0 when a complete one is there to reuse (a worker's load)."""
+    data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
+    nbytes = len(pixels) * side * side * 3
+    return 0 if meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes else nbytes
 
 
 def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[Path, Path]:

@@ -103,11 +103,12 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
         raise KitError('layout = "pixels" needs the test table: set test (such as "test.csv") in [data]')
     path = paths.require_file(data_dir, spec.test, "test table")
     table = tables.read_csv(path, spec.id_column)
-    found = pixel_columns(table, [spec.id_column], path.name)
+    found = pixel_columns(table, [spec.id_column, spec.target_column], path.name)  # Fashion-MNIST's test has labels
     if columns is not None and found != columns:
         raise KitError(f"{path.name}: {len(found)} pixel columns ({found[0]} ... {found[-1]}), not the "
                        f"{len(columns)} of {spec.train} ({columns[0]} ... {columns[-1]}); the test images must be the training images' size")
     if spec.id_column in table.columns:  # ids in the table: the sample's rows are found by id
+        tables.require_unique(table, spec.id_column, path)
         where = pd.Index(table[spec.id_column].astype(str))
         order = where.get_indexer(ids)
         if (order < 0).any():
@@ -138,13 +139,13 @@ def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
     bad = ~np.isfinite(numbers)
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is not a "
+        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is not a "
                        f"pixel value ({int(bad.sum())} such cells); pixels are numbers 0 to 255")
     if all(d.kind == "f" for d in values.dtypes) and numbers.max(initial=0) <= 1.0:
         numbers = numbers * 255  # a table of 0..1 intensities
     if numbers.min(initial=0) < 0 or numbers.max(initial=0) > 255:
         row, col = np.argwhere((numbers < 0) | (numbers > 255))[0]
-        raise KitError(f"{where}, line {row + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is "
+        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is "
                        "outside 0 to 255; pixel columns hold 8-bit grayscale values")
     side = math.isqrt(values.shape[1])
     return np.rint(numbers).astype(np.uint8).reshape(len(values), side, side)

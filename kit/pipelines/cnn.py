@@ -66,10 +66,12 @@ class Pipeline:
             raise KitError(f"{sample_path.name}: only an id column; the sample submission needs target columns")
         table, where = layouts.training_table(spec, s.data_dir)
         target = targets.multi(spec.metric, table, target_columns, spec.target_column, where)
-        if target is None:
+        if target is None or target.kind == "tags":  # a row without labels is left out, not trained as "none"
             tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
-            table = table[table[spec.target_column].notna()].reset_index(drop=True)
-            target = targets.infer(spec.metric, table[spec.target_column], target_columns, f"{where}, column '{spec.target_column}'")
+            table = table[table[spec.target_column].notna()]  # the index keeps each row's line for messages
+        if target is None:
+            labels = where if spec.layout == "folders" else f"{where}, column '{spec.target_column}'"
+            target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels)
         others = [spec.id_column, spec.target_column, *(target.columns if target.kind == "multi" else ())]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
         train = layouts.training_source(spec, s.data_dir, table, where, pixels)
@@ -128,11 +130,11 @@ class Pipeline:
         s = self.session
         side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, images.default_cache_dir()
         need = sum(images.bytes_to_build(src.paths, side, cache_dir) if src.paths is not None
-                   else len(src.pixels) * side * side * 3 for src in splits.values())
+                   else images.pixel_bytes_to_build(src.pixels, side, cache_dir) for src in splits.values())
         refusal = images.cache_refusal(need, cache_dir) if need else ""
         if refusal:
-            s.warn(f"no decoded-image cache: {refusal}; streaming from the image files instead (each epoch "
-                   "decodes them again, so lower image_size or free space for speed)")
+            s.warn(f"no decoded-image cache: {refusal}; streaming from the image files (or pixel rows) instead (each "
+                   "epoch decodes them again, so lower image_size or free space for speed)")
             return [images.streaming(src.paths, side, workers) if src.paths is not None else images.PixelImages(src.pixels, side)
                     for src in splits.values()]
         return [images.build_cache(src.paths, side, cache_dir, workers, f"decode {name}", s.log) if src.paths is not None

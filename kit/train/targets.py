@@ -90,6 +90,9 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
         absent = [c for c in sample_columns if c not in table.columns]
         raise KitError(f"{where}: holds the label columns {', '.join(held[:3])} of the sample submission but not "
                        f"'{absent[0]}' ({len(absent)} such columns); every submission column needs its 0/1 training column")
+    if len(sample_columns) > 1 and not held and metric in THRESHOLDED:
+        raise KitError(f"{where}: the sample submission has {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} "
+                       f"...) and this table none of them; under {metric} give it one 0/1 column per label")
     if len(sample_columns) > 1 and len(held) == len(sample_columns):
         if metric not in MULTI_METRICS:
             raise KitError(f"{where}: {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} ...) with "

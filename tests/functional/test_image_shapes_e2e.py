@@ -99,7 +99,7 @@ def test_kit_run_stops_at_a_class_the_sample_has_no_column_for(tmp_path, capsys)
     wide = pd.DataFrame({"file": sample["file"], **{s: 1 / 11 for s in species if s != "Maize"}})
     wide.to_csv(folder / "sample_submission.csv", index=False)
     err = run_kit(tmp_path, "plant-seedlings-classification", folder, capsys)
-    assert re.fullmatch(r"error: train/, column 'species': class 'Maize' \(row \d+\) is not a column of the sample "
+    assert re.fullmatch(r"error: train/: class 'Maize' \(row \d+\) is not a column of the sample "
                         r"submission \(1 such classes\); fix the labels or the \[data\] names", err[-1]), err[-1]
 
 
@@ -129,3 +129,18 @@ def test_planets_inference_kernel_writes_the_training_kernels_tags(tmp_path):
     inferred = (result.inference.parent / "kit.log").read_text()
     assert cut.search(log_of(result)).group() == cut.search(inferred).group()
     assert "predict mode" in inferred and pd.read_csv(result.inference).equals(pd.read_csv(result.submission))
+
+
+def test_planet_rows_without_tags_are_left_out_not_trained_as_none(tmp_path):
+    from kit.pipelines import create_pipeline
+    from kit.runtime.session import start
+
+    folder = make(tmp_path, PLANET)
+    train = pd.read_csv(folder / "train_v2.csv")
+    train.loc[[4, 9], "tags"] = ""  # an empty cell, which pandas reads as NaN
+    train.to_csv(folder / "train_v2.csv", index=False)
+    values = config.load(PLANET).parameters(smoke=True)
+    pipe = create_pipeline(start("cnn", {**values, "data_dir": str(folder), "output_dir": str(tmp_path / "out")}))
+    data = pipe.load()
+    assert len(data.ids) == len(train) - 2 and not {train["image_name"][4], train["image_name"][9]} & set(data.ids)
+    assert (data.y.sum(1) > 0).all()  # every image trained on has its tags: the at-least-one rule holds

@@ -101,3 +101,15 @@ def test_crop_area_within_scale():
 
 def test_center_crop_upsamples_small_sources():
     assert center_crop(torch.rand(1, 3, 4, 4), 6).shape == (1, 3, 6, 6)
+
+
+def test_quarter_turned_views_keep_the_batchs_memory_format():
+    from kit.data.augment import views
+
+    x = torch.arange(2 * 3 * 4 * 4, dtype=torch.float32).view(2, 3, 4, 4)
+    for layout in (torch.channels_last, torch.contiguous_format):
+        batch = x.contiguous(memory_format=layout)
+        for name, view in views(0.0, 0.0, True)[1:]:
+            out = view(batch)
+            assert out.is_contiguous(memory_format=layout), (name, layout)
+            assert torch.equal(out, torch.rot90(x, int(name[3:]) // 90, dims=(-2, -1)))

@@ -110,3 +110,19 @@ def test_a_train_folder_without_class_folders_says_so(tmp_path):
     (tmp_path / "train" / "a.png").write_bytes(b"")
     with pytest.raises(KitError, match='^train/ holds no class folders; layout = "folders" reads train/<class>/<file>'):
         layouts.training_table(FOLDERS, tmp_path)
+
+
+def test_pixel_errors_name_the_tables_own_line_and_test_labels_are_not_pixels(tmp_path):
+    """Fashion-MNIST's test table carries its labels; a bad cell is named by its line in the file, also
+    when the sample's ids reorder the rows."""
+    test = digits(3, seed=1)  # label + pixels
+    test.insert(0, "ImageId", ["c", "a", "b"])
+    test.loc[0, "pixel5"] = 999
+    sample = write_pixels(tmp_path, digits(4), test, pd.DataFrame({"ImageId": ["a", "b", "c"], "Label": 0}))
+    with pytest.raises(KitError, match="^test.csv, line 2, column 'pixel5': 999 is outside 0 to 255"):
+        layouts.test_source(PIXELS, tmp_path, sample, tmp_path / "sample_submission.csv", [f"pixel{i}" for i in range(16)])
+    test.loc[0, "pixel5"] = 9
+    test.loc[1, "ImageId"] = "c"
+    sample = write_pixels(tmp_path, digits(4), test, pd.DataFrame({"ImageId": ["a", "b", "c"], "Label": 0}))
+    with pytest.raises(KitError, match="^test.csv: id 'c' appears more than once"):
+        layouts.test_source(PIXELS, tmp_path, sample, tmp_path / "sample_submission.csv")

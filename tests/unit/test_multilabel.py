@@ -101,3 +101,10 @@ def test_multilabel_task_is_bce_on_each_label():
 def test_the_prior_is_each_labels_frequency():
     t = targets.Target("tags", ("tags",), ("a", "b"))
     assert targets.prior(t, np.array([[1, 0], [1, 1], [0, 0], [1, 0]], np.float32)).tolist() == [0.75, 0.25]
+
+
+def test_label_columns_the_training_table_lacks_are_named_under_an_f_score():
+    tags = pd.DataFrame({"id": ["a", "b"], "tags": ["x y", "y"]})
+    with pytest.raises(KitError, match=r"^train.csv: the sample submission has 2 label columns \(x, y ...\) and this table "
+                                       "none of them; under f2_samples give it one 0/1 column per label$"):
+        targets.multi("f2_samples", tags, ["x", "y"], "tags", "train.csv")
