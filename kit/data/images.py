@@ -179,7 +179,7 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
     cache_dir.mkdir(parents=True, exist_ok=True)
     data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
     cache = ImageCache(data_path, len(pixels), side)
-    if not pixel_bytes_to_build(pixels, side, cache_dir):
+    if complete(data_path, meta_path, cache.nbytes):
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
     out = np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape)
@@ -197,9 +197,8 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
 
 def pixel_bytes_to_build(pixels: np.ndarray, side: int, cache_dir: Path) -> int:
     """Disk a cache of `pixels` still needs: 0 when a complete one is there to reuse (a worker's load)."""
-    data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
     nbytes = len(pixels) * side * side * 3
-    return 0 if meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes else nbytes
+    return 0 if complete(*pixel_cache_files(pixels, side, cache_dir), nbytes) else nbytes
 
 
 def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[Path, Path]:
@@ -268,10 +267,13 @@ def cache_files(paths: Sequence[Path], side: int, cache_dir: Path) -> tuple[Path
 
 def bytes_to_build(paths: Sequence[Path], side: int, cache_dir: Path) -> int:
     """Disk a cache of `paths` still needs: 0 when a complete one is there to reuse."""
-    data_path, meta_path = cache_files(paths, side, cache_dir)
     nbytes = len(paths) * side * side * 3
-    done = meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes
-    return 0 if done else nbytes
+    return 0 if complete(*cache_files(paths, side, cache_dir), nbytes) else nbytes
+
+
+def complete(data_path: Path, meta_path: Path, nbytes: int) -> bool:
+    """Whether a cache is there to reuse: its data file whole and its metadata (written last) present."""
+    return meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes
 
 
 def cache_key(paths: Sequence[Path], side: int) -> str:
@@ -301,7 +303,7 @@ def build_cache(
     cache_dir.mkdir(parents=True, exist_ok=True)
     data_path, meta_path = cache_files(paths, side, cache_dir)
     cache = ImageCache(data_path, len(paths), side)
-    if not bytes_to_build(paths, side, cache_dir):
+    if complete(data_path, meta_path, cache.nbytes):
         cache.bad = {int(k): v for k, v in json.loads(meta_path.read_text())["bad"].items()}
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
