@@ -49,6 +49,11 @@ def better(metric: str, a: float, b: float | None) -> bool:
     return a > b if GREATER_IS_BETTER[metric] else a < b
 
 
+def join_rows(parts: list[dict]) -> dict[str, np.ndarray]:
+    """Several folds' validation rows ({"pred", "target", optional "weight"}) as one set of rows."""
+    return {k: np.concatenate([r[k] for r in parts]) for k in parts[0]}
+
+
 def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
     """auc: the mean of each label's ROC AUC (labels with one class in `target` left out); log_loss: the mean
     binary log loss over every (row, label); f1_samples, f2_samples: the mean F-beta of each row's label set,

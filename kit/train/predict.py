@@ -107,7 +107,7 @@ def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
     if not oof:
         session.warn("no out-of-fold predictions to choose a threshold on: labels above 0.5 (and the likeliest)")
         return metrics.Cut()
-    joined = {k: np.concatenate([r[k] for r in oof]) for k in oof[0]}
+    joined = metrics.join_rows(oof)
     cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
     session.log(f"labels above {cut.threshold:.2f}{' (at least the likeliest one)' if cut.at_least_one else ''}: "
                 f"the threshold with the best out-of-fold {session.spec.metric}, {value:.4f}")

@@ -303,11 +303,13 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
     result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
-        joined = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
-        result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
+        joined = metrics.join_rows(rows)
         multilabel = joined["target"].ndim == 2
-        if multilabel and result.metric in metrics.THRESHOLDED:
-            result.threshold = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))[0].threshold
+        if multilabel and result.metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
+            cut, result.score = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))
+            result.threshold = cut.threshold
+        else:
+            result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
         prior = pipe.prior(data)
         result.baseline = metrics.score(result.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
                                         joined.get("weight"))
