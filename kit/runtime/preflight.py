@@ -31,10 +31,12 @@ def run(session: Session, pipe, data, peers=None) -> list[str]:
     peers = peers or Collective()
     p, plan = session.params, session.plan
 
-    def batches():
+    def batches(precision=None):
+        # inputs come in the dtype of the precision tried: an fp32 probe fed the session's fp16 images fails
         pool = pipe.trial_rows(data)
         size = max(2, min(PROBE_BATCH, len(pool)))
-        return pipe.batches(data, np.resize(pool, size * 2), train=True, batch_size=size, seed=p.seed, workers=0)
+        return pipe.batches(data, np.resize(pool, size * 2), train=True, batch_size=size, seed=p.seed, workers=0,
+                            precision=precision)
 
     checks: list[tuple[str, bool, Callable[[], None], Callable[[], None], str]] = [
         ("channels_last", plan.channels_last,
@@ -79,7 +81,7 @@ def _step(session: Session, pipe, data, batches, precision: Precision, site: str
     if compiled:
         model = maybe_compile(session, model)
     optimizer = make_optimizer(model, 1e-6, 0.0)
-    batch = next(iter(batches()))
+    batch = next(iter(batches(precision)))
     try:
         float(train_step(model, pipe.task(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
     finally:

@@ -98,6 +98,15 @@ def test_an_accelerant_that_fails_its_preflight_is_turned_off_and_the_run_goes_o
     assert cv.finished == [0, 1]
 
 
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_channels_last_passes_its_preflight_under_mixed_precision(tmp_path, dog_breed_data, precision):
+    # channels_last is probed in fp32 so that its failure is not taken for the precision's; its batch must then
+    # come in fp32 too, not in the session's half dtype (which made the probe fail on every GPU)
+    log, cv, sub, folder, session = run_cnn(tmp_path, dog_breed_data, precision, {"channels_last": True})
+    assert "preflight:" not in log and session.plan.channels_last is True
+    assert cv.finished == [0, 1]
+
+
 def test_batch_trials_that_fail_leave_a_fixed_batch(tmp_path, dog_breed_data):
     faults.arm("fail.autotune")
     try:
