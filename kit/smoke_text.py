@@ -47,3 +47,48 @@ def build_tiny_encoder(texts: Iterable[str], folder: Path, seed: int = 0, vocab_
         torch.manual_seed(seed)
         BertModel(config).save_pretrained(folder)
     return folder
+
+
+# Words an essay draws from; higher-scored essays draw more of theirs from the richer list, and are longer.
+PLAIN = ("the cars are bad because they make the air dirty and people get sick so we should use them less "
+         "i think that students like phones and it is good to have fun at school with friends every day").split()
+RICH = ("consequently emissions deteriorate urban air quality whereas autonomous vehicles could substantially mitigate "
+        "congestion furthermore empirical evidence suggests that policymakers ought to prioritize sustainable "
+        "infrastructure nevertheless adolescents benefit from structured extracurricular engagement").split()
+
+
+def essays(n: int, rng, scores=(1, 2, 3, 4, 5, 6)) -> tuple[list[str], list[int]]:
+    """`n` essays and their scores: a score of s gives about 40 + 35 s words, a share (s - 1) / 6 of them
+    from the rich list, in sentences of 8 to 20 words."""
+    texts, given = [], []
+    for _ in range(n):
+        score = int(rng.choice(scores))
+        words = []
+        for _ in range(int(rng.normal(40 + 35 * score, 15))):
+            pool = RICH if rng.random() < (score - 1) / 6 else PLAIN
+            words.append(pool[int(rng.integers(len(pool)))])
+        sentences, i = [], 0
+        while i < len(words):
+            step = int(rng.integers(8, 21))
+            sentences.append(" ".join(words[i : i + step]).capitalize() + ".")
+            i += step
+        texts.append(" ".join(sentences))
+        given.append(score)
+    return texts, given
+
+
+def make_essays(spec, folder: Path, seed: int = 0, train: int = 240, test: int = 24) -> None:
+    """learning-agency-lab-automated-essay-scoring-2's layout: train.csv essay_id,full_text,score (1 to 6),
+    test.csv essay_id,full_text, sample_submission.csv essay_id,score (a code competition: Kaggle shows 3
+    test essays; the smoke has more, so the submission says something)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    texts, scores = essays(train, rng)
+    ids = [rng.bytes(4).hex() for _ in range(train + test)]
+    pd.DataFrame({"essay_id": ids[:train], "full_text": texts, "score": scores}).to_csv(folder / "train.csv", index=False)
+    test_texts, _ = essays(test, rng)
+    pd.DataFrame({"essay_id": ids[train:], "full_text": test_texts}).to_csv(folder / "test.csv", index=False)
+    pd.DataFrame({"essay_id": ids[train:], "score": 3}).to_csv(folder / "sample_submission.csv", index=False)

@@ -35,3 +35,21 @@ def test_the_same_seed_builds_the_same_weights(tmp_path):
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_essay_smoke_data_is_in_the_competitions_layout_and_says_its_score(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from kit.smoke_text import make_essays
+
+    make_essays(None, tmp_path / "aes", seed=1)
+    train = pd.read_csv(tmp_path / "aes" / "train.csv")
+    test = pd.read_csv(tmp_path / "aes" / "test.csv")
+    sample = pd.read_csv(tmp_path / "aes" / "sample_submission.csv")
+    assert list(train.columns) == ["essay_id", "full_text", "score"] and list(test.columns) == ["essay_id", "full_text"]
+    assert list(sample.columns) == ["essay_id", "score"] and sample["essay_id"].tolist() == test["essay_id"].tolist()
+    assert set(train["score"]) == {1, 2, 3, 4, 5, 6} and train["full_text"].str.len().min() > 0
+    assert not set(train["essay_id"]) & set(test["essay_id"])
+    length = train["full_text"].str.split().str.len()
+    assert np.corrcoef(length, train["score"])[0, 1] > 0.8  # learnable: longer, richer essays score higher
