@@ -15,14 +15,14 @@ from kit.errors import KitError
 from kit.fields import setting
 
 TEMPLATES = ("cnn", "lstm", "transformer")
-METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples")
+METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson")
 _SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
                   "features", "categorical", "task", "score_mask")
 SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id_column", "target_column", "train_images",
                  "test_images", "image_ext"),
          "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS)}
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
-                     "f2_samples": True}
+                     "f2_samples": True, "qwk": True, "pearson": True}
 LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
 
 

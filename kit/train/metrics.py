@@ -34,12 +34,33 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         present = np.unique(target)
         p = pred[:, present] / pred[:, present].sum(1, keepdims=True)
         return float(skm.roc_auc_score(target, p, multi_class="ovr", labels=present, sample_weight=weight))
+    if metric == "qwk" and pred.ndim == 2 and pred.shape[1] > 1:  # class probabilities of ordered classes
+        return float(skm.cohen_kappa_score(target, pred.argmax(1), weights="quadratic", sample_weight=weight))
     values = pred.reshape(len(target), -1)[:, 0]
+    if metric == "qwk":  # values: rounded to the nearest score the targets hold, as a submission writes them
+        return float(skm.cohen_kappa_score(np.rint(target).astype(np.int64), ordinal(values, target), weights="quadratic",
+                                           sample_weight=weight))
+    if metric == "pearson":
+        if np.std(values) == 0 or np.std(target) == 0:
+            return float("nan")
+        return float(np.corrcoef(values, target)[0, 1]) if weight is None else weighted_pearson(values, target, weight)
     if metric == "mae":
         return float(np.average(np.abs(values - target), weights=weight))
     if metric == "rmse":
         return float(np.sqrt(np.average((values - target) ** 2, weights=weight)))
     raise ValueError(f"unknown metric {metric}")
+
+
+def ordinal(values: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Predicted values as whole scores within the targets' range (essay scores 1 to 6)."""
+    low, high = np.rint(target.min()), np.rint(target.max())
+    return np.clip(np.rint(values), low, high).astype(np.int64)
+
+
+def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    mx, my = np.average(x, weights=w), np.average(y, weights=w)
+    cov = np.average((x - mx) * (y - my), weights=w)
+    return float(cov / np.sqrt(np.average((x - mx) ** 2, weights=w) * np.average((y - my) ** 2, weights=w)))
 
 
 def better(metric: str, a: float, b: float | None) -> bool:

@@ -3,7 +3,9 @@
 - several target columns: class probabilities, one column per class, in the sample's column order;
 - one column, metric auc or log_loss, two classes: the probability of the second (sorted) class;
 - one column, metric accuracy: the predicted label;
-- one column, metric mae or rmse: a value;
+- one column, metric mae, rmse or pearson: a value;
+- one column, metric qwk: the predicted label of ordered classes (regression rounded to whole scores is the
+  text template's question, not settled here);
 - multi-label ("multi"): the training table holds the sample's target columns, as 0/1 (or probabilities);
   the submission holds per-label probabilities, or 0/1 under an F-score metric;
 - multi-label ("tags"): one column of space-separated tags in both, metric f1_samples or f2_samples; the
@@ -64,7 +66,7 @@ def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str)
             )
         return Target("probs", tuple(sample_columns), tuple(sample_columns))
     column = sample_columns[0]
-    if metric in ("mae", "rmse"):
+    if metric in ("mae", "rmse", "pearson"):
         if not pd.api.types.is_numeric_dtype(labels):
             raise KitError(f"{where}: metric {metric} needs numeric targets, found {labels.iloc[0]!r}")
         return Target("value", (column,))

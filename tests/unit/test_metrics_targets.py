@@ -89,3 +89,18 @@ def test_prior():
     t = targets.Target("probs", ("a", "b", "c"), ("a", "b", "c"))
     assert targets.prior(t, np.array([0, 0, 2, 2])).tolist() == [0.5, 0.0, 0.5]
     assert targets.prior(targets.Target("value", ("y",)), np.array([1.0, 3.0])).tolist() == [2.0]
+
+
+def test_qwk_and_pearson_match_sklearn_and_numpy():
+    target = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 3.0, 2.0])
+    values = np.array([1.2, 2.6, 2.9, 4.4, 6.8, 5.5, 3.4, 0.2])  # rounded and clipped to 1..6: 1 3 3 4 6 6 3 1
+    expected = skm.cohen_kappa_score(target.astype(int), [1, 3, 3, 4, 6, 6, 3, 1], weights="quadratic")
+    assert metrics.score("qwk", values, target) == pytest.approx(expected)
+    probs = np.eye(3)[[0, 2, 1, 1]] * 0.8 + 0.1
+    assert metrics.score("qwk", probs, np.array([0, 2, 2, 1])) == pytest.approx(
+        skm.cohen_kappa_score([0, 2, 2, 1], [0, 2, 1, 1], weights="quadratic"))
+    assert metrics.score("pearson", values[:, None], target) == pytest.approx(np.corrcoef(values, target)[0, 1])
+    w = np.array([1.0, 1, 1, 1, 0, 0, 1, 1])
+    assert metrics.score("pearson", values, target, weight=w) == pytest.approx(np.corrcoef(values[w > 0], target[w > 0])[0, 1])
+    assert np.isnan(metrics.score("pearson", np.ones(4), target[:4]))
+    assert metrics.better("qwk", 0.8, 0.7) and metrics.better("pearson", 0.5, 0.1)
