@@ -82,7 +82,23 @@ class TransformerParams(SequenceParams):
     hidden_size: int = setting(512, minimum=8)
 
 
-PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams, "lstm": LstmParams, "transformer": TransformerParams}
+@dataclass(frozen=True)
+class TextParams(TrainParams):
+    model_path: str = ""  # the Hugging Face model folder (config, weights, tokenizer), a path or its name under /kaggle/input
+    max_length: int = setting(512, minimum=8)  # tokens per text at most (longer texts are cut)
+    layer_decay: float = setting(0.9, minimum=0.0, maximum=1.0)  # each layer down learns at this times the rate above; 1 is off
+    gradient_checkpointing: bool = False  # recompute activations in backward: a third slower, much less memory
+    accumulate: int = setting(1, minimum=1)  # batches whose gradients make one optimizer step
+    lr: float = setting(2e-5, minimum=0.0)
+    epochs: int = setting(4, minimum=1)
+    weight_decay: float = setting(0.01, minimum=0.0)
+    warmup_epochs: float = setting(0.5, minimum=0.0)
+    patience: int = setting(0, minimum=0)
+    ema: bool = False
+
+
+PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams, "lstm": LstmParams, "transformer": TransformerParams,
+                                        "text": TextParams}
 
 
 def params_class(template: str) -> type[TrainParams]:

@@ -17,6 +17,7 @@ from kit.errors import KitError
 from kit.kernel import execute, notebook
 from kit.kernel.bundle import ROOT
 from kit.smoke_images import make_class_folders, make_images, make_pixels, make_tags
+from kit.smoke_text import build_tiny_encoder, make_essays
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
@@ -51,6 +52,8 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
         shutil.rmtree(root / stale, ignore_errors=True)
     data_dir = input_root / config.spec.slug
     make_dataset(config.spec, data_dir, seed)
+    if config.spec.template == "text":  # the model folder an attached dataset would hold, in a Kaggle model's layout
+        make_text_model(config.spec, data_dir, input_root, parameters["model_path"], seed)
     built = root / "kernel.ipynb"
     files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters, config.kernel.internet)))
     working.mkdir(parents=True)
@@ -91,6 +94,9 @@ def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: 
         source = data_dir / name
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, competition / name)
     shutil.copytree(working, input_root / "notebooks" / owner() / metadata.kernel_slug(config))
+    models = root / "kaggle" / "input" / "models"
+    if models.is_dir():  # an attached model (the text template's folder) is attached to both kernels
+        shutil.copytree(models, input_root / "models")
     out = infer / "kaggle" / "working"
     out.mkdir(parents=True)
     built = infer / "inference.ipynb"
@@ -146,10 +152,21 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
         make_tags(spec, folder, seed)
     elif spec.template == "cnn":
         make_images(spec, folder, seed)
+    elif spec.template == "text":
+        make_essays(spec, folder, seed)
     elif spec.slug == "ventilator-pressure-prediction":
         make_ventilator(spec, folder, seed)
     else:
         make_sequences(spec, folder, seed)
+
+
+def make_text_model(spec: Spec, data_dir: Path, input_root: Path, name: str, seed: int = 0) -> Path:
+    """A tiny encoder and tokenizer over the smoke texts, where Kaggle mounts an attached model:
+    <input>/models/<owner>/<name>/transformers/default/1/ (model_path names it by `name`)."""
+    train = pd.read_csv(data_dir / spec.train)
+    texts = [t for c in spec.text_columns for t in train[c].astype(str)]
+    return build_tiny_encoder(texts, input_root / "models" / "kit" / name / "transformers" / "default" / "1", seed,
+                              max_positions=512)
 
 
 def breath(rng: np.random.Generator, R: int, C: int, steps: int = 80) -> dict[str, np.ndarray]:

@@ -88,7 +88,8 @@ def make_essays(spec, folder: Path, seed: int = 0, train: int = 240, test: int =
     folder.mkdir(parents=True, exist_ok=True)
     texts, scores = essays(train, rng)
     ids = [rng.bytes(4).hex() for _ in range(train + test)]
-    pd.DataFrame({"essay_id": ids[:train], "full_text": texts, "score": scores}).to_csv(folder / "train.csv", index=False)
+    key, text, target = spec.id_column, spec.text_columns[0], spec.target_column
+    pd.DataFrame({key: ids[:train], text: texts, target: scores}).to_csv(folder / spec.train, index=False)
     test_texts, _ = essays(test, rng)
-    pd.DataFrame({"essay_id": ids[train:], "full_text": test_texts}).to_csv(folder / "test.csv", index=False)
-    pd.DataFrame({"essay_id": ids[train:], "score": 3}).to_csv(folder / "sample_submission.csv", index=False)
+    pd.DataFrame({key: ids[train:], text: test_texts}).to_csv(folder / spec.test, index=False)
+    pd.DataFrame({key: ids[train:], target: 3}).to_csv(folder / spec.sample_submission, index=False)

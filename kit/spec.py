@@ -14,13 +14,14 @@ from kit import fields
 from kit.errors import KitError
 from kit.fields import setting
 
-TEMPLATES = ("cnn", "lstm", "transformer")
+TEMPLATES = ("cnn", "lstm", "transformer", "text")
 METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson")
 _SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
                   "features", "categorical", "task", "score_mask")
 SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id_column", "target_column", "train_images",
                  "test_images", "image_ext"),
-         "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS)}
+         "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS),
+         "text": ("slug", "template", "metric", "train", "test", "sample_submission", "id_column", "target_column", "text_columns")}
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
                      "f2_samples": True, "qwk": True, "pearson": True}
 LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
@@ -62,6 +63,7 @@ class Data:
     categorical: tuple[str, ...] = ()  # sequences: integer-coded features that get an embedding
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
     score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
+    text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,9 @@ def warnings_for(config: Config) -> list[str]:
             "pretrained weights cannot be downloaded with internet = false: attach them ([kernel] model_sources or "
             "dataset_sources) and set [params] weights_path, or the kernel trains from random init"
         )
+    if config.spec.template == "text" and not (config.kernel.dataset_sources or config.kernel.model_sources):
+        out.append(f"model_path '{getattr(p, 'model_path', '')}': no dataset or model is attached to hold it; add the one "
+                   "holding the Hugging Face model folder to [kernel] dataset_sources or model_sources")
     return out
 
 

@@ -5,7 +5,8 @@ import importlib
 
 from kit.errors import KitError
 
-_PIPELINES = {"cnn": "kit.pipelines.cnn", "lstm": "kit.pipelines.sequence", "transformer": "kit.pipelines.sequence"}
+_PIPELINES = {"cnn": "kit.pipelines.cnn", "lstm": "kit.pipelines.sequence", "transformer": "kit.pipelines.sequence",
+              "text": "kit.pipelines.text"}
 
 
 def list_pipelines() -> list[str]:

@@ -81,3 +81,35 @@ def find_weights(given: str) -> Path:
         + (f" and under {root} (every attached dataset and model)" if not path.is_absolute() else "")
         + "; attach the dataset or model that holds it ([kernel] dataset_sources or model_sources)"
     )
+
+
+MODEL_FILE = "config.json"  # what marks a Hugging Face model folder
+
+
+def find_model(given: str) -> Path:
+    """A Hugging Face model folder (config.json, weights, tokenizer files): `given` as a path, else searched for
+    under /kaggle/input in the mount layouts `find_weights` knows, as a folder relative to any folder there.
+    A folder found without config.json is searched below for one with it (a Kaggle model's
+    <framework>/<variation>/<version>/ folders, a dataset that holds the model in a subfolder); of several,
+    the last in sorted order (a model's newest version)."""
+    path = Path(given).expanduser()
+    candidates = [path] if path.is_dir() else []
+    root = input_root()
+    if not candidates and root.is_dir() and given and not path.is_absolute():
+        relative = path.as_posix().strip("/")
+        for pattern in (relative, f"*/{relative}", f"**/{relative}"):
+            candidates = sorted(p for p in root.glob(pattern) if p.is_dir())
+            if candidates:
+                break
+    for folder in candidates:
+        if (folder / MODEL_FILE).is_file():
+            return folder
+        inside = sorted(p.parent for p in folder.rglob(MODEL_FILE))
+        if inside:
+            return inside[-1]
+    where = f"{path}" + (f" and under {root} (every attached dataset and model)" if given and not path.is_absolute() else "")
+    if candidates:
+        raise KitError(f"model_path '{given}': {candidates[0]} holds no {MODEL_FILE}; point model_path at the Hugging Face "
+                       "model folder (config.json, the weights and the tokenizer's files)")
+    raise KitError(f"model_path '{given}' not found: looked for {where}; attach the dataset or model that holds the "
+                   "Hugging Face model folder ([kernel] dataset_sources or model_sources) and set model_path to its name")

@@ -70,7 +70,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     predict = p.mode == "predict"  # the weights come from the checkpoints: no hub, no weights file
     libraries = versions.check()  # before anything that a too-old library would break
     hub_note = hub.settle(wants_hub=getattr(p, "pretrained", False) and not predict,
-                          weights_file=bool(getattr(p, "weights_path", "")) and not predict)
+                          weights_file=bool(getattr(p, "weights_path", "")) and not predict or template == "text")
     spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
     if spec.template != template:
         raise kit.KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")

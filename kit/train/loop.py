@@ -49,6 +49,8 @@ class FitConfig:
     metric: str
     grad_clip: float = 1.0  # clip the gradient norm at this value, or disable if == 0.0
     ema: bool = False  # validate a moving average of the weights too, and keep the better (kit.train.ema)
+    layer_decay: float = 1.0  # each layer group down learns at this times the rate of the one above (timm's groups)
+    micro: int = 0  # micro-batches of this many rows from the start: gradient accumulation (0: whole batches)
 
 
 @dataclass
@@ -112,13 +114,13 @@ class _Loop:
         self.dist = collective
         self.log = log if collective.main else (lambda message: None)
         self.precision = precision
-        self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay)  # the names timm's groups know
+        self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay, cfg.layer_decay)  # the names timm's groups know
         self.stepped = False  # whether the optimizer has its state: Adam allocates it in its first step
         self.ema = averaging.create(unwrap(model)) if cfg.ema else None
         self.val_passes = 2 if self.ema else 1  # the average of the weights is validated too
         self.scaler = precision.grad_scaler()
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
-        self.micro = 0
+        self.micro = cfg.micro
         self.step = 0
         self.warm = False  # whether this run has finished an epoch of the fold (its first step is not a usual one)
         self.explained = False  # whether this run's epoch lines have said what their * means
@@ -213,7 +215,7 @@ class _Loop:
                 deadline_hit = True
                 break
             for group in self.optimizer.param_groups:
-                group["lr"] = self.lr_at(self.step)
+                group["lr"] = self.lr_at(self.step) * group.get("lr_scale", 1.0)  # layer-wise decay's share
             losses.add(self.step_with_recovery(batch))
             self.step += 1
             if self.ema:

@@ -18,6 +18,8 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
+    if target.ndim == 2 and metric in ("mae", "rmse", "pearson"):  # several value columns: the mean of their scores
+        return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in range(target.shape[1])]))
     if target.ndim == 2:
         return multilabel(metric, pred, target, weight)
     if metric == "log_loss":

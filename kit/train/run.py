@@ -75,6 +75,7 @@ def fit_config(session: Session) -> FitConfig:
         patience=p.patience,
         metric=session.spec.metric,
         ema=p.ema,
+        layer_decay=getattr(p, "layer_decay", 1.0),
     )
 
 
@@ -202,7 +203,9 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
         preflight.run(session, pipe, data, peers)
     size, lr = resolve_batch(session, pipe, data, len(splits[0][0]), peers=peers, replicas=collective.world, train=train)
     pipe.batch_size = size
-    cfg = replace(fit_config(session), lr=lr)
+    # gradient accumulation: batches of `accumulate` x the batch size, stepped in micro-batches of the batch size
+    accumulate = getattr(session.params, "accumulate", 1)
+    cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
     budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
                     other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
     monitor = Monitor("cuda" if session.plan.monitor else "cpu",
@@ -239,7 +242,7 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                 fitted = fit(
                     maybe_compile(session, collective.wrap(pipe.model(data, fit_rows=train_idx))),
                     pipe.task(data),
-                    pipe.batches(data, train_idx, train=True, batch_size=size, seed=session.params.seed + fold, shard=shard,
+                    pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold, shard=shard,
                                  precision=precision),
                     pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
                     cfg,
@@ -304,7 +307,7 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
     rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
         joined = metrics.join_rows(rows)
-        multilabel = joined["target"].ndim == 2
+        multilabel = joined["target"].ndim == 2 and result.metric not in ("mae", "rmse", "pearson")  # not several values
         if multilabel and result.metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
             cut, result.score = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))
             result.threshold = cut.threshold
@@ -314,7 +317,7 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
         result.baseline = metrics.score(result.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
                                         joined.get("weight"))
         result.baseline_name = ("each label's frequency" if multilabel else
-                                "the training mean" if len(prior) == 1 else "the class prior")
+                                "the training mean" if len(prior) == 1 or joined["target"].ndim == 2 else "the class prior")
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(

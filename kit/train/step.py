@@ -26,15 +26,17 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * done))
 
 
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float, layer_decay: float = 1.0) -> torch.optim.Optimizer:
     # timm's AdamW set-up: no weight decay on biases and norm weights (1-D parameters). Fused: one kernel for
     # the whole update, which takes the GradScaler's found-inf flag on the device instead of asking the host.
+    # layer_decay < 1: timm's layer-wise groups (the model's group_matcher), each with its "lr_scale"
     from timm.optim import create_optimizer_v2
 
+    decay = dict(layer_decay=layer_decay) if layer_decay < 1.0 and hasattr(model, "group_matcher") else {}
     try:
-        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay, fused=True)
+        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay, fused=True, **decay)
     except (RuntimeError, TypeError, ValueError):  # a device or torch without a fused AdamW
-        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay)
+        return create_optimizer_v2(model, opt="adamw", lr=lr, weight_decay=weight_decay, **decay)
 
 
 def batch_size_of(batch: Batch) -> int:

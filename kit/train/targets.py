@@ -4,8 +4,11 @@
 - one column, metric auc or log_loss, two classes: the probability of the second (sorted) class;
 - one column, metric accuracy: the predicted label;
 - one column, metric mae, rmse or pearson: a value;
-- one column, metric qwk: the predicted label of ordered classes (regression rounded to whole scores is the
-  text template's question, not settled here);
+- one column, metric qwk ("ordinal"): a value regressed on the scores, written rounded to the nearest whole
+  score within the training scores' range (what essay- and grade-scoring winners do: a regression keeps the
+  scores' order and distance, which quadratic kappa weighs);
+- several columns held by the training table, metric mae, rmse or pearson ("values"): one value per column
+  (scored by the mean of the columns' scores: MCRMSE under rmse);
 - multi-label ("multi"): the training table holds the sample's target columns, as 0/1 (or probabilities);
   the submission holds per-label probabilities, or 0/1 under an F-score metric;
 - multi-label ("tags"): one column of space-separated tags in both, metric f1_samples or f2_samples; the
@@ -22,7 +25,8 @@ import pandas as pd
 from kit.errors import KitError
 from kit.train.metrics import THRESHOLDED
 
-KINDS = ("probs", "binary", "label", "value", "multi", "tags")
+KINDS = ("probs", "binary", "label", "value", "ordinal", "values", "multi", "tags")
+VALUE_METRICS = ("mae", "rmse", "pearson")  # what scores one or several values per row
 MULTI_METRICS = ("auc", "log_loss", *THRESHOLDED)  # what scores a multi-label target
 
 
@@ -30,11 +34,13 @@ MULTI_METRICS = ("auc", "log_loss", *THRESHOLDED)  # what scores a multi-label t
 class Target:
     kind: str
     columns: tuple[str, ...]  # the submission's target columns
-    classes: tuple[Any, ...] = ()  # class values in model-output order; empty for "value"
+    classes: tuple[Any, ...] = ()  # class values in model-output order; "ordinal": the whole scores; "value(s)": empty
 
     @property
     def outputs(self) -> int:
-        return len(self.classes) if self.classes else 1
+        if self.kind in ("value", "ordinal"):
+            return 1
+        return len(self.classes) if self.classes else len(self.columns)
 
     @property
     def classification(self) -> bool:
@@ -66,10 +72,15 @@ def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str)
             )
         return Target("probs", tuple(sample_columns), tuple(sample_columns))
     column = sample_columns[0]
-    if metric in ("mae", "rmse", "pearson"):
+    if metric in (*VALUE_METRICS, "qwk"):
         if not pd.api.types.is_numeric_dtype(labels):
             raise KitError(f"{where}: metric {metric} needs numeric targets, found {labels.iloc[0]!r}")
-        return Target("value", (column,))
+        if metric != "qwk":
+            return Target("value", (column,))
+        scores = np.arange(np.rint(labels.min()), np.rint(labels.max()) + 1).astype(int).tolist()
+        if len(scores) < 2:
+            raise KitError(f"{where}: the scores hold a single value ({scores[0]}); nothing to learn")
+        return Target("ordinal", (column,), tuple(scores))
     classes = tuple(sorted(pd.unique(labels).tolist()))
     if metric in ("auc", "log_loss"):
         if len(classes) != 2:
@@ -95,6 +106,11 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
     if len(sample_columns) > 1 and not held and metric in THRESHOLDED:
         raise KitError(f"{where}: the sample submission has {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} "
                        f"...) and this table none of them; under {metric} give it one 0/1 column per label")
+    if len(sample_columns) > 1 and len(held) == len(sample_columns) and metric in VALUE_METRICS:
+        for column in sample_columns:
+            if not pd.api.types.is_numeric_dtype(table[column]):
+                raise KitError(f"{where}, column '{column}': metric {metric} needs numeric targets, found {table[column].iloc[0]!r}")
+        return Target("values", tuple(sample_columns))
     if len(sample_columns) > 1 and len(held) == len(sample_columns):
         if metric not in MULTI_METRICS:
             raise KitError(f"{where}: {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} ...) with "
@@ -118,7 +134,7 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
 def encode(target: Target, labels: pd.Series | pd.DataFrame) -> np.ndarray:
     """Class indices (int64) for classification, float32 values for regression, (rows, labels) float32 0/1
     (or probabilities) for multi-label: `labels` is then the label columns ("multi") or the tags column."""
-    if target.kind == "multi":
+    if target.kind in ("multi", "values"):
         return labels[list(target.columns)].to_numpy(dtype=np.float32)
     if target.kind == "tags":
         index = {t: i for i, t in enumerate(target.classes)}
@@ -138,8 +154,10 @@ def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
     if target.kind == "tags":
         names = np.asarray(target.classes, dtype=object)
         return {target.columns[0]: np.array([" ".join(names[row > 0.5]) for row in pred], dtype=object)}
-    if target.kind in ("probs", "multi"):
+    if target.kind in ("probs", "multi", "values"):
         return {c: pred[:, i] for i, c in enumerate(target.columns)}
+    if target.kind == "ordinal":  # the nearest whole score the training scores span
+        return {target.columns[0]: np.clip(np.rint(pred[:, 0]), target.classes[0], target.classes[-1]).astype(np.int64)}
     if target.kind == "binary":
         return {target.columns[0]: pred[:, 1]}
     if target.kind == "label":
@@ -151,7 +169,7 @@ def prior(target: Target, encoded: np.ndarray) -> np.ndarray:
     """(outputs,) the prediction that knows only the training labels: class frequencies or the mean."""
     if target.multilabel:  # each label's frequency
         return encoded.mean(0).astype(np.float64) if len(encoded) else np.full(target.outputs, 0.5)
-    if not target.classification:
-        return np.array([float(np.mean(encoded))], dtype=np.float64)
+    if not target.classification:  # the mean of each value column
+        return np.atleast_1d(np.mean(encoded, axis=0)).astype(np.float64)
     counts = np.bincount(encoded, minlength=target.outputs).astype(np.float64)
     return counts / counts.sum()

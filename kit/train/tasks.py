@@ -60,21 +60,26 @@ class MultiLabel:
 
 
 class Regression:
-    """Targets standardised with the training mean and std; MSE for rmse, L1 for mae; predictions in
-    target units."""
+    """Targets standardised with the training mean and std (of each column, for several); MSE (L1 for mae);
+    predictions in target units."""
 
-    def __init__(self, mean: float, std: float, metric: str, input_key: str = "image"):
-        self.mean, self.std, self.input_key = float(mean), float(std) or 1.0, input_key
+    def __init__(self, mean, std, metric: str, input_key: str = "image"):
+        self.mean = torch.as_tensor(mean, dtype=torch.float32)  # () or (K,)
+        std = torch.as_tensor(std, dtype=torch.float32)
+        self.std = torch.where(std > 0, std, torch.ones_like(std))  # a constant target: no scaling
+        self.input_key = input_key
         self.loss = F.l1_loss if metric == "mae" else F.mse_loss
         self.loss_metric = None  # the loss is in standardised units, not the metric's
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
-        out = model(batch[self.input_key]).float()
-        loss = self.loss(out[:, 0], (batch["target"].float() - self.mean) / self.std)
+        out = model(batch[self.input_key]).float()  # (B, K)
+        y = batch["target"].float()  # (B,) or (B, K)
+        mean, std = self.mean.to(out.device), self.std.to(out.device)
+        loss = self.loss(out if y.ndim == 2 else out[:, 0], (y - mean) / std)
         return {"loss": loss, "output": out}
 
     def predict(self, output: torch.Tensor) -> torch.Tensor:
-        return output.float() * self.std + self.mean
+        return output.float() * self.std.to(output.device) + self.mean.to(output.device)
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         return {"pred": self.predict(output), "target": batch["target"]}

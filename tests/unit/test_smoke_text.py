@@ -41,9 +41,10 @@ def test_essay_smoke_data_is_in_the_competitions_layout_and_says_its_score(tmp_p
     import numpy as np
     import pandas as pd
 
+    from kit import config
     from kit.smoke_text import make_essays
 
-    make_essays(None, tmp_path / "aes", seed=1)
+    make_essays(config.load("learning-agency-lab-automated-essay-scoring-2").spec, tmp_path / "aes", seed=1)
     train = pd.read_csv(tmp_path / "aes" / "train.csv")
     test = pd.read_csv(tmp_path / "aes" / "test.csv")
     sample = pd.read_csv(tmp_path / "aes" / "sample_submission.csv")

@@ -1,0 +1,67 @@
+"""The text template's model: a Hugging Face encoder from a local model folder, mean-pooled, and a linear head.
+
+The encoder comes from `transformers`' Auto classes with `local_files_only=True`: the folder a Kaggle dataset
+or model holds (config.json, the weights, the tokenizer's files), never the hub. A fold's checkpoint holds
+this module's state; prediction builds the encoder from the folder's config alone (no pretrained weights
+read) and loads the fold's state into it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+# what timm's layer-wise learning-rate decay groups by (its `group_matcher` protocol): the embeddings, then
+# each encoder layer by its number (encoder.layer.N in BERT, RoBERTa, DeBERTa, ELECTRA; transformer.layer.N
+# in DistilBERT; layers.N in ModernBERT); the rest (the head, a pooler) is the top group, at the full rate
+LAYER_GROUPS = {"stem": r"^backbone\.(?:[a-z_]+\.)?(?:embeddings|word_embedding)", "blocks": [(r"^backbone\.(?:[a-z_]+\.)?layers?\.(\d+)\.", None)]}
+
+
+class TextModel(nn.Module):
+    """input_ids (B, L), padded with `pad_id` -> (B, outputs). The attention mask is the ids that are not padding."""
+
+    def __init__(self, folder: Path, outputs: int, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
+        super().__init__()
+        from transformers import AutoConfig, AutoModel
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()  # a bar per fold model of a few ms each says nothing
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
+            if hasattr(config, name):  # dropout in a regression head's backbone hurts (a known Kaggle finding)
+                setattr(config, name, 0.0)
+        if pretrained:
+            self.backbone = AutoModel.from_pretrained(folder, config=config, local_files_only=True)
+        else:
+            self.backbone = AutoModel.from_config(config)
+        if gradient_checkpointing:  # recompute activations in backward: longer texts or bigger batches fit
+            self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.pad_id = pad_id
+        self.head = nn.Linear(config.hidden_size, outputs)
+        nn.init.normal_(self.head.weight, std=0.02)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        mask = input_ids.ne(self.pad_id)  # (B, L)
+        hidden = self.backbone(input_ids=input_ids, attention_mask=mask.long()).last_hidden_state  # (B, L, H)
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)  # (B, H): the mean over real tokens
+        return self.head(pooled)
+
+    @torch.jit.ignore
+    def group_matcher(self, coarse: bool = False) -> dict:
+        return LAYER_GROUPS
+
+
+def positions(folder: Path) -> int:
+    """How many token positions the model folder's encoder has (0: no limit it states)."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    n = int(getattr(config, "max_position_embeddings", 0) or 0)
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert", "longformer"):
+        n -= 2  # RoBERTa's positions start after the padding index
+    if getattr(config, "position_biased_input", True) is False:
+        return 0  # DeBERTa-v3: relative positions, no table that a longer text would overrun
+    return max(n, 0)

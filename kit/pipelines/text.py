@@ -1,0 +1,276 @@
+"""Text competitions: a table of texts (one or several text columns) and targets, a Hugging Face encoder
+fine-tuned on them.
+
+Single-label classification, multi-label, regression of one value or several, and ordinal scores under
+quadratic weighted kappa (a regression written as whole scores) follow from the metric and the sample
+submission, as in the other templates (kit.train.targets). The model folder is found under /kaggle/input
+and read with `local_files_only=True`; texts are tokenized once (kit.data.text) and batched by length.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from kit.data import tables, text
+from kit.data.text import TextBatches, Tokens
+from kit.errors import KitError
+from kit.models.text import TextModel, positions
+from kit.runtime import faults, paths, runs, trained
+from kit.runtime.session import Session
+from kit.train import cv, targets
+from kit.train.predict import submission_frame
+from kit.train.targets import Target
+from kit.train.tasks import Classification, MultiLabel, Regression
+
+TOKENIZER_VOCABS = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "sentencepiece.bpe.model", "tokenizer.model")
+
+
+@dataclass
+class TextData:
+    train: Tokens | None  # None in predict mode
+    test: Tokens
+    y: np.ndarray | None  # encoded targets of the training texts
+    target: Target
+    sample: pd.DataFrame
+    test_positions: np.ndarray  # (test texts,) the sample row of each
+    pad_id: int
+    folder: Path  # the model folder
+    y_mean: list[float]
+    y_std: list[float]
+    max_length: int
+    identity: str = ""
+    prior: np.ndarray | None = None  # predict mode: the training run's
+
+
+def load_tokenizer(folder: Path):
+    """The folder's tokenizer with the Auto class, offline; one line when the folder has none."""
+    from transformers import AutoTokenizer
+
+    if not any((folder / name).is_file() for name in TOKENIZER_VOCABS):
+        raise KitError(f"model folder {folder} has no tokenizer files (none of {', '.join(TOKENIZER_VOCABS[:4])}, ...); "
+                       "attach a model folder saved with its tokenizer (tokenizer.save_pretrained) or copy them into it")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # a tokenizer class that needs a library the image lacks, a broken file, ...
+        raise KitError(f"model folder {folder}: its tokenizer does not load ({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
+    if tokenizer.pad_token_id is None:  # GPT-style tokenizers have none; padding is masked out anyway
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+    return tokenizer
+
+
+class Pipeline:
+    def __init__(self, session: Session):
+        self.session, self.p, self.spec = session, session.params, session.spec
+        size = session.params.batch_size
+        self.batch_size = size if isinstance(size, int) else 8  # train_folds settles "auto"
+        self._announced = False
+
+    # -- data -------------------------------------------------------------------------------------------
+    def load(self) -> TextData:
+        s, spec, p = self.session, self.spec, self.p
+        if not spec.text_columns:
+            raise KitError("[data] text_columns is empty; name the column(s) holding the texts, such as text_columns = [\"full_text\"]")
+        if not spec.test:
+            raise KitError("[data] test is empty: the text template needs the test table's file name")
+        if not p.model_path:
+            raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
+                           "that an attached dataset or model holds")
+        folder = paths.find_model(p.model_path)
+        tokenizer = load_tokenizer(folder)
+        if s.trained is not None:
+            return self._load_test(s.trained.recipe, folder, tokenizer)
+        limit = positions(folder)
+        if limit and p.max_length > limit:
+            raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
+                           f"(its config.json); set max_length to {limit} or less")
+        train_path = paths.require_file(s.data_dir, spec.train, "training table")
+        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
+        train = tables.read_csv(train_path, spec.id_column)
+        sample = tables.read_csv(sample_path, spec.id_column)
+        tables.require_columns(train, spec.text_columns, train_path)
+        tables.require_columns(sample, [spec.id_column], sample_path)
+        tables.require_unique(sample, spec.id_column, sample_path)
+        columns = [c for c in sample.columns if c != spec.id_column]
+        where = f"{train_path.name}"
+        target = targets.multi(spec.metric, train, columns, spec.target_column, where)
+        if target is None:
+            tables.require_columns(train, [spec.target_column], train_path)
+            labels = train[spec.target_column]
+            if labels.isna().any():
+                row = int(np.flatnonzero(labels.isna().to_numpy())[0])
+                raise KitError(f"{train_path.name}: target '{spec.target_column}' is empty in row {row + 2}; fill or drop the row")
+            target = targets.infer(spec.metric, labels, columns, f"{where}, column '{spec.target_column}'")
+        y = targets.encode(target, train if target.kind in ("multi", "values") else train[spec.target_column])
+        texts = self._texts(train, train_path, tokenizer, strict=True)
+        data_test, test_positions = self._test(sample, sample_path, tokenizer, p.max_length, folder)
+        tokens = text.tokenize(tokenizer, texts, p.max_length, text.tokenizer_key(folder), log=s.log, what="train")
+        regression = not (target.classification or target.multilabel)
+        mean = np.atleast_1d(y.mean(0)).tolist() if regression else [0.0]
+        std = np.atleast_1d(y.std(0)).tolist() if regression else [1.0]
+        identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
+                                                          index=False).to_numpy(), np.array(target.columns))
+        data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, mean, std,
+                        p.max_length, identity)
+        s.log(self.describe(data))
+        return data
+
+    def _target_columns(self, target: Target) -> list[str]:
+        return list(target.columns) if target.kind in ("multi", "values") else [self.spec.target_column]
+
+    def _texts(self, table: pd.DataFrame, path: Path, tokenizer, strict: bool) -> list[str]:
+        """The rows' texts; an empty one is an error in training data (`strict`), a warning in the test table."""
+        blank = table[list(self.spec.text_columns)].fillna("").astype(str).apply(lambda c: c.str.strip() == "").all(axis=1)
+        if blank.any():
+            row = int(np.flatnonzero(blank.to_numpy())[0])
+            line = (f"{path.name}: the text is empty in row {row + 2} (columns {', '.join(self.spec.text_columns)}; "
+                    f"{int(blank.sum())} such rows)")
+            if strict:
+                raise KitError(f"{line}; drop those rows or fill them")
+            self.session.warn(f"{line}; they are predicted from the special tokens alone")
+        sep = tokenizer.sep_token or tokenizer.eos_token or "\n"
+        return text.join_columns(table, self.spec.text_columns, f" {sep} ")
+
+    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int, folder: Path) -> tuple[Tokens, np.ndarray]:
+        """The test texts, tokenized, and the sample row each goes to; the ids on both sides must match."""
+        spec = self.spec
+        test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
+        test = tables.read_csv(test_path, spec.id_column)
+        tables.require_columns(test, [spec.id_column, *spec.text_columns], test_path)
+        tables.require_unique(test, spec.id_column, test_path)
+        where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(test[spec.id_column].astype(str))
+        if (where < 0).any() or len(test) != len(sample):
+            missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
+            detail = f"id '{missing[0]}' is not in {sample_path.name}" if len(missing) else f"{len(test)} rows, the sample {len(sample)}"
+            raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
+        texts = self._texts(test, test_path, tokenizer, strict=False)
+        tokens = text.tokenize(tokenizer, texts, max_length, text.tokenizer_key(folder), log=self.session.log, what="test")
+        return tokens, where.astype(np.int64)
+
+    def _load_test(self, recipe: dict, folder: Path, tokenizer) -> TextData:
+        """Predict mode: the test table and the sample submission, tokenized as the training run did."""
+        s = self.session
+        sample, sample_path, target = trained.sample_submission(s)
+        tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], folder)
+        data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe["y_mean"],
+                        recipe["y_std"], recipe["max_length"], prior=np.asarray(recipe["prior"]))
+        s.log(self.describe(data))
+        return data
+
+    def recipe(self, data: TextData) -> dict:
+        """What prediction needs besides the model folder and a fold's weights (kit.runtime.trained)."""
+        t = data.target
+        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
+                "y_mean": data.y_mean, "y_std": data.y_std, "max_length": data.max_length}
+
+    def identity(self, data: TextData) -> str:
+        return data.identity
+
+    def describe(self, data: TextData) -> str:
+        t, test = data.target, data.test.lengths
+        kind = {"ordinal": f"scores {t.classes[0]} to {t.classes[-1]}, regressed and rounded", "value": "a value",
+                "values": f"{len(t.columns)} values"}.get(t.kind, f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})")
+        lines = [f"model          {data.folder}"]
+        if data.train is not None:
+            n = data.train.lengths
+            lines.append(f"train          {len(n)} texts, {int(np.median(n))} tokens at the median, {int(n.max())} at most")
+        lines += [f"test           {len(test)} texts" + ("" if data.train is not None else " (predict mode: no training data here)"),
+                  f"target         {kind}, metric {self.spec.metric}"]
+        return "\n".join(lines)
+
+    def show_samples(self, data: TextData, n: int = 3):
+        """The texts' lengths in tokens against max_length, and the targets' distribution."""
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3))
+        tokens = data.train if data.train is not None else data.test
+        axes[0].hist(tokens.lengths, bins=40, color="tab:blue")
+        axes[0].axvline(data.max_length, color="black", ls="--", label=f"max_length {data.max_length}")
+        axes[0].set(xlabel="tokens per text", ylabel="texts", title="lengths (batches pad to their own longest)")
+        axes[0].legend(fontsize=7)
+        if data.y is not None and data.y.ndim == 1:
+            values, counts = np.unique(data.y, return_counts=True)
+            labels = [str(data.target.classes[int(v)]) for v in values] if data.target.classification else [f"{v:g}" for v in values]
+            if len(values) <= 30:
+                axes[1].bar(labels, counts, color="tab:green")
+            else:
+                axes[1].hist(data.y, bins=40, color="tab:green")
+        axes[1].set(title=f"target ({', '.join(data.target.columns[:3])})", ylabel="texts")
+        fig.tight_layout()
+        fig.savefig(self.session.output_dir / "samples.png", dpi=80)
+        return fig
+
+    def split(self, data: TextData) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Folds stratified by class, or by whole score under qwk."""
+        t = data.target
+        classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.kind == "ordinal" else None
+        return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes)
+
+    def prior(self, data: TextData) -> np.ndarray:
+        if data.prior is not None:
+            return data.prior
+        return targets.prior(data.target, data.y)
+
+    # -- model ------------------------------------------------------------------------------------------
+    def model(self, data: TextData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
+        """The encoder with its head, on the device; `pretrained=False` builds it from the folder's config
+        alone, for a fold checkpoint's weights to be loaded next."""
+        if pretrained and not self._announced:
+            self.session.log(f"pretrained weights: {data.folder} (local files only)")
+            self._announced = True
+        model = TextModel(data.folder, data.target.outputs, data.pad_id, pretrained=pretrained,
+                          gradient_checkpointing=self.p.gradient_checkpointing)
+        return model.to(self.session.device)
+
+    def task(self, data: TextData):
+        t = data.target
+        if t.classification:
+            return Classification(input_key="input_ids")
+        if t.multilabel:
+            return MultiLabel(input_key="input_ids")
+        mean, std = (data.y_mean[0], data.y_std[0]) if t.kind != "values" else (data.y_mean, data.y_std)
+        return Regression(mean, std, self.spec.metric, input_key="input_ids")
+
+    # -- batches ----------------------------------------------------------------------------------------
+    def batches(self, data: TextData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
+                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None) -> TextBatches:
+        """Batches of texts `rows`, padded to each batch's longest (token ids need no precision or workers)."""
+        tokens, y = (data.test, None) if test else (data.train, data.y)
+        return TextBatches(tokens, rows, y, batch_size, shuffle=train, device=self.session.device, pad_id=data.pad_id,
+                           seed=seed, shard=shard)
+
+    def host_bytes(self, data: TextData) -> int:
+        arrays = [a for t in (data.train, data.test) if t is not None for a in (t.ids, t.offsets)]
+        return 3 * sum(a.nbytes for a in arrays) + (data.y.nbytes if data.y is not None else 0)
+
+    def release(self, data: TextData) -> None:
+        pass  # nothing lives on the device between batches
+
+    def trial_rows(self, data: TextData) -> np.ndarray:
+        """The longest training texts: a batch size that fits them fits every bucket."""
+        return np.argsort(-data.train.lengths, kind="stable")[:256]
+
+    def predict_rows(self, data: TextData) -> int:
+        return len(data.test)
+
+    # -- prediction -------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def predict(self, model: nn.Module, data: TextData, precision, batch_size: int) -> np.ndarray:
+        """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
+        model.eval()
+        task = self.task(data)
+        out = np.zeros((len(data.sample), data.target.outputs), np.float64)
+        rows = np.arange(len(data.test))
+        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True):
+            with precision.autocast():
+                pred = task.predict(model(batch["input_ids"]))
+            faults.oom("oom.predict")
+            out[data.test_positions[batch["index"].cpu().numpy()]] = pred.float().cpu().numpy().reshape(len(pred), -1)
+        return out
+
+    def submission(self, data: TextData, pred: np.ndarray) -> pd.DataFrame:
+        return submission_frame(data.sample, data.target, pred)

@@ -1,0 +1,156 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Text with a Hugging Face encoder, by kit
+#
+# This notebook fine-tunes a pretrained Transformer encoder (DeBERTa-v3, RoBERTa, ...) on a Kaggle competition whose
+# data is a table of texts and targets, and writes `submission.csv`. It was built by kit (a Kaggle notebook kit) from a
+# short competition config, and it runs with the internet off: the training code is embedded below, and the model comes
+# from a folder an attached dataset or model holds (`model_path`), read with `local_files_only=True`.
+#
+# The steps:
+#
+# 1. **Parameters**: the one cell to edit: the config's values where it sets them, the template's defaults
+#    otherwise. Change a value in place and run the cells again; a run with other settings trains afresh.
+# 2. **Set-up**: look at the GPU, pick the precision (fp16 on a T4, bf16 on Ampere and newer), find the data.
+# 3. **Data**: find the model folder, load its tokenizer, tokenize the texts once (cached by the tokenizer and
+#    `max_length`), check the test table against the sample submission.
+# 4. **Training**: cross-validated folds (stratified by class or score). Batches hold texts of about one length,
+#    padded to their own longest; layer-wise learning-rate decay, fp16 with loss scaling on a T4, gradient
+#    accumulation and checkpointing when asked. A batch size tuned on the longest texts, a time budget, a
+#    checkpoint every epoch.
+# 5. **Submission**: every fold checkpoint predicts the test texts; the average is checked against the sample
+#    submission and written.
+#
+# **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
+# Each fold's model is rebuilt from the model folder's config and loaded with the weights a training run left
+# (its output attached as an input, or `model_dir`).
+
+# %% tags=["parameters"]
+data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
+output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
+mode: str = "train"  # train, then predict; predict: only predict with the folds a training run left (model_dir)
+model_dir: str = ""  # predict mode: the training kernel's output; empty searches /kaggle/input
+device: str = "auto"  # auto, cuda or cpu
+epochs: int = 4  # at most this many epochs per fold
+folds: int = 5  # cross-validation folds; 1 is a single holdout split
+lr: float = 2e-05  # peak AdamW learning rate of the top layer and the head (for a batch of 64 or fewer)
+seed: int = 42
+batch_size = "auto"  # an int, or auto: the largest batch of the longest texts that fits and runs fastest
+precision: str = "auto"  # auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16
+time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+weight_decay: float = 0.01  # AdamW weight decay (not on biases and norms)
+warmup_epochs: float = 0.5  # linear warm-up, then cosine decay
+patience: int = 0  # epochs without a better score before a fold stops (from half the planned); 0 never
+ema: bool = False  # validate a moving average of the weights too (timm's ModelEmaV3) and keep the better
+num_workers: int = -1  # unused by text (token ids are batched in this process); kept for the contract
+compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer)
+parallel: str = "auto"  # several GPUs: auto, none, folds (each GPU trains whole folds) or ddp
+world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)
+model_path: str = ""  # the Hugging Face model folder (config, weights, tokenizer): a path, or its name under /kaggle/input
+max_length: int = 512  # tokens per text at most (longer texts are cut)
+layer_decay: float = 0.9  # each layer down learns at this times the rate of the one above; 1 is off
+gradient_checkpointing: bool = False  # recompute activations in backward: a third slower, much less memory
+accumulate: int = 1  # batches whose gradients make one optimizer step (an effective batch of accumulate x batch_size)
+competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
+    "slug": "learning-agency-lab-automated-essay-scoring-2",
+    "template": "text",
+    "metric": "qwk",
+    "train": "train.csv",
+    "test": "test.csv",
+    "sample_submission": "sample_submission.csv",
+    "id_column": "essay_id",
+    "target_column": "score",
+    "text_columns": ["full_text"],
+}
+
+# %% [markdown]
+# ## The kit runtime
+#
+# The code behind each step lives in the `kit` package. A kernel built with `make kernel` carries it in the
+# next cell as an embedded zip that is put on `sys.path`, so nothing is installed and no internet is needed.
+
+# %% tags=["kit-runtime"]
+import kit  # a built kernel replaces this cell with the embedded kit runtime
+
+print(f"kit {kit.__version__} from {kit.__file__}")
+
+# %% [markdown]
+# ## 1. Set-up
+#
+# Checks every parameter above (a typo is an error that names it) and prints those that differ from the
+# template's defaults, looks at the GPU and CPU, settles the precision policy and finds the competition data
+# under `/kaggle/input` (or `data_dir`).
+
+# %%
+from kit.runtime.session import start
+
+session = start("text", globals())
+
+# %% [markdown]
+# ## 2. Data
+#
+# Finds the model folder under `/kaggle/input` (`model_path`) and loads its tokenizer offline; reads the
+# training and test tables and the sample submission; checks the text and target columns, that no training
+# text is empty, and that the test ids and the sample submission's ids are the same. The texts are tokenized
+# once into a cache keyed by the tokenizer and `max_length`; the plot shows their lengths.
+
+# %%
+from kit.pipelines import create_pipeline
+
+pipe = create_pipeline(session)
+data = pipe.load()
+_ = pipe.show_samples(data)
+
+# %% [markdown]
+# ## 3. Training
+#
+# The model: the pretrained encoder, the mean of its last hidden states over the real tokens, and a linear head
+# (dropout off in the encoder: it hurts regression). AdamW with layer-wise learning-rate decay (`layer_decay`:
+# the embeddings learn slowest), a linear warm-up and cosine decay. Each fold keeps the weights of its best
+# validation epoch and checkpoints every epoch: a run with the same settings into the same `output_dir`
+# reuses its finished folds and resumes an interrupted one (changed settings train afresh in a folder of their
+# own, `checkpoints/<run>/`). With two GPUs (Kaggle's T4 x2), `parallel` trains folds side by side, or one
+# model with DDP; the workers' lines appear here prefixed `[worker N]`. Before the first fold each optional
+# accelerant is tried once, and what fails is turned off with one line. The last lines compare the
+# out-of-fold score with predicting the training mean (or the class prior).
+
+# %%
+from kit.train.run import train_folds
+
+cv = train_folds(session, pipe, data)
+
+# %% [markdown]
+# ## 4. Submission
+#
+# Every fold checkpoint that exists predicts the test texts (longest first, each batch padded to its own
+# longest); the predictions are averaged, put in the sample submission's row order (scores under qwk rounded
+# to whole scores), checked, and only then written to `submission.csv`.
+
+# %%
+from kit.train.predict import write_submission
+
+submission = write_submission(session, pipe, data)
+submission.head()
+
+# %% [markdown]
+# ## 5. Curves
+#
+# Training and validation loss per fold and the validation metric with each fold's best epoch marked, saved as
+# `history.png`; on a GPU also its utilisation over the run (the samples in `gpu_monitor.csv`).
+
+# %%
+from kit.train.plots import plot_history
+
+_ = plot_history(session, cv)
