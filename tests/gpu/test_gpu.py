@@ -84,3 +84,13 @@ def test_faults_on_the_gpu_under_mixed_precision(tmp_path, fault):
 def test_both_gpus(tmp_path, mode):
     log = run_smoke_notebook(tmp_path, "dog-breed", parallel=mode, world_size=2, batch_size="auto", epochs=2)
     assert f"parallel: {mode} on 2 workers" in log and "from folds [1, 2]" in log
+
+
+def test_text_in_fp16_with_autotune_accumulation_and_checkpointing(tmp_path):
+    result = smoke.run("learning-agency-lab-automated-essay-scoring-2", root=tmp_path, overrides={
+        "device": "cuda", "precision": "fp16", "batch_size": "auto", "accumulate": 2, "gradient_checkpointing": True,
+        "layer_decay": 0.9})
+    log = (result.submission.parent / "kit.log").read_text()
+    assert "fp16 autocast with loss scaling" in log and "preflight:" not in log
+    assert "batch_size auto:" in log and " | gpu " in log
+    assert result.score > result.baseline + 0.2

@@ -1,0 +1,133 @@
+"""The text template's parts: length buckets, padding, the token cache, the model folder's search, layer-wise
+learning-rate decay, and the ordinal and several-value targets."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from kit.data import text
+from kit.data.text import TextBatches, Tokens
+from kit.errors import KitError
+from kit.runtime import paths
+from kit.train import metrics, targets
+
+
+def tokens_of(lengths) -> Tokens:
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return Tokens(np.arange(1, offsets[-1] + 1, dtype=np.int32), offsets)
+
+
+def test_buckets_hold_every_row_once_and_pad_less_than_a_shuffle():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(20, 500, 2000)
+    rows = np.arange(2000)
+    batches = text.bucketed(lengths, rows, 16, np.random.default_rng(1))
+    assert sorted(np.concatenate(batches).tolist()) == rows.tolist()
+    shuffled = np.random.default_rng(1).permutation(rows)
+    plain = [shuffled[i : i + 16] for i in range(0, 2000, 16)]
+    assert text.padding_share(lengths, batches) < 0.1 < 0.4 < text.padding_share(lengths, plain)
+    again = text.bucketed(lengths, rows, 16, np.random.default_rng(2))
+    assert [b.tolist() for b in again] != [b.tolist() for b in batches]  # another epoch, another order
+    ordered = text.bucketed(lengths, rows, 16, None)  # prediction: longest first
+    assert lengths[ordered[0]].min() >= lengths[ordered[-1]].max()
+
+
+def test_a_batch_is_padded_to_its_longest_text_rounded_to_eight():
+    tokens = tokens_of([3, 10, 5])
+    ids = tokens.padded(np.array([0, 2]), pad_id=0)
+    assert ids.shape == (2, 8) and ids[0].tolist() == [1, 2, 3, 0, 0, 0, 0, 0]
+    batches = list(TextBatches(tokens, np.array([0, 1, 2]), np.array([1.0, 2.0, 3.0], np.float32), 2, shuffle=False,
+                               device=torch.device("cpu"), pad_id=0))
+    assert [b["input_ids"].shape for b in batches] == [(2, 16), (1, 8)]  # longest first: rows 1 and 2, then 0
+    assert batches[0]["index"].tolist() == [1, 2] and batches[0]["target"].tolist() == [2.0, 3.0]
+    plain = list(TextBatches(tokens, np.array([0, 1, 2]), None, 2, shuffle=False, device=torch.device("cpu"), pad_id=0,
+                             bucket=False, max_length=32))
+    assert [b["input_ids"].shape for b in plain] == [(2, 32), (1, 32)]
+
+
+def test_ranks_get_as_many_whole_batches():
+    tokens = tokens_of(np.random.default_rng(0).integers(5, 50, 103))
+    seen = []
+    for rank in (0, 1):
+        loader = TextBatches(tokens, np.arange(103), None, 8, shuffle=True, device=torch.device("cpu"), pad_id=0, seed=3,
+                             shard=(rank, 2))
+        plan = loader.plan()
+        assert len(plan) == len(loader) == 6  # 13 batches: the odd one is dropped so the ranks step together
+        seen += [r for b in plan for r in b.tolist()]
+    assert len(seen) == len(set(seen))
+
+
+def test_tokens_are_cached_by_tokenizer_texts_and_max_length(tmp_path):
+    calls = []
+
+    def tokenizer(texts, truncation, max_length):
+        calls.append(len(texts))
+        return {"input_ids": [[101, *range(len(t.split()))][:max_length] for t in texts]}
+
+    texts = ["a b c", "d e"]
+    first = text.tokenize(tokenizer, texts, 8, "key", tmp_path)
+    again = text.tokenize(tokenizer, texts, 8, "key", tmp_path)
+    assert calls == [2] and again.lengths.tolist() == first.lengths.tolist() == [4, 3]
+    text.tokenize(tokenizer, texts, 3, "key", tmp_path)
+    text.tokenize(tokenizer, texts, 8, "other tokenizer", tmp_path)
+    assert calls == [2, 2, 2]
+
+
+@pytest.mark.parametrize("layout", ["dataset", "model", "nested"])
+def test_the_model_folder_is_found_by_name_in_kaggles_layouts(tmp_path, monkeypatch, layout):
+    root = tmp_path / "input"
+    folder = {"dataset": root / "deberta-v3-small", "model": root / "models/me/deberta-v3-small/transformers/default/2",
+              "nested": root / "datasets/me/deberta-v3-small/weights/deberta"}[layout]
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    if layout == "model":  # an older version beside it: the newest is taken
+        (folder.parent / "1").mkdir()
+        (folder.parent / "1" / "config.json").write_text("{}")
+    monkeypatch.setenv("KIT_KAGGLE_INPUT", str(root))
+    assert paths.find_model("deberta-v3-small") == folder
+    assert paths.find_model(str(folder)) == folder
+
+
+def test_a_model_folder_that_is_missing_or_has_no_config_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
+    (tmp_path / "empty-model").mkdir()
+    with pytest.raises(KitError, match="model_path 'roberta' not found: looked for roberta and under"):
+        paths.find_model("roberta")
+    with pytest.raises(KitError, match="empty-model holds no config.json; point model_path at the Hugging Face"):
+        paths.find_model("empty-model")
+
+
+def test_layer_wise_decay_scales_lower_layers_down(tmp_path):
+    from kit.models.text import TextModel
+    from kit.smoke_text import build_tiny_encoder
+    from kit.train.step import make_optimizer
+
+    folder = build_tiny_encoder(["one two three four"] * 4, tmp_path / "m", layers=3)
+    model = TextModel(folder, outputs=1, pad_id=0)
+    optimizer = make_optimizer(model, 1e-3, 0.01, layer_decay=0.5)
+    scale = {name: g["lr_scale"] for g in optimizer.param_groups for name, p in model.named_parameters()
+             if any(p is q for q in g["params"])}
+    assert scale["head.weight"] == 1.0
+    assert scale["backbone.encoder.layer.2.output.dense.weight"] == 0.5
+    assert scale["backbone.encoder.layer.0.output.dense.weight"] == 0.125
+    assert scale["backbone.embeddings.word_embeddings.weight"] == 0.0625
+    assert len(make_optimizer(model, 1e-3, 0.01).param_groups) == 2  # 1.0: timm's plain groups (decay, no decay)
+
+
+def test_qwk_scores_are_regressed_and_written_as_whole_scores_in_the_training_range():
+    target = targets.infer("qwk", pd.Series([1, 2, 2, 3, 6]), ["score"], "train.csv")
+    assert target.kind == "ordinal" and target.classes == (1, 2, 3, 4, 5, 6) and target.outputs == 1
+    assert not target.classification and not target.multilabel
+    written = targets.to_columns(target, np.array([[0.2], [2.5], [3.49], [7.9]]))["score"]
+    assert written.tolist() == [1, 2, 3, 6] and written.dtype == np.int64
+    assert metrics.score("qwk", np.full((4, 1), 3.3), np.array([1.0, 2, 5, 6])) == 0.0  # the mean: kappa 0
+
+
+def test_several_value_columns_are_one_target_scored_by_the_mean_of_their_scores():
+    table = pd.DataFrame({"text": ["a", "b", "c"], "cohesion": [3.0, 3.5, 2.5], "syntax": [2.0, 4.0, 3.0]})
+    target = targets.multi("rmse", table, ["cohesion", "syntax"], "target", "train.csv")
+    assert target.kind == "values" and target.outputs == 2
+    y = targets.encode(target, table)
+    assert y.shape == (3, 2) and targets.prior(target, y).tolist() == [3.0, 3.0]
+    pred = y + np.array([[0.5, 0.0]] * 3, np.float32)
+    assert metrics.score("rmse", pred, y) == pytest.approx(0.25)  # MCRMSE: (0.5 + 0) / 2
