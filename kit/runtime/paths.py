@@ -104,7 +104,7 @@ def find_model(given: str) -> Path:
     for folder in candidates:
         if (folder / MODEL_FILE).is_file():
             return folder
-        inside = sorted(p.parent for p in folder.rglob(MODEL_FILE))
+        inside = sorted((p.parent for p in folder.rglob(MODEL_FILE)), key=_natural)
         if inside:
             return inside[-1]
     where = f"{path}" + (f" and under {root} (every attached dataset and model)" if given and not path.is_absolute() else "")
@@ -113,3 +113,8 @@ def find_model(given: str) -> Path:
                        "model folder (config.json, the weights and the tokenizer's files)")
     raise KitError(f"model_path '{given}' not found: looked for {where}; attach the dataset or model that holds the "
                    "Hugging Face model folder ([kernel] dataset_sources or model_sources) and set model_path to its name")
+
+
+def _natural(path: Path) -> tuple:
+    """Sort key: numbered parts as numbers, so a model's version 10 comes after version 9."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in path.parts)

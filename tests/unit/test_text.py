@@ -80,9 +80,11 @@ def test_the_model_folder_is_found_by_name_in_kaggles_layouts(tmp_path, monkeypa
               "nested": root / "datasets/me/deberta-v3-small/weights/deberta"}[layout]
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
-    if layout == "model":  # an older version beside it: the newest is taken
-        (folder.parent / "1").mkdir()
-        (folder.parent / "1" / "config.json").write_text("{}")
+    if layout == "model":  # older versions beside it: the newest is taken (10 after 9, not after 1)
+        folder = folder.parent / "10"
+        for version in ("1", "9", "10"):
+            (folder.parent / version).mkdir(exist_ok=True)
+            (folder.parent / version / "config.json").write_text("{}")
     monkeypatch.setenv("KIT_KAGGLE_INPUT", str(root))
     assert paths.find_model("deberta-v3-small") == folder
     assert paths.find_model(str(folder)) == folder
