@@ -35,6 +35,10 @@ class TextModel(nn.Module):
             self.backbone = AutoModel.from_pretrained(folder, config=config, local_files_only=True)
         else:
             self.backbone = AutoModel.from_config(config)
+        if getattr(self.backbone, "pooler", None) is not None:
+            # BERT's and RoBERTa's [CLS] pooler: unused by the mean pooling below, and under DDP a parameter
+            # without a gradient stops the second step ("Expected to have finished reduction")
+            self.backbone.pooler = None
         if gradient_checkpointing:  # recompute activations in backward: longer texts or bigger batches fit
             self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.pad_id = pad_id

@@ -100,3 +100,12 @@ def test_kit_run_stops_at_a_max_length_beyond_the_models_positions(tmp_path, cap
     assert stopped(tmp_path, capsys, folder, model, "max_length=1024") == (
         f"error: max_length 1024 is beyond the 512 token positions of the model in {model} (its config.json); set "
         "max_length to 512 or less")
+
+
+def test_text_trains_under_ddp_on_two_workers(tmp_path):
+    """One model on two gloo workers: every parameter must get a gradient on every rank (BERT's unused [CLS]
+    pooler stopped the second step), and the ranks take whole batches of one length."""
+    result = smoke.run(ESSAYS, root=tmp_path, overrides={"parallel": "ddp", "world_size": 2, "epochs": 2})
+    log = (result.submission.parent / "kit.log").read_text()
+    assert "parallel: ddp on 2 workers" in log and "from folds [1, 2]" in log
+    assert "out-of-fold qwk over 2 of 2 folds" in log
