@@ -26,7 +26,8 @@ from kit.runtime import hardware
 CHUNK_BATCHES = 32  # batches per length-sorted chunk: more pads less, fewer keeps the epochs' orders apart
 PAD_MULTIPLE = 8  # padded lengths are a multiple of this: tensor cores take fp16 matrices in multiples of 8
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-                   "merges.txt", "spm.model", "sentencepiece.bpe.model", "tokenizer.model", "added_tokens.json")
+                   "merges.txt", "spm.model", "spiece.model", "sentencepiece.model", "sentencepiece.bpe.model",
+                   "tokenizer.model", "added_tokens.json")
 
 
 @dataclass
@@ -43,10 +44,14 @@ class Tokens:
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
-    def padded(self, rows: np.ndarray, pad_id: int, multiple: int = PAD_MULTIPLE) -> np.ndarray:
-        """(len(rows), L) int64 ids of `rows`, right-padded with `pad_id` to their longest, rounded up to `multiple`."""
+    def padded(self, rows: np.ndarray, pad_id: int, multiple: int = PAD_MULTIPLE, cap: int = 0) -> np.ndarray:
+        """(len(rows), L) int64 ids of `rows`, right-padded with `pad_id` to their longest, rounded up to
+        `multiple` but not past `cap` (max_length: the model may have no position beyond it)."""
         lengths = self.lengths[rows]
-        width = int(-(-max(int(lengths.max(initial=1)), 1) // multiple) * multiple)
+        longest = max(int(lengths.max(initial=1)), 1)
+        width = int(-(-longest // multiple) * multiple)
+        if cap:
+            width = max(min(width, cap), longest)
         out = np.full((len(rows), width), pad_id, np.int64)
         for j, (row, n) in enumerate(zip(rows, lengths)):
             out[j, :n] = self.ids[self.offsets[row] : self.offsets[row] + n]
@@ -95,7 +100,8 @@ def tokenize(tokenizer, texts: list[str], max_length: int, key: str, cache_dir: 
     with files.atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez(f, ids=tokens.ids, offsets=tokens.offsets)
     cut = int((tokens.lengths >= max_length).sum())
-    log(f"tokenize {what}: {len(tokens)} texts, {int(np.median(tokens.lengths))} tokens at the median, "
+    median = int(np.median(tokens.lengths)) if len(tokens) else 0
+    log(f"tokenize {what}: {len(tokens)} texts, {median} tokens at the median, "
         f"{int(tokens.lengths.max(initial=0))} at most; {cut} cut at max_length {max_length}; cached in {path}")
     return tokens
 
@@ -148,6 +154,10 @@ class TextBatches:
             order = self.rows[self.generator.permutation(len(self.rows))] if self.shuffle else self.rows
             batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         rank, world = self.shard
+        if world > 1 and self.shuffle:
+            # DDP: every rank's step must hold as many rows (with accumulation, as many micro-batches, each an
+            # all-reduce), so the epoch's one short batch is left out
+            batches = [b for b in batches if len(b) == self.batch_size]
         if world > 1:  # whole batches per rank: a rank's batch keeps its length bucket
             index = shard_rows(torch.arange(len(batches)), self.shard, even=self.shuffle).tolist()
             batches = [batches[i] for i in index]
@@ -156,12 +166,14 @@ class TextBatches:
     def __len__(self) -> int:
         n = -(-len(self.rows) // self.batch_size)
         world = self.shard[1]
-        return n // world if self.shuffle else len(range(self.shard[0], n, world))
+        if world > 1 and self.shuffle:
+            return (len(self.rows) // self.batch_size) // world  # whole batches only (plan)
+        return n if world == 1 else len(range(self.shard[0], n, world))
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         pin = self.device.type == "cuda"
         for rows in self.plan():
-            ids = self.tokens.padded(rows, self.pad_id) if self.bucket else self._full(rows)
+            ids = self.tokens.padded(rows, self.pad_id, cap=self.max_length) if self.bucket else self._full(rows)
             batch = {"input_ids": torch.from_numpy(ids),
                      "index": torch.as_tensor([self.position[int(r)] for r in rows], dtype=torch.int64)}
             if self.targets is not None:

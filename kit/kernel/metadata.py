@@ -138,6 +138,11 @@ def build_inference(config: Config, user: str) -> dict[str, Any]:
     if not SLUG.match(slug) or not 5 <= len(slug) <= 50:
         raise KitError(f"{where} title '{title}' gives the slug '{slug}'; Kaggle needs 5 to 50 letters, digits and hyphens")
     tpu = inf.enable_gpu and inf.machine_shape.startswith("Tpu")
+    # the text template rebuilds each fold's model from the model folder (its config and tokenizer): the
+    # inference kernel needs the dataset or model that holds it as much as the training kernel did
+    inherited = config.kernel if config.spec.template == "text" else None
+    datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources]))
+    models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources]))
     meta: dict[str, Any] = {
         "id": f"{user}/{slug}",
         "title": title,
@@ -148,10 +153,10 @@ def build_inference(config: Config, user: str) -> dict[str, Any]:
         "enable_gpu": inf.enable_gpu and not tpu,
         "enable_tpu": tpu,
         "enable_internet": False,
-        "dataset_sources": list(inf.dataset_sources),
+        "dataset_sources": datasets,
         "competition_sources": [config.spec.slug],
         "kernel_sources": [f"{user}/{kernel_slug(config)}"],
-        "model_sources": list(inf.model_sources),
+        "model_sources": models,
     }
     if inf.enable_gpu:
         meta["machine_shape"] = inf.machine_shape

@@ -32,9 +32,12 @@ class TextModel(nn.Module):
             if hasattr(config, name):  # dropout in a regression head's backbone hurts (a known Kaggle finding)
                 setattr(config, name, 0.0)
         if pretrained:
-            self.backbone = AutoModel.from_pretrained(folder, config=config, local_files_only=True)
+            backbone = AutoModel.from_pretrained(folder, config=config, local_files_only=True)
         else:
-            self.backbone = AutoModel.from_config(config)
+            backbone = AutoModel.from_config(config)
+        # fp32 master weights, whatever dtype the folder was saved in (transformers 5 keeps config.json's dtype):
+        # autocast makes the half-precision copies, and the GradScaler refuses to unscale fp16 gradients
+        self.backbone = backbone.float()
         if getattr(self.backbone, "pooler", None) is not None:
             # BERT's and RoBERTa's [CLS] pooler: unused by the mean pooling below, and under DDP a parameter
             # without a gradient stops the second step ("Expected to have finished reduction")
@@ -62,10 +65,17 @@ def positions(folder: Path) -> int:
     """How many token positions the model folder's encoder has (0: no limit it states)."""
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    from kit.errors import KitError
+
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # an unknown model_type (a newer transformers'), a broken config.json
+        raise KitError(f"model folder {folder}: its config.json does not load ({type(e).__name__}: "
+                       f"{str(e).splitlines()[0][:160]}); check the file, or the transformers version it needs") from None
     n = int(getattr(config, "max_position_embeddings", 0) or 0)
-    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert", "longformer"):
-        n -= 2  # RoBERTa's positions start after the padding index
+    if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "xlm-roberta-xl", "camembert", "longformer", "mpnet",
+                                            "data2vec-text"):
+        n -= 2  # RoBERTa-style positions start after the padding index
     if getattr(config, "position_biased_input", True) is False:
         return 0  # DeBERTa-v3: relative positions, no table that a longer text would overrun
     return max(n, 0)

@@ -72,14 +72,15 @@ class Pipeline:
         if target is None:
             labels = where if spec.layout == "folders" else f"{where}, column '{spec.target_column}'"
             target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels)
-        others = [spec.id_column, spec.target_column, *(target.columns if target.kind == "multi" else ())]
+        by_column = target.kind in ("multi", "values")  # the table holds one training column per submission column
+        others = [spec.id_column, spec.target_column, *(target.columns if by_column else ())]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
         train = layouts.training_source(spec, s.data_dir, table, where, pixels)
         test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
         train_cache, test_cache = self._decode({"train": train, "test": test})
         images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
-        y = targets.encode(target, table if target.kind == "multi" else table[spec.target_column])
+        y = targets.encode(target, table if by_column else table[spec.target_column])
         ids = table[spec.id_column].to_numpy(dtype=str)
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
@@ -241,7 +242,7 @@ class Pipeline:
         if data.trained is not None:
             return Regression(data.trained["y_mean"], data.trained["y_std"], self.session.spec.metric)
         y = data.y[data.usable]
-        return Regression(y.mean(), y.std(), self.session.spec.metric)
+        return Regression(y.mean(0), y.std(0), self.session.spec.metric)  # per column, for several
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,

@@ -27,7 +27,9 @@ from kit.train.predict import submission_frame
 from kit.train.targets import Target
 from kit.train.tasks import Classification, MultiLabel, Regression
 
-TOKENIZER_VOCABS = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "sentencepiece.bpe.model", "tokenizer.model")
+TOKENIZER_VOCABS = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "spiece.model", "sentencepiece.model",
+                    "sentencepiece.bpe.model", "tokenizer.model")
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 @dataclass
@@ -84,6 +86,9 @@ class Pipeline:
         tokenizer = load_tokenizer(folder)
         if s.trained is not None:
             return self._load_test(s.trained.recipe, folder, tokenizer)
+        if not any((folder / name).is_file() for name in WEIGHTS):  # else fold 1 would find out, minutes in
+            raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
+                           "saved with the model's save_pretrained")
         limit = positions(folder)
         if limit and p.max_length > limit:
             raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
@@ -154,6 +159,9 @@ class Pipeline:
     def _load_test(self, recipe: dict, folder: Path, tokenizer) -> TextData:
         """Predict mode: the test table and the sample submission, tokenized as the training run did."""
         s = self.session
+        if recipe.get("tokenizer") not in (None, text.tokenizer_key(folder)):
+            raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
+                           "model folder the training kernel had (its ids would mean other words)")
         sample, sample_path, target = trained.sample_submission(s)
         tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], folder)
         data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe["y_mean"],
@@ -165,7 +173,8 @@ class Pipeline:
         """What prediction needs besides the model folder and a fold's weights (kit.runtime.trained)."""
         t = data.target
         return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
-                "y_mean": data.y_mean, "y_std": data.y_std, "max_length": data.max_length}
+                "y_mean": data.y_mean, "y_std": data.y_std, "max_length": data.max_length,
+                "tokenizer": text.tokenizer_key(data.folder)}
 
     def identity(self, data: TextData) -> str:
         return data.identity
@@ -241,7 +250,7 @@ class Pipeline:
         """Batches of texts `rows`, padded to each batch's longest (token ids need no precision or workers)."""
         tokens, y = (data.test, None) if test else (data.train, data.y)
         return TextBatches(tokens, rows, y, batch_size, shuffle=train, device=self.session.device, pad_id=data.pad_id,
-                           seed=seed, shard=shard)
+                           seed=seed, shard=shard, max_length=data.max_length)
 
     def host_bytes(self, data: TextData) -> int:
         arrays = [a for t in (data.train, data.test) if t is not None for a in (t.ids, t.offsets)]

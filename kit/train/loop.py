@@ -270,7 +270,7 @@ class _Loop:
             "val_loss": val_loss,
             cfg.metric: score,  # the better of the weights and their average, when both were validated
             **averaged,
-            "lr": self.optimizer.param_groups[0]["lr"],
+            "lr": max(g["lr"] for g in self.optimizer.param_groups),  # the top layer's, under layer-wise decay
             "samples_per_s": seen / max(step_s - one_off, 1e-9),
             "seconds": time.time() - started,
             "steps": steps,

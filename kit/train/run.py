@@ -101,7 +101,7 @@ def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, rep
         size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
         if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
             checkpoint.save_json({"batch_size": size, **tuned_on}, saved)
-    total = size * replicas
+    total = size * replicas * getattr(p, "accumulate", 1)  # rows per optimizer step
     lr = batch_tuning.scaled_lr(p.lr, total)
     per = f" per worker, {total} in all" if replicas > 1 else ""
     if peers.main:

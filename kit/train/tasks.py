@@ -74,12 +74,19 @@ class Regression:
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         out = model(batch[self.input_key]).float()  # (B, K)
         y = batch["target"].float()  # (B,) or (B, K)
-        mean, std = self.mean.to(out.device), self.std.to(out.device)
+        mean, std = self._on(out.device)
         loss = self.loss(out if y.ndim == 2 else out[:, 0], (y - mean) / std)
         return {"loss": loss, "output": out}
 
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        # moved once: a copy from host memory at every step would make the host wait for the GPU each time
+        if self.mean.device != device:
+            self.mean, self.std = self.mean.to(device), self.std.to(device)
+        return self.mean, self.std
+
     def predict(self, output: torch.Tensor) -> torch.Tensor:
-        return output.float() * self.std.to(output.device) + self.mean.to(output.device)
+        mean, std = self._on(output.device)
+        return output.float() * std + mean
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         return {"pred": self.predict(output), "target": batch["target"]}

@@ -168,3 +168,18 @@ def test_a_model_dir_that_is_not_a_folder_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
     with pytest.raises(KitError, match="model_dir 'nowhere' is not a folder"):
         trained.find("nowhere", "cnn")
+
+
+def test_the_text_inference_kernel_gets_the_model_folder_the_training_kernel_had(tmp_path, kaggle_user):
+    """Prediction rebuilds each fold's encoder from the model folder: the dataset or model holding it is
+    attached to both kernels, and the build no longer warns that it is missing."""
+    from kit import config
+
+    path = tmp_path / "essays.toml"
+    shipped = config.resolve("learning-agency-lab-automated-essay-scoring-2").read_text()
+    path.write_text(shipped.replace("private = true", 'private = true\ndataset_sources = ["tester/deberta-v3-small"]'))
+    built = bundle.build(str(path), tmp_path / "essays")
+    for folder in (built.folder, built.inference.folder):
+        assert json.loads((folder / "kernel-metadata.json").read_text())["dataset_sources"] == ["tester/deberta-v3-small"]
+    assert not metadata.warnings_for(config.load(str(path)))
+    assert metadata.warnings_for(config.load("learning-agency-lab-automated-essay-scoring-2"))  # the shipped one names none

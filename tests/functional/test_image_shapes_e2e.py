@@ -144,3 +144,26 @@ def test_planet_rows_without_tags_are_left_out_not_trained_as_none(tmp_path):
     data = pipe.load()
     assert len(data.ids) == len(train) - 2 and not {train["image_name"][4], train["image_name"][9]} & set(data.ids)
     assert (data.y.sum(1) > 0).all()  # every image trained on has its tags: the at-least-one rule holds
+
+
+def test_a_cnn_reads_several_value_columns_from_its_table(tmp_path):
+    """Several numeric submission columns the training table holds, under rmse: one regressed value each,
+    standardised per column (the cnn read them from its one target column before, and stopped in a KeyError)."""
+    from kit.pipelines import create_pipeline
+    from kit.runtime.session import start
+
+    cfg = config.load("dog-breed")
+    folder = tmp_path / "data"
+    smoke.make_dataset(cfg.spec, folder, seed=1)
+    rng = np.random.default_rng(0)
+    labels = pd.read_csv(folder / cfg.spec.train)[["id"]]
+    labels.assign(x=rng.random(len(labels)), y=10 + rng.random(len(labels))).to_csv(folder / cfg.spec.train, index=False)
+    sample = pd.read_csv(folder / cfg.spec.sample_submission)[["id"]]
+    sample.assign(x=0.0, y=0.0).to_csv(folder / cfg.spec.sample_submission, index=False)
+    values = {**cfg.parameters(smoke=True), "data_dir": str(folder), "output_dir": str(tmp_path / "out")}
+    values["competition"] = {**values["competition"], "metric": "rmse"}
+    pipe = create_pipeline(start("cnn", values))
+    data = pipe.load()
+    assert data.target.kind == "values" and data.y.shape == (len(labels), 2)
+    mean = pipe.task(data).mean.tolist()
+    assert mean == pytest.approx(data.y.mean(0).tolist(), abs=1e-5) and mean[1] > 10 > mean[0]  # per column

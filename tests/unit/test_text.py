@@ -133,3 +133,57 @@ def test_several_value_columns_are_one_target_scored_by_the_mean_of_their_scores
     assert y.shape == (3, 2) and targets.prior(target, y).tolist() == [3.0, 3.0]
     pred = y + np.array([[0.5, 0.0]] * 3, np.float32)
     assert metrics.score("rmse", pred, y) == pytest.approx(0.25)  # MCRMSE: (0.5 + 0) / 2
+
+
+def test_a_model_folder_saved_in_half_precision_trains_in_fp32_under_the_scaler(tmp_path):
+    from transformers import AutoModel
+
+    from kit.models.text import TextModel
+    from kit.runtime.precision import Precision
+    from kit.smoke_text import build_tiny_encoder
+    from kit.train.step import make_optimizer, train_step
+    from kit.train.tasks import Regression
+
+    folder = build_tiny_encoder(["one two three four five"] * 4, tmp_path / "m")
+    AutoModel.from_pretrained(folder).half().save_pretrained(folder)  # as a dataset of halved weights holds it
+    for pretrained in (True, False):  # training's build, and prediction's from the config alone
+        model = TextModel(folder, outputs=1, pad_id=0, pretrained=pretrained)
+        assert {p.dtype for p in model.parameters()} == {torch.float32}
+    fp16 = Precision("fp16", "cpu")
+    batch = {"input_ids": torch.tensor([[2, 5, 6, 3], [2, 7, 3, 0]]), "target": torch.tensor([1.0, 2.0])}
+    loss = train_step(model, Regression(1.5, 0.5, "rmse", input_key="input_ids"), batch,
+                      make_optimizer(model, 1e-3, 0.0), fp16.grad_scaler(), fp16, 1.0)
+    assert torch.isfinite(loss)
+
+
+def test_a_model_folder_without_weights_or_with_a_broken_config_is_one_line(tmp_path):
+    from kit.models.text import positions
+    from kit.smoke_text import build_tiny_encoder
+
+    folder = build_tiny_encoder(["one two three"] * 4, tmp_path / "m")
+    (folder / "config.json").write_text('{"model_type": "no-such-model"}')
+    with pytest.raises(KitError, match="its config.json does not load"):
+        positions(folder)
+
+
+def test_ddp_ranks_take_full_batches_so_accumulation_keeps_them_in_step():
+    tokens = tokens_of(np.random.default_rng(0).integers(5, 50, 100))
+    for rank in (0, 1):
+        loader = TextBatches(tokens, np.arange(100), None, 32, shuffle=True, device=torch.device("cpu"), pad_id=0, seed=3,
+                             shard=(rank, 2))
+        assert [len(b) for b in loader.plan()] == [32] and len(loader) == 1  # 3 full batches and one of 4: one each
+
+
+def test_batches_are_not_padded_past_max_length():
+    tokens = tokens_of([510, 3])
+    assert tokens.padded(np.array([0, 1]), pad_id=0, cap=510).shape == (2, 510)  # not rounded up to 512
+    assert tokens.padded(np.array([1]), pad_id=0, cap=510).shape == (1, 8)
+
+
+def test_regression_keeps_its_statistics_on_the_device_it_met():
+    from kit.train.tasks import Regression
+
+    task = Regression([1.0, 2.0], [0.5, 0.0], "rmse")
+    out = task.predict(torch.zeros(3, 2))
+    assert out.tolist() == [[1.0, 2.0]] * 3  # a constant column keeps its values (std 0: no scaling)
+    assert task.mean is task._on(torch.device("cpu"))[0]  # moved once, not copied at every call
