@@ -15,6 +15,13 @@ Sequences (any machine), ventilator-shaped (80 steps, 5 features, 2 categorical)
 gathered in place from resident tensors (on the GPU where there is one) against a per-sequence DataLoader
 (one __getitem__ per sequence, default collate), for the data path alone and with an LSTM training step.
 
+Text (any machine; bench/text_bench.py), essay-like texts whose lengths spread with their score, tokenized
+once: training samples/s (forward, backward, AdamW step; fp16 autocast with a GradScaler on CUDA, fp32 on
+the CPU) of the same locally built BERT-shaped encoder with a mean-pooled regression head, fed kit's
+length-bucketed batches padded to their own longest text against the plain way, every batch padded to
+max_length (the longest text rounded up to 64), with the share of token slots that hold padding in each.
+On CUDA (BERT-base wide, batch 128) the clock starts after a warm-up epoch, whose rate is shown apart.
+
 Prints a table and writes the figures as JSON to BENCH_OUT (default output/bench.json).
 """
 from __future__ import annotations
@@ -34,6 +41,8 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from text_bench import bench_text, print_text  # noqa: E402  (bench/ is on the path: the script's own folder)
 
 from kit.data import images  # noqa: E402
 from kit.data.augment import ImageTransform  # noqa: E402
@@ -281,6 +290,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=int(os.environ.get("BENCH_IMAGES", 512)))
     parser.add_argument("--sequences", type=int, default=4096)
+    parser.add_argument("--texts", type=int, default=None, help="essays in the text section (default 384 on a CPU, 2048 on CUDA)")
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", "output/bench.json"))
     args = parser.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -300,6 +310,8 @@ def main(argv=None) -> int:
         a, b = sq[f"resident_{what}_steps_per_s"], sq[f"dataloader_{what}_steps_per_s"]
         label = "steps/s, data path only" if what == "data" else "steps/s, with an LSTM training step"
         print(f"{label:<38}{a:>10.1f}{b:>11.1f}{a / b:>7.1f}x")
+    result["text"] = bench_text(device, count=args.texts)
+    print_text(result["text"])
     if device.type == "cuda":
         tr = result["training"] = bench_training(paths)
         print(f"\ntraining samples/s, efficientnet_b0 @224, {tr['gpu']} ({tr['precision']})")
