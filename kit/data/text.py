@@ -141,6 +141,8 @@ class TextBatches:
                  max_length: int = 0):
         self.tokens, self.rows, self.targets, self.batch_size = tokens, np.asarray(rows), targets, batch_size
         self.shuffle, self.device, self.pad_id, self.shard = shuffle, hardware.indexed(device), pad_id, shard
+        if not bucket and max_length < 1:
+            raise ValueError("padding to max_length (bucket=False) needs max_length")
         self.bucket, self.max_length = bucket, max_length
         self.generator = np.random.default_rng(seed)
         self.position = {int(r): i for i, r in enumerate(self.rows)}

@@ -57,9 +57,12 @@ def test_bench_runs_and_writes_its_json(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench, "ROOT", tmp_path)  # photos under tmp_path/.bench
     out = tmp_path / "bench.json"
-    assert bench.main(["--images", "48", "--sequences", "512", "--out", str(out)]) == 0
+    assert bench.main(["--images", "48", "--sequences", "512", "--texts", "64", "--out", str(out)]) == 0
     figures = json.loads(out.read_text())
     for key in ("naive_ips", "kit_first_epoch_ips", "kit_cached_ips", "kit_cached_augmented_ips"):
         assert figures["images"][key] > 0
     for key in ("resident_data_steps_per_s", "dataloader_data_steps_per_s", "resident_train_steps_per_s"):
         assert figures["sequences"][key] > 0
+    text = figures["text"]  # the same essays, model and steps: bucketed batches hold far less padding
+    assert text["bucketed"]["padding_share"] < 0.5 * text["plain"]["padding_share"]
+    assert text["bucketed"]["samples"] == text["plain"]["samples"] and text["bucketed"]["samples_per_s"] > 0
