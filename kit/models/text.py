@@ -61,6 +61,26 @@ class TextModel(nn.Module):
         return LAYER_GROUPS
 
 
+def fingerprint(folder: Path) -> str:
+    """What identifies the model a folder holds, cheaply: its config.json, its tokenizer files, and each
+    weights file's size with its first and last MiB (hashing gigabytes of weights at every start would not be)."""
+    import hashlib
+
+    from kit.data.text import tokenizer_key
+
+    h = hashlib.sha256(tokenizer_key(folder).encode())
+    config = folder / "config.json"
+    h.update(config.read_bytes() if config.is_file() else b"")
+    for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
+        size = path.stat().st_size
+        h.update(f"{path.name}|{size}".encode())
+        with open(path, "rb") as f:
+            h.update(f.read(2**20))
+            f.seek(max(size - 2**20, 0))
+            h.update(f.read(2**20))
+    return h.hexdigest()[:16]
+
+
 def positions(folder: Path) -> int:
     """How many token positions the model folder's encoder has (0: no limit it states)."""
     from transformers import AutoConfig

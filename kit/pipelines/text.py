@@ -19,7 +19,7 @@ from torch import nn
 from kit.data import tables, text
 from kit.data.text import TextBatches, Tokens
 from kit.errors import KitError
-from kit.models.text import TextModel, positions
+from kit.models.text import TextModel, fingerprint, positions
 from kit.runtime import faults, paths, runs, trained
 from kit.runtime.session import Session
 from kit.train import cv, targets
@@ -117,8 +117,10 @@ class Pipeline:
         regression = not (target.classification or target.multilabel)
         mean = np.atleast_1d(y.mean(0)).tolist() if regression else [0.0]
         std = np.atleast_1d(y.std(0)).tolist() if regression else [1.0]
+        # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
-                                                          index=False).to_numpy(), np.array(target.columns))
+                                                          index=False).to_numpy(), np.array(target.columns),
+                               np.array([fingerprint(folder)]))
         data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, mean, std,
                         p.max_length, identity)
         s.log(self.describe(data))

@@ -187,3 +187,16 @@ def test_regression_keeps_its_statistics_on_the_device_it_met():
     out = task.predict(torch.zeros(3, 2))
     assert out.tolist() == [[1.0, 2.0]] * 3  # a constant column keeps its values (std 0: no scaling)
     assert task.mean is task._on(torch.device("cpu"))[0]  # moved once, not copied at every call
+
+
+def test_the_model_folders_fingerprint_follows_its_weights_tokenizer_and_config(tmp_path):
+    import shutil
+
+    from kit.models.text import fingerprint
+    from kit.smoke_text import build_tiny_encoder
+
+    folder = build_tiny_encoder(["one two three four"] * 4, tmp_path / "a", seed=0)
+    first = fingerprint(folder)
+    assert fingerprint(shutil.copytree(folder, tmp_path / "copy")) == first  # where it is mounted does not count
+    assert fingerprint(build_tiny_encoder(["one two three four"] * 4, tmp_path / "b", seed=1)) != first  # other weights
+    assert fingerprint(build_tiny_encoder(["five six seven"] * 4, tmp_path / "c", seed=0)) != first  # another vocabulary
