@@ -58,11 +58,11 @@ num_workers: int = -1  # unused by text (token ids are batched in this process);
 compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer)
 parallel: str = "auto"  # several GPUs: auto, none, folds (each GPU trains whole folds) or ddp
 world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)
-model_path: str = ""  # the Hugging Face model folder (config, weights, tokenizer): a path, or its name under /kaggle/input
+model_path: str = ""  # Hugging Face model folder (config, weights, tokenizer); a path or a name
 max_length: int = 512  # tokens per text at most (longer texts are cut)
 layer_decay: float = 0.9  # each layer down learns at this times the rate of the one above; 1 is off
 gradient_checkpointing: bool = False  # recompute activations in backward: a third slower, much less memory
-accumulate: int = 1  # batches whose gradients make one optimizer step (an effective batch of accumulate x batch_size)
+accumulate: int = 1  # batches per optimizer step (an effective batch of accumulate x batch_size)
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "learning-agency-lab-automated-essay-scoring-2",
     "template": "text",
