@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
@@ -25,6 +26,13 @@ def require_columns(df: pd.DataFrame, columns: Iterable[str], path: Path, key: s
         if column not in df.columns:
             listed = ", ".join(map(str, df.columns[:12])) + (", ..." if len(df.columns) > 12 else "")
             raise KitError(f"{path.name}: no column '{column}' (it has: {listed}); fix {key} in the config")
+
+
+def require_filled(df: pd.DataFrame, column: str, path: Path) -> None:
+    """One line naming the first row whose target is empty."""
+    empty = df[column].isna().to_numpy()
+    if empty.any():
+        raise KitError(f"{path.name}: target '{column}' is empty in row {int(np.flatnonzero(empty)[0]) + 2}; fill or drop the row")
 
 
 def require_unique(df: pd.DataFrame, column: str, path: Path) -> None:

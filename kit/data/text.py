@@ -25,9 +25,10 @@ from kit.runtime import hardware
 
 CHUNK_BATCHES = 32  # batches per length-sorted chunk: more pads less, fewer keeps the epochs' orders apart
 PAD_MULTIPLE = 8  # padded lengths are a multiple of this: tensor cores take fp16 matrices in multiples of 8
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
-                   "merges.txt", "spm.model", "spiece.model", "sentencepiece.model", "sentencepiece.bpe.model",
-                   "tokenizer.model", "added_tokens.json")
+# a tokenizer's vocabulary is in one of these (fast, WordPiece, BPE, SentencePiece); the others complete it
+TOKENIZER_VOCABS = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "spiece.model", "sentencepiece.model",
+                    "sentencepiece.bpe.model", "tokenizer.model")
+TOKENIZER_FILES = (*TOKENIZER_VOCABS, "tokenizer_config.json", "special_tokens_map.json", "merges.txt", "added_tokens.json")
 
 
 @dataclass
@@ -48,14 +49,17 @@ class Tokens:
         """(len(rows), L) int64 ids of `rows`, right-padded with `pad_id` to their longest, rounded up to
         `multiple` but not past `cap` (max_length: the model may have no position beyond it)."""
         lengths = self.lengths[rows]
-        longest = max(int(lengths.max(initial=1)), 1)
-        width = int(-(-longest // multiple) * multiple)
-        if cap:
-            width = max(min(width, cap), longest)
-        out = np.full((len(rows), width), pad_id, np.int64)
+        out = np.full((len(rows), padded_width(int(lengths.max(initial=1)), multiple, cap)), pad_id, np.int64)
         for j, (row, n) in enumerate(zip(rows, lengths)):
             out[j, :n] = self.ids[self.offsets[row] : self.offsets[row] + n]
         return out
+
+
+def padded_width(longest: int, multiple: int = PAD_MULTIPLE, cap: int = 0) -> int:
+    """A batch's width: its longest text rounded up to `multiple`, but not past `cap` unless the text is."""
+    longest = max(longest, 1)
+    width = -(-longest // multiple) * multiple
+    return max(min(width, cap), longest) if cap else width
 
 
 def join_columns(table: pd.DataFrame, columns: Sequence[str], separator: str) -> list[str]:
@@ -127,7 +131,7 @@ def bucketed(lengths: np.ndarray, rows: np.ndarray, batch_size: int, generator: 
 def padding_share(lengths: np.ndarray, batches: list[np.ndarray], multiple: int = PAD_MULTIPLE) -> float:
     """The share of the batches' token slots that hold padding."""
     real = sum(int(lengths[b].sum()) for b in batches)
-    slots = sum(len(b) * int(-(-int(lengths[b].max()) // multiple) * multiple) for b in batches)
+    slots = sum(len(b) * padded_width(int(lengths[b].max()), multiple) for b in batches)
     return 1.0 - real / max(slots, 1)
 
 

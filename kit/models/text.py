@@ -61,14 +61,15 @@ class TextModel(nn.Module):
         return LAYER_GROUPS
 
 
-def fingerprint(folder: Path) -> str:
-    """What identifies the model a folder holds, cheaply: its config.json, its tokenizer files, and each
-    weights file's size with its first and last MiB (hashing gigabytes of weights at every start would not be)."""
+def fingerprint(folder: Path, tokenizer: str = "") -> str:
+    """What identifies the model a folder holds, cheaply: its config.json, its tokenizer files (`tokenizer`:
+    their key, where the caller has it), and each weights file's size with its first and last MiB (hashing
+    gigabytes of weights at every start would not be)."""
     import hashlib
 
     from kit.data.text import tokenizer_key
 
-    h = hashlib.sha256(tokenizer_key(folder).encode())
+    h = hashlib.sha256((tokenizer or tokenizer_key(folder)).encode())
     config = folder / "config.json"
     h.update(config.read_bytes() if config.is_file() else b"")
     for path in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):

@@ -72,15 +72,14 @@ class Pipeline:
         if target is None:
             labels = where if spec.layout == "folders" else f"{where}, column '{spec.target_column}'"
             target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels)
-        by_column = target.kind in ("multi", "values")  # the table holds one training column per submission column
-        others = [spec.id_column, spec.target_column, *(target.columns if by_column else ())]
+        others = [spec.id_column, spec.target_column, *(target.columns if target.by_column else ())]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
         train = layouts.training_source(spec, s.data_dir, table, where, pixels)
         test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
         train_cache, test_cache = self._decode({"train": train, "test": test})
         images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
-        y = targets.encode(target, table if by_column else table[spec.target_column])
+        y = targets.encode(target, table if target.by_column else table[spec.target_column])
         ids = table[spec.id_column].to_numpy(dtype=str)
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())

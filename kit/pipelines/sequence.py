@@ -71,9 +71,7 @@ class Pipeline:
         tables.require_columns(sample, [spec.id_column], sample_path)
         tables.require_unique(sample, spec.id_column, sample_path)
         per_step = spec.task == "per_step"
-        if train[spec.target_column].isna().any():
-            row = int(np.flatnonzero(train[spec.target_column].isna().to_numpy())[0])
-            raise KitError(f"{train_path.name}: target '{spec.target_column}' is empty in row {row + 2}")
+        tables.require_filled(train, spec.target_column, train_path)
         labels = train[spec.target_column] if per_step else train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
         columns = [c for c in sample.columns if c != spec.id_column]
         target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'")

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from kit.data import tables, text
-from kit.data.text import TextBatches, Tokens
+from kit.data.text import TOKENIZER_VOCABS, TextBatches, Tokens
 from kit.errors import KitError
 from kit.models.text import TextModel, fingerprint, positions
 from kit.runtime import faults, paths, runs, trained
@@ -27,8 +27,6 @@ from kit.train.predict import submission_frame
 from kit.train.targets import Target
 from kit.train.tasks import Classification, MultiLabel, Regression
 
-TOKENIZER_VOCABS = ("tokenizer.json", "vocab.txt", "vocab.json", "spm.model", "spiece.model", "sentencepiece.model",
-                    "sentencepiece.bpe.model", "tokenizer.model")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
@@ -45,6 +43,7 @@ class TextData:
     y_mean: list[float]
     y_std: list[float]
     max_length: int
+    tokenizer: str  # its fingerprint (kit.data.text.tokenizer_key), read once
     identity: str = ""
     prior: np.ndarray | None = None  # predict mode: the training run's
 
@@ -83,9 +82,9 @@ class Pipeline:
             raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
                            "that an attached dataset or model holds")
         folder = paths.find_model(p.model_path)
-        tokenizer = load_tokenizer(folder)
+        tokenizer, key = load_tokenizer(folder), text.tokenizer_key(folder)
         if s.trained is not None:
-            return self._load_test(s.trained.recipe, folder, tokenizer)
+            return self._load_test(s.trained.recipe, folder, tokenizer, key)
         if not any((folder / name).is_file() for name in WEIGHTS):  # else fold 1 would find out, minutes in
             raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
                            "saved with the model's save_pretrained")
@@ -105,29 +104,26 @@ class Pipeline:
         target = targets.multi(spec.metric, train, columns, spec.target_column, where)
         if target is None:
             tables.require_columns(train, [spec.target_column], train_path)
-            labels = train[spec.target_column]
-            if labels.isna().any():
-                row = int(np.flatnonzero(labels.isna().to_numpy())[0])
-                raise KitError(f"{train_path.name}: target '{spec.target_column}' is empty in row {row + 2}; fill or drop the row")
-            target = targets.infer(spec.metric, labels, columns, f"{where}, column '{spec.target_column}'")
-        y = targets.encode(target, train if target.kind in ("multi", "values") else train[spec.target_column])
+            tables.require_filled(train, spec.target_column, train_path)
+            target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'")
+        y = targets.encode(target, train if target.by_column else train[spec.target_column])
         texts = self._texts(train, train_path, tokenizer, strict=True)
-        data_test, test_positions = self._test(sample, sample_path, tokenizer, p.max_length, folder)
-        tokens = text.tokenize(tokenizer, texts, p.max_length, text.tokenizer_key(folder), log=s.log, what="train")
+        data_test, test_positions = self._test(sample, sample_path, tokenizer, p.max_length, key)
+        tokens = text.tokenize(tokenizer, texts, p.max_length, key, log=s.log, what="train")
         regression = not (target.classification or target.multilabel)
         mean = np.atleast_1d(y.mean(0)).tolist() if regression else [0.0]
         std = np.atleast_1d(y.std(0)).tolist() if regression else [1.0]
         # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
                                                           index=False).to_numpy(), np.array(target.columns),
-                               np.array([fingerprint(folder)]))
+                               np.array([fingerprint(folder, key)]))
         data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, mean, std,
-                        p.max_length, identity)
+                        p.max_length, key, identity)
         s.log(self.describe(data))
         return data
 
     def _target_columns(self, target: Target) -> list[str]:
-        return list(target.columns) if target.kind in ("multi", "values") else [self.spec.target_column]
+        return list(target.columns) if target.by_column else [self.spec.target_column]
 
     def _texts(self, table: pd.DataFrame, path: Path, tokenizer, strict: bool) -> list[str]:
         """The rows' texts; an empty one is an error in training data (`strict`), a warning in the test table."""
@@ -142,7 +138,7 @@ class Pipeline:
         sep = tokenizer.sep_token or tokenizer.eos_token or "\n"
         return text.join_columns(table, self.spec.text_columns, f" {sep} ")
 
-    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int, folder: Path) -> tuple[Tokens, np.ndarray]:
+    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int, key: str) -> tuple[Tokens, np.ndarray]:
         """The test texts, tokenized, and the sample row each goes to; the ids on both sides must match."""
         spec = self.spec
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
@@ -155,19 +151,19 @@ class Pipeline:
             detail = f"id '{missing[0]}' is not in {sample_path.name}" if len(missing) else f"{len(test)} rows, the sample {len(sample)}"
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         texts = self._texts(test, test_path, tokenizer, strict=False)
-        tokens = text.tokenize(tokenizer, texts, max_length, text.tokenizer_key(folder), log=self.session.log, what="test")
+        tokens = text.tokenize(tokenizer, texts, max_length, key, log=self.session.log, what="test")
         return tokens, where.astype(np.int64)
 
-    def _load_test(self, recipe: dict, folder: Path, tokenizer) -> TextData:
+    def _load_test(self, recipe: dict, folder: Path, tokenizer, key: str) -> TextData:
         """Predict mode: the test table and the sample submission, tokenized as the training run did."""
         s = self.session
-        if recipe.get("tokenizer") not in (None, text.tokenizer_key(folder)):
+        if recipe.get("tokenizer") not in (None, key):
             raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
                            "model folder the training kernel had (its ids would mean other words)")
         sample, sample_path, target = trained.sample_submission(s)
-        tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], folder)
+        tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], key)
         data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe["y_mean"],
-                        recipe["y_std"], recipe["max_length"], prior=np.asarray(recipe["prior"]))
+                        recipe["y_std"], recipe["max_length"], key, prior=np.asarray(recipe["prior"]))
         s.log(self.describe(data))
         return data
 
@@ -176,7 +172,7 @@ class Pipeline:
         t = data.target
         return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
                 "y_mean": data.y_mean, "y_std": data.y_std, "max_length": data.max_length,
-                "tokenizer": text.tokenizer_key(data.folder)}
+                "tokenizer": data.tokenizer}
 
     def identity(self, data: TextData) -> str:
         return data.identity

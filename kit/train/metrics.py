@@ -9,6 +9,7 @@ from sklearn import metrics as skm
 from kit.spec import GREATER_IS_BETTER
 
 THRESHOLDED = ("f1_samples", "f2_samples")  # metrics of label sets, taken at a threshold
+VALUE_METRICS = ("mae", "rmse", "pearson")  # what scores one or several values per row
 THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric's threshold is looked for
 
 
@@ -18,7 +19,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
-    if target.ndim == 2 and metric in ("mae", "rmse", "pearson"):  # several value columns: the mean of their scores
+    if target.ndim == 2 and metric in VALUE_METRICS:  # several value columns: the mean of their scores
         return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in range(target.shape[1])]))
     if target.ndim == 2:
         return multilabel(metric, pred, target, weight)
@@ -40,8 +41,8 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         return float(skm.cohen_kappa_score(target, pred.argmax(1), weights="quadratic", sample_weight=weight))
     values = pred.reshape(len(target), -1)[:, 0]
     if metric == "qwk":  # values: rounded to the nearest score the targets hold, as a submission writes them
-        return float(skm.cohen_kappa_score(np.rint(target).astype(np.int64), ordinal(values, target), weights="quadratic",
-                                           sample_weight=weight))
+        return float(skm.cohen_kappa_score(np.rint(target).astype(np.int64), whole_scores(values, target.min(), target.max()),
+                                           weights="quadratic", sample_weight=weight))
     if metric == "pearson":
         if np.std(values) == 0 or np.std(target) == 0:
             return float("nan")
@@ -53,10 +54,9 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     raise ValueError(f"unknown metric {metric}")
 
 
-def ordinal(values: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Predicted values as whole scores within the targets' range (essay scores 1 to 6)."""
-    low, high = np.rint(target.min()), np.rint(target.max())
-    return np.clip(np.rint(values), low, high).astype(np.int64)
+def whole_scores(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Predicted values as the nearest whole scores from `low` to `high` (essay scores 1 to 6)."""
+    return np.clip(np.rint(values), np.rint(low), np.rint(high)).astype(np.int64)
 
 
 def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:

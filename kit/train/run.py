@@ -307,7 +307,7 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
     rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
         joined = metrics.join_rows(rows)
-        multilabel = joined["target"].ndim == 2 and result.metric not in ("mae", "rmse", "pearson")  # not several values
+        multilabel = joined["target"].ndim == 2 and result.metric not in metrics.VALUE_METRICS  # not several values
         if multilabel and result.metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
             cut, result.score = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))
             result.threshold = cut.threshold

@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.train.metrics import THRESHOLDED
+from kit.train.metrics import THRESHOLDED, VALUE_METRICS, whole_scores
 
 KINDS = ("probs", "binary", "label", "value", "ordinal", "values", "multi", "tags")
-VALUE_METRICS = ("mae", "rmse", "pearson")  # what scores one or several values per row
 MULTI_METRICS = ("auc", "log_loss", *THRESHOLDED)  # what scores a multi-label target
 
 
@@ -46,6 +45,11 @@ class Target:
     def classification(self) -> bool:
         """One class per row (a class index per row, softmax outputs)."""
         return self.kind in ("probs", "binary", "label")
+
+    @property
+    def by_column(self) -> bool:
+        """The training table holds one column per submission column (labels, or values)."""
+        return self.kind in ("multi", "values")
 
     @property
     def multilabel(self) -> bool:
@@ -134,7 +138,7 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
 def encode(target: Target, labels: pd.Series | pd.DataFrame) -> np.ndarray:
     """Class indices (int64) for classification, float32 values for regression, (rows, labels) float32 0/1
     (or probabilities) for multi-label: `labels` is then the label columns ("multi") or the tags column."""
-    if target.kind in ("multi", "values"):
+    if target.by_column:
         return labels[list(target.columns)].to_numpy(dtype=np.float32)
     if target.kind == "tags":
         index = {t: i for i, t in enumerate(target.classes)}
@@ -157,7 +161,7 @@ def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
     if target.kind in ("probs", "multi", "values"):
         return {c: pred[:, i] for i, c in enumerate(target.columns)}
     if target.kind == "ordinal":  # the nearest whole score the training scores span
-        return {target.columns[0]: np.clip(np.rint(pred[:, 0]), target.classes[0], target.classes[-1]).astype(np.int64)}
+        return {target.columns[0]: whole_scores(pred[:, 0], target.classes[0], target.classes[-1])}
     if target.kind == "binary":
         return {target.columns[0]: pred[:, 1]}
     if target.kind == "label":
