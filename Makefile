@@ -89,7 +89,7 @@ test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
 
 lint: venv ## ruff, and the templates' .py/.ipynb pairs in sync
 	$(PY) -m ruff check kit tests bench
-	$(PY) -m kit.kernel.pairing
+	$(PY) -m kit.build.pairing
 
 sync: venv ## after editing notebooks/*.py: rewrite the paired .ipynb (cell ids kept)
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py

@@ -141,8 +141,8 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
     import timm
 
     from kit.runtime.precision import Precision
+    from kit.train.objectives import Classification
     from kit.train.step import make_optimizer, train_step
-    from kit.train.tasks import Classification
 
     device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
@@ -203,7 +203,7 @@ def bench_training(paths: list[Path], steps: int = 30) -> dict:
     naive_sps = run(forever(naive_batches), Precision("fp32", "cuda"), 32, False)
     import torch.distributed as dist
 
-    from kit.runtime.distributed import free_port
+    from kit.runtime.workers import free_port
 
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
     try:
@@ -231,8 +231,8 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
     from kit.data.sequences import SequenceBatches
     from kit.models import create_model
     from kit.runtime.precision import Precision
+    from kit.train.objectives import SequenceObjective
     from kit.train.step import make_optimizer, train_step
-    from kit.train.tasks import SequenceTask
 
     rng = np.random.default_rng(0)
     arrays = {"x": rng.normal(size=(count, length, 5)).astype(np.float32),
@@ -265,7 +265,7 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
         torch.manual_seed(0)
         model = create_model("lstm", features=5, cardinalities=[3, 3], outputs=1, per_step=True, d_model=64,
                              hidden_size=64, num_layers=2).to(device)
-        task, opt, scaler = SequenceTask(False, True, "mae"), make_optimizer(model, 1e-3, 0.0), precision.grad_scaler()
+        task, opt, scaler = SequenceObjective(False, True, "mae"), make_optimizer(model, 1e-3, 0.0), precision.grad_scaler()
 
         def cycle():
             while True:

@@ -7,7 +7,7 @@ held-out rows, whose answers only this file knows, and are scored there.
 
   digits       scikit-learn's 1,797 handwritten digits as 64 px images in dog-breed's layout; cnn,
                timm's test_efficientnet from random init; accuracy on 397 held-out images
-  ventilator   breaths simulated on a single-compartment lung (kit.smoke.breath), in the competition's
+  ventilator   breaths simulated on a single-compartment lung (kit.smoke.sequences.breath), in the competition's
                layout; lstm (BiLSTM 2 x 96) and transformer (3 x 96); MAE on the held-out breaths' u_out == 0 steps
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%.
@@ -38,7 +38,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kit import smoke  # noqa: E402
+from kit.smoke import sequences as smoke_sequences  # noqa: E402
 from kit.spec import Spec  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -90,7 +90,7 @@ def make_ventilator(folder: Path) -> pd.DataFrame:
     """600 training and 150 held-out breaths in ventilator-pressure-prediction's layout (kit.smoke's lung).
     Returns the held-out answers."""
     spec = Spec(slug="ventilator-pressure-prediction", train="train.csv", test="test.csv", target_column="pressure")
-    test = smoke.make_ventilator(spec, folder, seed=0, train=600, test=150)
+    test = smoke_sequences.make_ventilator(spec, folder, seed=0, train=600, test=150)
     return test[["id", "u_out", "pressure"]].rename(columns={"pressure": "answer"})
 
 

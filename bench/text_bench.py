@@ -38,9 +38,9 @@ def bench_text(device: torch.device, count: int | None = None, seed: int = 0) ->
     from kit.data.text import TextBatches, tokenize, tokenizer_key
     from kit.models.text import TextModel
     from kit.runtime.precision import Precision
-    from kit.smoke_text import build_tiny_encoder, essays
+    from kit.smoke.text import build_tiny_encoder, essays
+    from kit.train.objectives import Regression
     from kit.train.step import train_step
-    from kit.train.tasks import Regression
 
     logging.disable_progress_bar()  # save_pretrained's bar for a shard of a few MB would split the table
     cfg = CONFIGS[device.type]

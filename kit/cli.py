@@ -27,7 +27,7 @@ def _positive(text: str) -> int:
 
 
 def cmd_kernel(args) -> None:
-    from kit.kernel import bundle
+    from kit.build import bundle
 
     built = bundle.build(args.comp)
     for warning in built.warnings:
@@ -44,7 +44,7 @@ def cmd_kernel(args) -> None:
 
 def cmd_kernels(args) -> None:
     from kit import config as kit_config
-    from kit.kernel import bundle
+    from kit.build import bundle
 
     for name in kit_config.shipped():
         built = bundle.build(name)
@@ -56,7 +56,7 @@ def cmd_kernels(args) -> None:
 
 
 def cmd_push(args) -> None:
-    from kit.kernel import push
+    from kit.build import push
 
     answer = push.push(args.comp, inference=args.inference, force=args.force)
     version = f" version {answer['version']}" if answer["version"] else ""
@@ -65,20 +65,20 @@ def cmd_push(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from kit.kernel import push
+    from kit.build import push
 
     push.status(args.comp, wait=args.wait, inference=args.inference)
 
 
 def cmd_output(args) -> None:
-    from kit.kernel import push
+    from kit.build import push
 
     folder, names = push.output(args.comp, inference=args.inference)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
 
 
 def cmd_submit(args) -> None:
-    from kit.kernel import submit
+    from kit.build import submit
 
     done = submit.submit(args.comp, message=args.message or "", version=args.version)
     print(f"submitted {done.kernel} version {done.version} to {done.competition}: {done.message or 'ok'}")
@@ -88,7 +88,7 @@ def cmd_submit(args) -> None:
 
 
 def cmd_submissions(args) -> None:
-    from kit.kernel import submit
+    from kit.build import submit
 
     competition, listed = submit.submissions(args.comp)
     if not listed:
@@ -98,7 +98,7 @@ def cmd_submissions(args) -> None:
 
 
 def cmd_quota(args) -> None:
-    from kit.kernel import push
+    from kit.build import push
 
     for name, q in push.quota().items():
         print(q.describe(name))
@@ -120,12 +120,12 @@ def cmd_smoke(args) -> None:
 
 def cmd_run(args) -> None:
     from kit import config as kit_config
-    from kit import files, params
-    from kit.kernel import execute, notebook
+    from kit import files, params, templates
+    from kit.build import execute, notebook
 
     cfg = kit_config.load(args.comp)
     overrides = dict(args.param or [])
-    params.check(cfg.spec.template, {**cfg.params, **overrides}, "-p")
+    params.check(templates.get(cfg.spec.template).params, {**cfg.params, **overrides}, "-p")
     out = Path(args.output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     built = out / "kernel.ipynb"

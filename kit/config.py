@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit import checks, fields, params
+from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
+from kit.models.names import check_model_name
 from kit.spec import Competition, Data, Spec
 
 SHIPPED = Path(__file__).parent / "competitions"
@@ -50,6 +51,7 @@ class Config:
     spec: Spec
     kernel: Kernel
     params: Mapping[str, Any]  # [params] as written (checked): what the build injects
+    checked: params.TrainParams  # [params] over the template's defaults: what the training kernel runs with
     smoke: Mapping[str, Any]  # [smoke] as written (checked): applied over params by `make smoke`
     inference: Inference | None = None  # [inference]: build a predict-only kernel beside the training one
 
@@ -114,11 +116,16 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
         raise KitError(f"{path}: [kernel] title is missing; give the kernel a title of 5 to 50 characters")
     given = dict(raw.get("params", {}))
     smoke = dict(raw.get("smoke", {}))
-    params.check(spec.template, given, f"{path}: [params]")
-    params.check(spec.template, {**given, **smoke}, f"{path}: [smoke]")
-    checks.config_params(spec.template, given, smoke, path)
+    cls = templates.get(spec.template).params
+    checked = params.check(cls, given, f"{path}: [params]")
+    params.check(cls, {**given, **smoke}, f"{path}: [smoke]")
+    if "model_name" in fields.names(cls):  # the template's default is a timm model
+        for table, values in (("params", given), ("smoke", smoke)):
+            if "model_name" in values:
+                check_model_name(values["model_name"], f"{path}: [{table}]")
     inference = fields.build(Inference, raw["inference"], f"{path}: [inference]") if "inference" in raw else None
-    return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, smoke=smoke, inference=inference)
+    return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, checked=checked, smoke=smoke,
+                  inference=inference)
 
 
 def _asdict(obj) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit import fields
-from kit.errors import KitError
 from kit.fields import setting
 
 
@@ -97,21 +96,10 @@ class TextParams(TrainParams):
     ema: bool = False
 
 
-PARAMS: dict[str, type[TrainParams]] = {"cnn": CnnParams, "lstm": LstmParams, "transformer": TransformerParams,
-                                        "text": TextParams}
+def check(cls: type[TrainParams], values: Mapping[str, Any], where: str) -> TrainParams:
+    return fields.build(cls, values, where)
 
 
-def params_class(template: str) -> type[TrainParams]:
-    if template not in PARAMS:
-        raise KitError(f"unknown template '{template}' (known: {', '.join(PARAMS)})")
-    return PARAMS[template]
-
-
-def check(template: str, values: Mapping[str, Any], where: str) -> TrainParams:
-    return fields.build(params_class(template), values, where)
-
-
-def from_namespace(template: str, namespace: Mapping[str, Any]) -> TrainParams:
-    """The template's parameters as the notebook cell left them in its globals."""
-    cls = params_class(template)
+def from_namespace(cls: type[TrainParams], namespace: Mapping[str, Any]) -> TrainParams:
+    """The parameters `cls` names, as a notebook cell left them in its globals."""
     return fields.build(cls, {n: namespace[n] for n in fields.names(cls) if n in namespace}, "parameters cell")

@@ -10,18 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kit import fields
+from kit import fields, templates
 from kit.errors import KitError
 from kit.fields import setting
 
-TEMPLATES = ("cnn", "lstm", "transformer", "text")
 METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson")
-_SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
-                  "features", "categorical", "task", "score_mask")
-SHOWN = {"cnn": ("slug", "template", "metric", "train", "sample_submission", "id_column", "target_column", "train_images",
-                 "test_images", "image_ext"),
-         "lstm": ("slug", "template", "metric", *_SEQUENCE_KEYS), "transformer": ("slug", "template", "metric", *_SEQUENCE_KEYS),
-         "text": ("slug", "template", "metric", "train", "test", "sample_submission", "id_column", "target_column", "text_columns")}
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
                      "f2_samples": True, "qwk": True, "pearson": True}
 LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
@@ -38,7 +31,7 @@ def image_extension(ext: str) -> str:
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
-    template: str = setting("cnn", choices=TEMPLATES)
+    template: str = setting("cnn", choices=templates.names())
     metric: str = setting("log_loss", choices=METRICS)
 
 
@@ -84,7 +77,8 @@ class Spec(Data, Competition):
         """`to_dict` without the keys its template never reads, unless they were set: what the notebook's
         parameters cell shows."""
         defaults = Spec().to_dict()
-        return {k: v for k, v in self.to_dict().items() if k in SHOWN[self.template] or v != defaults[k]}
+        shown = ("slug", "template", "metric", *templates.get(self.template).data_keys)
+        return {k: v for k, v in self.to_dict().items() if k in shown or v != defaults[k]}
 
     @property
     def greater_is_better(self) -> bool:

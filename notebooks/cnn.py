@@ -100,7 +100,7 @@ print(f"kit {kit.__version__} from {kit.__file__}")
 # under `/kaggle/input` (or `data_dir`).
 
 # %%
-from kit.runtime.session import start
+from kit.run import start
 
 session = start("cnn", globals())
 
@@ -114,7 +114,7 @@ session = start("cnn", globals())
 # disk. Images that cannot be decoded are named; a few are left out, many stop the run.
 
 # %%
-from kit.pipelines import create_pipeline
+from kit.run import create_pipeline
 
 pipe = create_pipeline(session)
 data = pipe.load()
@@ -139,7 +139,7 @@ _ = pipe.show_samples(data)
 # torch.compile falls back to eager mode. Interrupting this cell stops every worker.
 
 # %%
-from kit.train.run import train_folds
+from kit.run import train_folds
 
 cv = train_folds(session, pipe, data)
 
@@ -151,9 +151,9 @@ cv = train_folds(session, pipe, data)
 # an F-score metric of label sets, the labels above the threshold that scores best out of fold are written.
 
 # %%
-from kit.train.predict import write_submission
+from kit.run import write_submission
 
-submission = write_submission(session, pipe, data)
+submission = write_submission(session, pipe, data, cv)
 submission.head()
 
 # %% [markdown]
@@ -163,6 +163,6 @@ submission.head()
 # `history.png`; on a GPU also its utilisation over the run (the samples in `gpu_monitor.csv`).
 
 # %%
-from kit.train.plots import plot_history
+from kit.run import plot_history
 
 _ = plot_history(session, cv)

@@ -100,7 +100,7 @@ print(f"kit {kit.__version__} from {kit.__file__}")
 # under `/kaggle/input` (or `data_dir`).
 
 # %%
-from kit.runtime.session import start
+from kit.run import start
 
 session = start("lstm", globals())
 
@@ -112,7 +112,7 @@ session = start("lstm", globals())
 # with a mask; categorical features become codes for an embedding.
 
 # %%
-from kit.pipelines import create_pipeline
+from kit.run import create_pipeline
 
 pipe = create_pipeline(session)
 data = pipe.load()
@@ -132,7 +132,7 @@ _ = pipe.show_samples(data)
 # The last lines compare the out-of-fold score with predicting the training mean (or the class prior).
 
 # %%
-from kit.train.run import train_folds
+from kit.run import train_folds
 
 cv = train_folds(session, pipe, data)
 
@@ -143,9 +143,9 @@ cv = train_folds(session, pipe, data)
 # sample submission's row order, checked, and only then written to `submission.csv`.
 
 # %%
-from kit.train.predict import write_submission
+from kit.run import write_submission
 
-submission = write_submission(session, pipe, data)
+submission = write_submission(session, pipe, data, cv)
 submission.head()
 
 # %% [markdown]
@@ -155,6 +155,6 @@ submission.head()
 # `history.png`; on a GPU also its utilisation over the run (the samples in `gpu_monitor.csv`).
 
 # %%
-from kit.train.plots import plot_history
+from kit.run import plot_history
 
 _ = plot_history(session, cv)

@@ -6,12 +6,16 @@ import torch
 from torch import nn
 
 from kit.params import TrainParams
-from kit.runtime.hardware import Hardware, plan
-from kit.runtime.precision import Precision
+from kit.runtime.hardware import Hardware, setup
 from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train.cv import make_folds
-from kit.train.tasks import Classification
+from kit.train.objectives import Classification
+
+
+class ToyData:
+    def __init__(self, recipe):
+        self.recipe = recipe
 
 
 class ToyPipeline:
@@ -22,13 +26,12 @@ class ToyPipeline:
         self.x = torch.randn(120, 6, generator=g)
         self.y = (self.x @ torch.randn(6, 3, generator=g)).argmax(1)
         self.fail_in_fold, self.models = fail_in_fold, 0
-        self.batch_size = 16
+
+    def load(self):
+        return ToyData({"prior": np.bincount(self.y.numpy(), minlength=3) / len(self.y)})
 
     def identity(self, data):
         return "toy points"
-
-    def recipe(self, data):
-        return {"prior": self.prior(data)}
 
     def split(self, data):
         return make_folds(120, 3, seed=0, classes=self.y.numpy())
@@ -39,7 +42,7 @@ class ToyPipeline:
             return Exploding()
         return nn.Linear(6, 3)
 
-    def task(self, data):
+    def objective(self, data):
         return Classification("x")
 
     def batches(self, data, rows, train, batch_size, seed=0, test=False, shard=(0, 1), precision=None, workers=None):
@@ -48,9 +51,6 @@ class ToyPipeline:
 
     def predict_rows(self, data):
         return 50
-
-    def prior(self, data):
-        return np.bincount(self.y.numpy(), minlength=3) / len(self.y)
 
     def trial_rows(self, data):
         return np.arange(120)
@@ -73,8 +73,7 @@ class Exploding(nn.Linear):
 def session(tmp_path: Path, **params) -> Session:
     hw = Hardware("cpu", cpu_count=2, ram_gb=8)
     p = TrainParams(**{"epochs": 3, "folds": 3, "batch_size": 16, "patience": 0, "warmup_epochs": 0, **params})
-    return Session("cnn", p, Spec(slug="toy", metric="log_loss"), hw, plan(hw), Precision("fp32", "cpu"), tmp_path, tmp_path / "out",
-                   run="toy")  # train_folds opens the run its settings make; a test of one step needs a folder
+    return Session("cnn", p, Spec(slug="toy", metric="log_loss"), hw, setup(hw), tmp_path, tmp_path / "out")
 
 
 def run_folder(out: Path) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps
 
+import kit
 from kit import files
 from kit.errors import KitError
 from kit.runtime import progress
@@ -202,9 +203,7 @@ def pixel_bytes_to_build(pixels: np.ndarray, side: int, cache_dir: Path) -> int:
 
 
 def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[Path, Path]:
-    from kit import __version__
-
-    h = hashlib.sha256(f"kit-pixel-cache/{CACHE_FORMAT}/{__version__}/{side}/{pixels.shape}".encode())
+    h = hashlib.sha256(f"kit-pixel-cache/{CACHE_FORMAT}/{kit.__version__}/{side}/{pixels.shape}".encode())
     h.update(np.ascontiguousarray(pixels).tobytes())
     key = h.hexdigest()[:20]
     return cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
@@ -277,9 +276,7 @@ def complete(data_path: Path, meta_path: Path, nbytes: int) -> bool:
 
 
 def cache_key(paths: Sequence[Path], side: int) -> str:
-    from kit import __version__
-
-    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{__version__}/{side}".encode())
+    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{kit.__version__}/{side}".encode())
     for p in paths:
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())

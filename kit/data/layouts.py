@@ -11,19 +11,23 @@ Test images are named by the sample submission's ids (files, folders), or are th
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from kit import checks
 from kit.data import tables
 from kit.errors import KitError
 from kit.runtime import paths
 from kit.spec import Spec
+
+SAMPLE_IDS = 20  # ids looked up in an image folder before decoding; all missing means a wrong name, not bad files
 
 
 @dataclass
@@ -86,7 +90,7 @@ def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str,
     folder = image_dir(data_dir, spec.train_images, "train_images")
     ext = "" if spec.layout == "folders" else spec.image_ext  # a class folder's ids are its files' names
     if spec.layout == "files":
-        checks.image_files(folder, spec.train_images, ids, ext, where, "train_images")
+        check_image_files(folder, spec.train_images, ids, ext, where, "train_images")
     return Source([f"{spec.train_images}/{i}{ext}" for i in ids], paths=[folder / f"{i}{ext}" for i in ids])
 
 
@@ -96,7 +100,7 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
     ids = sample[spec.id_column].to_numpy(dtype=str)
     if spec.layout != "pixels":
         folder = image_dir(data_dir, spec.test_images, "test_images")
-        checks.image_files(folder, spec.test_images, ids, spec.image_ext, sample_path.name, "test_images")
+        check_image_files(folder, spec.test_images, ids, spec.image_ext, sample_path.name, "test_images")
         return Source([f"{spec.test_images}/{i}{spec.image_ext}" for i in ids],
                       paths=[folder / f"{i}{spec.image_ext}" for i in ids])
     if not spec.test:
@@ -156,3 +160,29 @@ def image_dir(data_dir: Path, name: str, key: str) -> Path:
     if not path.is_dir():
         raise KitError(f"image folder '{name}' not found in {data_dir}; fix [data] {key} in the config")
     return path
+
+
+def check_image_files(folder: Path, name: str, ids: Sequence[str], ext: str, table: str, key: str) -> None:
+    """A KitError when none of the first ids has its image `<folder>/<id><ext>`: then the extension, the
+    folder or the id column is wrong, which says more than every image failing to decode. `name` is the
+    folder as [data] spells it, `table` the file the ids come from, `key` the [data] key naming the folder."""
+    sample = list(ids[:SAMPLE_IDS])
+    missing = [i for i in sample if not (folder / f"{i}{ext}").is_file()]
+    if not sample or len(missing) < len(sample):
+        return
+    head = f"no {name}/<id>{ext} for {len(missing)} of the first {len(sample)} ids in {table}"
+    if ext and any((folder / i).is_file() for i in sample):
+        raise KitError(f'{head}; the ids already end in their extension: set image_ext = "" in [data]')
+    with os.scandir(folder) as it:  # a few thousand entries say which extensions the folder holds
+        entries = [(e.name, e.is_dir()) for e in itertools.islice(it, 2000)]
+    files = sorted(n for n, is_dir in entries if not is_dir)
+    suffixes = [s for s, _ in Counter(os.path.splitext(n)[1] for n in files).most_common(3)]
+    for suffix in suffixes:
+        if suffix != ext and any((folder / f"{i}{suffix}").is_file() for i in sample):
+            raise KitError(f'{head}; the folder holds {suffix} files: set image_ext = "{suffix}" in [data]')
+    if not files:
+        folders = sorted(n for n, is_dir in entries if is_dir)
+        held = f"only folders (such as {folders[0]})" if folders else "nothing"
+        raise KitError(f"{head}; the folder holds {held}: check {key} in [data]")
+    kinds = " and ".join(s or "extensionless" for s in suffixes)
+    raise KitError(f"{head}; the folder holds {kinds} files such as {files[0]}: check id_column, {key} and image_ext in [data]")

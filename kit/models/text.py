@@ -7,10 +7,14 @@ read) and loads the fold's state into it.
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from kit.data.text import tokenizer_key
+from kit.errors import KitError
 
 # what timm's layer-wise learning-rate decay groups by (its `group_matcher` protocol): the embeddings, then
 # each encoder layer by its number (encoder.layer.N in BERT, RoBERTa, DeBERTa, ELECTRA; transformer.layer.N
@@ -65,10 +69,6 @@ def fingerprint(folder: Path, tokenizer: str = "") -> str:
     """What identifies the model a folder holds, cheaply: its config.json, its tokenizer files (`tokenizer`:
     their key, where the caller has it), and each weights file's size with its first and last MiB (hashing
     gigabytes of weights at every start would not be)."""
-    import hashlib
-
-    from kit.data.text import tokenizer_key
-
     h = hashlib.sha256((tokenizer or tokenizer_key(folder)).encode())
     config = folder / "config.json"
     h.update(config.read_bytes() if config.is_file() else b"")
@@ -85,8 +85,6 @@ def fingerprint(folder: Path, tokenizer: str = "") -> str:
 def positions(folder: Path) -> int:
     """How many token positions the model folder's encoder has (0: no limit it states)."""
     from transformers import AutoConfig
-
-    from kit.errors import KitError
 
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True)

@@ -1,19 +1,12 @@
-"""One pipeline per template: how its data is read, split, batched, modelled and turned into a submission."""
+"""One pipeline per template: how its data is read, split, batched, modelled and turned into a submission
+(the contract: kit.pipelines.base.Pipeline; which class serves which template: kit.templates)."""
 from __future__ import annotations
 
-import importlib
-
-from kit.errors import KitError
-
-_PIPELINES = {"cnn": "kit.pipelines.cnn", "lstm": "kit.pipelines.sequence", "transformer": "kit.pipelines.sequence",
-              "text": "kit.pipelines.text"}
+from kit import templates
+from kit.pipelines.base import Pipeline
+from kit.runtime.session import Session
 
 
-def list_pipelines() -> list[str]:
-    return sorted(_PIPELINES)
-
-
-def create_pipeline(session):
-    if session.template not in _PIPELINES:
-        raise KitError(f"no pipeline for template '{session.template}' (known: {', '.join(list_pipelines())})")
-    return importlib.import_module(_PIPELINES[session.template]).Pipeline(session)
+def create_pipeline(session: Session) -> Pipeline:
+    """The pipeline of the session's template."""
+    return templates.load(templates.get(session.template).pipeline)(session)

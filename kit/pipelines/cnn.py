@@ -17,12 +17,12 @@ from kit.data import images, layouts, tables
 from kit.data.augment import ImageTransform, crop_area, flip_probability, views
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
-from kit.runtime import faults, hub, paths, runs, trained
+from kit.pipelines import base
+from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
-from kit.train.predict import submission_frame
+from kit.train.objectives import Classification, MultiLabel, Regression
 from kit.train.targets import Target
-from kit.train.tasks import Classification, MultiLabel, Regression
 
 MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
 
@@ -36,9 +36,8 @@ class ImageData:
     sample: pd.DataFrame
     train_cache: images.ImageCache | images.ImageFiles | None  # None in predict mode
     test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
+    recipe: dict  # what prediction needs from the training data (recipe_of); the training run's in predict mode
     identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
-    hflip: float = 0.5  # the probability of a mirrored training image (and a mirrored view at prediction if > 0)
-    trained: dict | None = None  # predict mode: the training data's recipe (no training data here)
 
 
 class Pipeline:
@@ -47,8 +46,6 @@ class Pipeline:
         self.p = session.params
         self._pretrained_failed = False
         self._weights: Path | None = None
-        size = session.params.batch_size
-        self.batch_size = size if isinstance(size, int) else 32  # train_folds settles "auto"
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
@@ -84,7 +81,8 @@ class Pipeline:
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, identity, flip)
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, self.recipe_of(target, y[usable], flip),
+                         identity)
         s.log(self.describe(data))
         if self.p.hflip == "auto":
             s.log(f"hflip auto     {flip:g}: {why}")
@@ -96,32 +94,28 @@ class Pipeline:
         """Predict mode: the sample submission and the test images, read as the training run read its own;
         the target columns must be those the model was trained for."""
         s, spec = self.session, self.session.spec
-        sample, sample_path, target = trained.sample_submission(s)
+        sample, sample_path, target = base.trained_sample(s)
         test = layouts.test_source(spec, s.data_dir, sample, sample_path)
         (test_cache,) = self._decode({"test": test})
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         none = np.zeros(0, np.int64)
-        data = ImageData(none.astype(str), none, none, target, sample, None, test_cache, hflip=recipe["hflip"], trained=recipe)
+        data = ImageData(none.astype(str), none, none, target, sample, None, test_cache, recipe)
         s.log(self.describe(data))
         return data
 
-    def recipe(self, data: ImageData) -> dict:
-        """What prediction needs from the training data (kit.runtime.trained): the target, the prior, the
-        flips and turns training made (which decide the prediction's views), the regression target's scale."""
-        t = data.target
-        y = data.y[data.usable]  # as task() takes its scale
-        hflip, vflip, rotate90 = self.augmentation(data)
-        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
-                "hflip": hflip, "vflip": vflip, "rotate90": rotate90,
-                "y_mean": float(y.mean()) if len(y) else 0.0, "y_std": float(y.std()) if len(y) else 1.0}
+    def recipe_of(self, target: Target, y: np.ndarray, hflip: float) -> dict:
+        """What prediction needs from the training labels `y` (kit.runtime.trained): the target, the prior, the
+        flips and turns training makes (which decide the prediction's views), the regression target's scale
+        (of each column, for several)."""
+        return {"target": base.target_record(target), "prior": targets.prior(target, y), "hflip": hflip,
+                "vflip": self.p.vflip, "rotate90": self.p.rotate90,
+                "y_mean": np.atleast_1d(y.mean(0)).tolist() if len(y) else [0.0],
+                "y_std": np.atleast_1d(y.std(0)).tolist() if len(y) else [1.0]}
 
     def augmentation(self, data: ImageData) -> tuple[float, float, bool]:
-        """(hflip, vflip, rotate90): the flips and turns training makes, which prediction's views follow. In
-        predict mode the training run's, from its recipe: a checkpoint older than vflip and rotate90 made
-        neither, whatever this notebook's cell says."""
-        if data.trained is None:
-            return data.hflip, self.p.vflip, self.p.rotate90
-        r = data.trained
+        """(hflip, vflip, rotate90): the flips and turns training makes, which prediction's views follow (a
+        checkpoint older than vflip and rotate90 made neither, whatever this notebook's cell says)."""
+        r = data.recipe
         return r["hflip"], r.get("vflip", 0.0), r.get("rotate90", False)
 
     def _decode(self, splits: dict[str, layouts.Source]) -> list:
@@ -143,7 +137,7 @@ class Pipeline:
     def describe(self, data: ImageData) -> str:
         t = data.target
         line = f"train          {len(data.usable)} images"
-        if data.trained is not None:
+        if data.train_cache is None:
             line = "train          none here (predict mode)"
         elif t.classification:
             counts = np.bincount(data.y[data.usable], minlength=t.outputs)
@@ -161,7 +155,7 @@ class Pipeline:
         """A grid of training images with their labels, saved as samples.png (and shown in a notebook)."""
         import matplotlib.pyplot as plt
 
-        predict = data.trained is not None  # predict mode: test images, titled by their ids
+        predict = data.train_cache is None  # predict mode: test images, titled by their ids
         pool = np.arange(data.test_cache.count) if predict else data.usable
         rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
         pictures = (data.test_cache if predict else data.train_cache).read(rows)
@@ -190,11 +184,6 @@ class Pipeline:
         folds = cv.make_folds(len(data.usable), self.p.folds, self.p.seed, classes=classes)
         return [(data.usable[t], data.usable[v]) for t, v in folds]
 
-    def prior(self, data: ImageData) -> np.ndarray:
-        if data.trained is not None:
-            return np.asarray(data.trained["prior"])
-        return targets.prior(data.target, data.y[data.usable])
-
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: ImageData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The timm model with one output per class (or one value), on the device; `pretrained=False` for
@@ -221,7 +210,7 @@ class Pipeline:
                 model = timm.create_model(p.model_name, pretrained=False, **kwargs)
         else:
             model = timm.create_model(p.model_name, pretrained=False, **kwargs)
-        memory_format = torch.channels_last if s.plan.channels_last else torch.preserve_format
+        memory_format = torch.channels_last if s.setup.channels_last else torch.preserve_format
         return model.to(s.device, memory_format=memory_format)
 
     def normalization(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -233,15 +222,12 @@ class Pipeline:
         std = tuple(cfg.std) if cfg and cfg.std else (0.229, 0.224, 0.225)
         return mean, std
 
-    def task(self, data: ImageData):
+    def objective(self, data: ImageData):
         if data.target.classification:
             return Classification()
         if data.target.multilabel:
             return MultiLabel()
-        if data.trained is not None:
-            return Regression(data.trained["y_mean"], data.trained["y_std"], self.session.spec.metric)
-        y = data.y[data.usable]
-        return Regression(y.mean(0), y.std(0), self.session.spec.metric)  # per column, for several
+        return Regression(data.recipe["y_mean"], data.recipe["y_std"], self.session.spec.metric)  # per column
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
@@ -251,15 +237,15 @@ class Pipeline:
         s = self.session
         cache = data.test_cache if test else data.train_cache
         dataset = ImageRows(cache, rows, None if test else data.y[rows])
-        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.plan.workers if workers is None else workers,
+        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
         hflip, vflip, rotate90 = self.augmentation(data)
         transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=(crop_area(self.p.image_size, self.p.crop_scale), 1.0),
                                    hflip=hflip, vflip=vflip, rotate90=rotate90, seed=seed, precision=precision or s.precision,
-                                   channels_last=s.plan.channels_last)
+                                   channels_last=s.setup.channels_last)
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
-                            prefetch=s.plan.prefetch)
+                            prefetch=s.setup.prefetch)
 
     def mixer(self, data: ImageData):
         """timm's Mixup/CutMix on the device, with soft targets; None when both are off or nothing mixes."""
@@ -290,27 +276,24 @@ class Pipeline:
         return views(*self.augmentation(data)) if self.p.tta else views(0.0)
 
     # -- prediction -------------------------------------------------------------------------------------
-    @torch.inference_mode()
     def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray:
         """(test rows, outputs): probabilities or values, averaged over `prediction_views` (with tta, the flips
         and turns training made: a model that never saw mirrored images is not asked about them)."""
-        model.eval()
-        task = self.task(data)
-        out = []
-        rows = np.arange(data.test_cache.count)
+        objective = self.objective(data)
         shown = self.prediction_views(data)
-        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision):
-            with precision.autocast():
-                pred = sum(task.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)
-            faults.oom("oom.predict")
-            out.append(pred.float().cpu().numpy())
-        pred = np.concatenate(out).astype(np.float64)
+
+        def forward(model: nn.Module, batch) -> torch.Tensor:
+            return sum(objective.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)
+
+        rows = np.arange(data.test_cache.count)
+        batches = self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision)
+        pred = np.concatenate([p for _, p in base.predictions(model, batches, precision, forward)]).astype(np.float64)
         if data.test_cache.bad:
-            pred[sorted(data.test_cache.bad)] = self.prior(data)
+            pred[sorted(data.test_cache.bad)] = base.prior(data)
         return pred
 
     def submission(self, data: ImageData, pred: np.ndarray) -> pd.DataFrame:
-        return submission_frame(data.sample, data.target, pred)
+        return base.submission_frame(data.sample, data.target, pred)
 
 
 class _TransformImages:

@@ -18,12 +18,12 @@ from kit.data import sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models import create_model
-from kit.runtime import faults, paths, runs, trained
+from kit.pipelines import base
+from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
-from kit.train.predict import submission_frame
+from kit.train.objectives import SequenceObjective
 from kit.train.targets import Target
-from kit.train.tasks import SequenceTask
 
 
 @dataclass
@@ -35,19 +35,17 @@ class SequenceData:
     per_step: bool
     cardinalities: list[int]
     test_positions: np.ndarray  # per_step: (S, L) sample row of each test row (-1: padding); else (S,)
-    y_mean: float
-    y_std: float
+    # what prediction needs from the training data: the target, the prior, the categories' codes, the padded
+    # length and the target's scale (the training run's in predict mode); feature standardisation is in each
+    # fold model's own state
+    recipe: dict
     identity: str = ""  # what decides training: the training table's values (kit.runtime.runs)
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
-    codes: dict[str, list] = field(default_factory=dict)  # each categorical column's values, in code order
-    prior: np.ndarray | None = None  # predict mode: the training run's (no training data here)
 
 
 class Pipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
-        size = session.params.batch_size
-        self.batch_size = size if isinstance(size, int) else 32  # train_folds settles "auto"
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> SequenceData:
@@ -82,13 +80,14 @@ class Pipeline:
                                     per_step, length)
         te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
         positions = self._sample_positions(te, test, sample, per_step, test_path, sample_path)
-        scored = tr.weight > 0
-        values = tr.y[scored] if per_step else tr.y
-        y_mean = float(values.mean()) if not target.classification else 0.0
-        y_std = float(values.std()) if not target.classification else 1.0
-        data = SequenceData(tr, te, target, sample, per_step, [len(codes[c]) for c in spec.categorical], positions,
-                            y_mean, y_std, runs.digest(pd.util.hash_pandas_object(train, index=False).to_numpy(),
-                                                       np.array(target.columns)), codes={c: list(codes[c]) for c in codes})
+        values = tr.y[tr.weight > 0] if per_step else tr.y  # the scored rows
+        cardinalities = [len(codes[c]) for c in spec.categorical]
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, values),
+                  "codes": {c: list(codes[c]) for c in codes}, "cardinalities": cardinalities, "length": tr.length,
+                  "y_mean": float(values.mean()) if not target.classification else 0.0,
+                  "y_std": float(values.std()) if not target.classification else 1.0}
+        data = SequenceData(tr, te, target, sample, per_step, cardinalities, positions, recipe,
+                            runs.digest(pd.util.hash_pandas_object(train, index=False).to_numpy(), np.array(target.columns)))
         s.log(self.describe(data))
         return data
 
@@ -99,7 +98,7 @@ class Pipeline:
         test_path = paths.require_file(s.data_dir, spec.test, "test table")
         test = tables.read_csv(test_path, spec.id_column)
         sequences.check_columns(test, spec, test_path, need_target=False)
-        sample, sample_path, target = trained.sample_submission(s)
+        sample, sample_path, target = base.trained_sample(s)
         codes = {c: pd.Index(v) for c, v in recipe["codes"].items()}
         for column, known in codes.items():
             unseen = int((~test[column].isin(known) & test[column].notna()).sum())
@@ -109,19 +108,9 @@ class Pipeline:
         per_step = spec.task == "per_step"
         te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
         positions = self._sample_positions(te, test, sample, per_step, test_path, sample_path)
-        data = SequenceData(None, te, target, sample, per_step, recipe["cardinalities"], positions, recipe["y_mean"],
-                            recipe["y_std"], codes=recipe["codes"], prior=np.asarray(recipe["prior"]))
+        data = SequenceData(None, te, target, sample, per_step, recipe["cardinalities"], positions, recipe)
         s.log(self.describe(data))
         return data
-
-    def recipe(self, data: SequenceData) -> dict:
-        """What prediction needs from the training data (kit.runtime.trained): the target, the prior, the
-        categories' codes, the padded length and the target's scale. Feature standardisation is in each fold
-        model's own state."""
-        t = data.target
-        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
-                "codes": data.codes, "cardinalities": data.cardinalities, "length": data.train.length,
-                "y_mean": data.y_mean, "y_std": data.y_std}
 
     def identity(self, data: SequenceData) -> str:
         return data.identity
@@ -190,13 +179,6 @@ class Pipeline:
         classes = data.train.y if data.target.classification and not data.per_step else None
         return cv.make_folds(len(data.train.ids), self.p.folds, self.p.seed, classes=classes)
 
-    def prior(self, data: SequenceData) -> np.ndarray:
-        if data.prior is not None:
-            return data.prior
-        tr = data.train
-        values = tr.y[tr.weight > 0] if data.per_step else tr.y
-        return targets.prior(data.target, values)
-
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: SequenceData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The template's model; `fit_rows` (a fold's training sequences) set its feature standardisation,
@@ -212,8 +194,9 @@ class Pipeline:
             model.front.set_standardization(torch.from_numpy(mean), torch.from_numpy(std))
         return model.to(self.session.device)
 
-    def task(self, data: SequenceData) -> SequenceTask:
-        return SequenceTask(data.target.classification, data.per_step, self.spec.metric, data.y_mean, data.y_std)
+    def objective(self, data: SequenceData) -> SequenceObjective:
+        r = data.recipe
+        return SequenceObjective(data.target.classification, data.per_step, self.spec.metric, r["y_mean"], r["y_std"])
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: SequenceData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
@@ -224,7 +207,7 @@ class Pipeline:
             seqs = data.test if test else data.train
             data.placed[split] = sequences.place(seqs.tensors(), self.session.device, self.session.log if split == "train" else lambda m: None)
         return SequenceBatches(data.placed[split], rows, batch_size, shuffle=train, device=self.session.device, seed=seed,
-                               shard=shard, prefetch=self.session.plan.prefetch)
+                               shard=shard, prefetch=self.session.setup.prefetch)
 
     def host_bytes(self, data: SequenceData) -> int:
         """Host memory a process that loads this data needs at its peak: the tables, and the CSVs they were
@@ -244,19 +227,18 @@ class Pipeline:
         return len(data.test.ids)
 
     # -- prediction -------------------------------------------------------------------------------------
-    @torch.inference_mode()
     def predict(self, model: nn.Module, data: SequenceData, precision, batch_size: int) -> np.ndarray:
         """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
-        model.eval()
-        task = self.task(data)
+        objective = self.objective(data)
+
+        def forward(model: nn.Module, batch) -> torch.Tensor:
+            return objective.predict(model(batch["x"], batch["cat"], batch["mask"], batch["lengths"]))
+
         out = np.zeros((len(data.sample), data.target.outputs), np.float64)
         rows = np.arange(len(data.test.ids))
+        batches = self.batches(data, rows, train=False, batch_size=batch_size, test=True)
         done = 0
-        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True):
-            with precision.autocast():
-                pred = task.predict(model(batch["x"], batch["cat"], batch["mask"], batch["lengths"]))
-            faults.oom("oom.predict")
-            pred = pred.float().cpu().numpy()
+        for _, pred in base.predictions(model, batches, precision, forward):
             n = len(pred)
             where = data.test_positions[done : done + n]
             if data.per_step:
@@ -268,4 +250,4 @@ class Pipeline:
         return out
 
     def submission(self, data: SequenceData, pred: np.ndarray) -> pd.DataFrame:
-        return submission_frame(data.sample, data.target, pred)
+        return base.submission_frame(data.sample, data.target, pred)

@@ -13,19 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import nn
 
 from kit.data import tables, text
 from kit.data.text import TOKENIZER_VOCABS, TextBatches, Tokens
 from kit.errors import KitError
 from kit.models.text import TextModel, fingerprint, positions
-from kit.runtime import faults, paths, runs, trained
+from kit.pipelines import base
+from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
-from kit.train.predict import submission_frame
+from kit.train.objectives import Classification, MultiLabel, Regression
 from kit.train.targets import Target
-from kit.train.tasks import Classification, MultiLabel, Regression
 
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
@@ -40,12 +39,10 @@ class TextData:
     test_positions: np.ndarray  # (test texts,) the sample row of each
     pad_id: int
     folder: Path  # the model folder
-    y_mean: list[float]
-    y_std: list[float]
-    max_length: int
-    tokenizer: str  # its fingerprint (kit.data.text.tokenizer_key), read once
+    # what prediction needs beside the model folder and a fold's weights: the target, the prior, the target's
+    # scale, max_length and the tokenizer's key (the training run's in predict mode)
+    recipe: dict
     identity: str = ""
-    prior: np.ndarray | None = None  # predict mode: the training run's
 
 
 def load_tokenizer(folder: Path):
@@ -67,8 +64,6 @@ def load_tokenizer(folder: Path):
 class Pipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
-        size = session.params.batch_size
-        self.batch_size = size if isinstance(size, int) else 8  # train_folds settles "auto"
         self._announced = False
 
     # -- data -------------------------------------------------------------------------------------------
@@ -111,14 +106,15 @@ class Pipeline:
         data_test, test_positions = self._test(sample, sample_path, tokenizer, p.max_length, key)
         tokens = text.tokenize(tokenizer, texts, p.max_length, key, log=s.log, what="train")
         regression = not (target.classification or target.multilabel)
-        mean = np.atleast_1d(y.mean(0)).tolist() if regression else [0.0]
-        std = np.atleast_1d(y.std(0)).tolist() if regression else [1.0]
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y),
+                  "y_mean": np.atleast_1d(y.mean(0)).tolist() if regression else [0.0],
+                  "y_std": np.atleast_1d(y.std(0)).tolist() if regression else [1.0], "max_length": p.max_length,
+                  "tokenizer": key}
         # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
                                                           index=False).to_numpy(), np.array(target.columns),
                                np.array([fingerprint(folder, key)]))
-        data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, mean, std,
-                        p.max_length, key, identity)
+        data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, recipe, identity)
         s.log(self.describe(data))
         return data
 
@@ -160,19 +156,11 @@ class Pipeline:
         if recipe.get("tokenizer") not in (None, key):
             raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
                            "model folder the training kernel had (its ids would mean other words)")
-        sample, sample_path, target = trained.sample_submission(s)
+        sample, sample_path, target = base.trained_sample(s)
         tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], key)
-        data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe["y_mean"],
-                        recipe["y_std"], recipe["max_length"], key, prior=np.asarray(recipe["prior"]))
+        data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe)
         s.log(self.describe(data))
         return data
-
-    def recipe(self, data: TextData) -> dict:
-        """What prediction needs besides the model folder and a fold's weights (kit.runtime.trained)."""
-        t = data.target
-        return {"target": {"kind": t.kind, "columns": t.columns, "classes": t.classes}, "prior": self.prior(data),
-                "y_mean": data.y_mean, "y_std": data.y_std, "max_length": data.max_length,
-                "tokenizer": data.tokenizer}
 
     def identity(self, data: TextData) -> str:
         return data.identity
@@ -196,7 +184,8 @@ class Pipeline:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3))
         tokens = data.train if data.train is not None else data.test
         axes[0].hist(tokens.lengths, bins=40, color="tab:blue")
-        axes[0].axvline(data.max_length, color="black", ls="--", label=f"max_length {data.max_length}")
+        longest = data.recipe["max_length"]
+        axes[0].axvline(longest, color="black", ls="--", label=f"max_length {longest}")
         axes[0].set(xlabel="tokens per text", ylabel="texts", title="lengths (batches pad to their own longest)")
         axes[0].legend(fontsize=7)
         if data.y is not None and data.y.ndim == 1:
@@ -217,11 +206,6 @@ class Pipeline:
         classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.kind == "ordinal" else None
         return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes)
 
-    def prior(self, data: TextData) -> np.ndarray:
-        if data.prior is not None:
-            return data.prior
-        return targets.prior(data.target, data.y)
-
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: TextData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The encoder with its head, on the device; `pretrained=False` builds it from the folder's config
@@ -233,13 +217,13 @@ class Pipeline:
                           gradient_checkpointing=self.p.gradient_checkpointing)
         return model.to(self.session.device)
 
-    def task(self, data: TextData):
-        t = data.target
+    def objective(self, data: TextData):
+        t, r = data.target, data.recipe
         if t.classification:
             return Classification(input_key="input_ids")
         if t.multilabel:
             return MultiLabel(input_key="input_ids")
-        mean, std = (data.y_mean[0], data.y_std[0]) if t.kind != "values" else (data.y_mean, data.y_std)
+        mean, std = (r["y_mean"][0], r["y_std"][0]) if t.kind != "values" else (r["y_mean"], r["y_std"])
         return Regression(mean, std, self.spec.metric, input_key="input_ids")
 
     # -- batches ----------------------------------------------------------------------------------------
@@ -248,7 +232,7 @@ class Pipeline:
         """Batches of texts `rows`, padded to each batch's longest (token ids need no precision or workers)."""
         tokens, y = (data.test, None) if test else (data.train, data.y)
         return TextBatches(tokens, rows, y, batch_size, shuffle=train, device=self.session.device, pad_id=data.pad_id,
-                           seed=seed, shard=shard, max_length=data.max_length)
+                           seed=seed, shard=shard, max_length=data.recipe["max_length"])
 
     def host_bytes(self, data: TextData) -> int:
         arrays = [a for t in (data.train, data.test) if t is not None for a in (t.ids, t.offsets)]
@@ -265,19 +249,14 @@ class Pipeline:
         return len(data.test)
 
     # -- prediction -------------------------------------------------------------------------------------
-    @torch.inference_mode()
     def predict(self, model: nn.Module, data: TextData, precision, batch_size: int) -> np.ndarray:
         """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
-        model.eval()
-        task = self.task(data)
+        objective = self.objective(data)
         out = np.zeros((len(data.sample), data.target.outputs), np.float64)
-        rows = np.arange(len(data.test))
-        for batch in self.batches(data, rows, train=False, batch_size=batch_size, test=True):
-            with precision.autocast():
-                pred = task.predict(model(batch["input_ids"]))
-            faults.oom("oom.predict")
-            out[data.test_positions[batch["index"].cpu().numpy()]] = pred.float().cpu().numpy().reshape(len(pred), -1)
+        batches = self.batches(data, np.arange(len(data.test)), train=False, batch_size=batch_size, test=True)
+        for batch, pred in base.predictions(model, batches, precision, lambda m, b: objective.predict(m(b["input_ids"]))):
+            out[data.test_positions[batch["index"].cpu().numpy()]] = pred.reshape(len(pred), -1)
         return out
 
     def submission(self, data: TextData, pred: np.ndarray) -> pd.DataFrame:
-        return submission_frame(data.sample, data.target, pred)
+        return base.submission_frame(data.sample, data.target, pred)

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 
 from kit.errors import KitError
+from kit.runtime.precision import Precision
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Hardware:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Setup:
     precision: str  # "fp16" (with a GradScaler), "bf16" or "fp32"
     tf32: bool
     channels_last: bool
@@ -46,7 +47,7 @@ def choose_precision(device: str, capability: tuple[int, int] | None) -> str:
     return "fp32"  # Pascal (P100): fp16 has no tensor cores there
 
 
-def plan(hw: Hardware, num_workers: int = -1, precision: str = "auto") -> Plan:
+def setup(hw: Hardware, num_workers: int = -1, precision: str = "auto") -> Setup:
     """What follows from the machine; `precision` other than "auto" is honoured as asked, on any device
     (fp16 on the CPU runs CPU autocast with a live GradScaler: how the tests exercise a T4's precision)."""
     cuda = hw.device == "cuda"
@@ -54,7 +55,7 @@ def plan(hw: Hardware, num_workers: int = -1, precision: str = "auto") -> Plan:
         # The loaders only gather rows of a decoded uint8 cache, so a few workers keep a GPU fed; on the
         # CPU they would compete with the model for the same cores.
         num_workers = min(hw.cpu_count, 8) if cuda else 0
-    return Plan(
+    return Setup(
         precision=choose_precision(hw.device, hw.capability) if precision == "auto" else precision,
         tf32=cuda and hw.capability is not None and hw.capability >= (8, 0),
         channels_last=cuda,
@@ -116,7 +117,7 @@ def detect(device: str = "auto") -> Hardware:
     )
 
 
-def precision_note(hw: Hardware, p: Plan, asked: str) -> str:
+def precision_note(hw: Hardware, p: Setup, asked: str) -> str:
     """A warning for a precision asked for that the GPU runs slowly, else ""."""
     if asked == "bf16" and hw.device == "cuda" and hw.capability is not None and hw.capability < (8, 0):
         return f"precision='bf16' on a {hw.gpu_name} (compute {hw.capability[0]}.{hw.capability[1]}) is emulated, with no bf16 tensor cores: fp16 is several times faster there"
@@ -125,14 +126,12 @@ def precision_note(hw: Hardware, p: Plan, asked: str) -> str:
     return ""
 
 
-def describe(hw: Hardware, p: Plan, compile_wanted: bool = False, precision_asked: str = "auto") -> str:
+def describe(hw: Hardware, p: Setup, compile_wanted: bool = False, precision_asked: str = "auto") -> str:
     if hw.device == "cuda":
         cc = f"{hw.capability[0]}.{hw.capability[1]}" if hw.capability else "?"
         gpu = f"{hw.gpu_count} x {hw.gpu_name} (compute {cc}, {hw.gpu_memory_gb:.1f} GB)"
     else:
         gpu = "none: training on the CPU"
-    from kit.runtime.precision import Precision
-
     precision = Precision(p.precision, hw.device).describe() + (" (auto)" if precision_asked == "auto" else " (as asked)")
     return "\n".join(
         [
@@ -147,7 +146,7 @@ def describe(hw: Hardware, p: Plan, compile_wanted: bool = False, precision_aske
     )
 
 
-def _compile_line(p: Plan, wanted: bool) -> str:
+def _compile_line(p: Setup, wanted: bool) -> str:
     if not p.compile_ok:
         return "off (needs a CUDA GPU of sm_70 or newer)"
     return "on" if wanted else "off (compile=True to turn it on)"

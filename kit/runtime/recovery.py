@@ -1,7 +1,10 @@
-"""Telling an out-of-memory error or a failed compile from other failures, and giving the memory back."""
+"""Telling an out-of-memory error or a failed compile from other failures, giving the memory back, and the one
+halve-on-out-of-memory policy that the training step, validation and prediction share (`halving`)."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
@@ -48,3 +51,26 @@ def free_memory() -> None:
     gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.empty_cache()
+
+
+T = TypeVar("T")
+
+
+def halving(attempt: Callable[[int], T], size: int, on_halve: Callable[[int, int], None] = lambda old, new: None,
+            before_retry: Callable[[], None] = lambda: None) -> tuple[T, int]:
+    """`attempt(size)`, and for as long as it runs out of memory, again at half the size: accelerate's
+    `find_executable_batch_size` for one call. Returns the result and the size that worked (callers keep it
+    for the calls after). Any other error, or running out of memory at a size of 1, is raised.
+    `before_retry` undoes what the failed attempt left (gradients, a scaler mid-step); `on_halve(old, new)`
+    says so."""
+    while True:
+        try:
+            return attempt(size), size
+        except Exception as e:  # noqa: BLE001 - only out-of-memory errors are retried, the rest re-raised
+            if not is_oom(e) or size <= 1:
+                raise
+        # here, outside the except block, the failed attempt's frames and tensors are gone
+        before_retry()
+        free_memory()
+        old, size = size, size // 2
+        on_halve(old, size)

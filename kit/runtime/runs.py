@@ -55,20 +55,13 @@ def digest(*arrays) -> str:
     return h.hexdigest()[:16]
 
 
-def open_run(session, pipe, data) -> str:
-    """Point `session` at the folder of the run these parameters, data and split make, creating it; the
+def open_run(session, identity: str, split: list[tuple[np.ndarray, np.ndarray]]) -> Path:
+    """The folder of the run these parameters, data (`identity`) and `split` make, created where new; the
     notebook says in one line whether it is new (and what changed since the latest run) or an earlier one."""
-    if session.trained is not None:  # predict mode: the training run's folder, read-only under /kaggle/input
-        return session.trained.folder.name
-    rec = record(session, pipe.identity(data), pipe.split(data))
+    rec = record(session, identity, split)
     run = key(rec)
-    if session.run == run:
-        return run
-    session.run = run
     root = session.output_dir / "checkpoints"
     folder = root / run
-    if session.worker is not None:  # the notebook opened it and speaks for the run
-        return run
     latest_path = root / LATEST
     latest = checkpoint.load_json(latest_path).get("run", "") if latest_path.exists() else ""
     if (folder / RECORD).exists():
@@ -82,7 +75,7 @@ def open_run(session, pipe, data) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         checkpoint.save_json(rec, folder / RECORD)
     checkpoint.save_json({"run": run}, latest_path)
-    return run
+    return folder
 
 
 def changes(old: dict[str, Any], new: dict[str, Any]) -> str:
@@ -96,11 +89,3 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> str:
     if not out and old.get("split") != new.get("split"):
         out.append("the fold split changed")
     return ", ".join(out)
-
-
-def folder(session) -> Path:
-    if session.trained is not None:
-        return session.trained.folder
-    if not session.run:
-        raise RuntimeError("no run is open: kit.runtime.runs.open_run first")
-    return session.output_dir / "checkpoints" / session.run

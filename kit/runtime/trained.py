@@ -16,13 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from kit import fields
-from kit.data import tables
 from kit.errors import KitError
 from kit.runtime import checkpoint, paths, runs
-from kit.train.targets import Target
 
 MAX_DEPTH = 12  # folders below the search root: the deepest layout (models/...) with a nested output in it
 FOLD = re.compile(r"fold(\d+)\.pt")
@@ -122,22 +118,6 @@ def compatible(stamp: dict[str, Any], path: Path, template: str) -> None:
                        "run the training kernel again with this kit")
     if stamp.get("template") != template:
         raise KitError(f"{path} holds a {stamp.get('template')} model; this is a {template} notebook")
-
-
-def sample_submission(session) -> tuple[pd.DataFrame, Path, Target]:
-    """Predict mode: the sample submission, checked, and the target the model was trained for, whose columns
-    it must have (a hidden test set changes the rows, never the columns)."""
-    spec = session.spec
-    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
-    sample = tables.read_csv(path, spec.id_column)
-    tables.require_columns(sample, [spec.id_column], path)
-    tables.require_unique(sample, spec.id_column, path)
-    target = Target(**session.trained.recipe["target"])
-    columns = tuple(c for c in sample.columns if c != spec.id_column)
-    if columns != target.columns:
-        raise KitError(f"{path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the model "
-                       f"was trained for ({list(target.columns)[:4]}); predict with this competition's model")
-    return sample, path, target
 
 
 def apply(trained: Trained, p: Any, log) -> Any:

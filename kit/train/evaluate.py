@@ -2,23 +2,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 
 import numpy as np
 import torch
 from torch import nn
 
 from kit.runtime import faults
+from kit.runtime.collective import Collective
 from kit.runtime.precision import InForce, Precision
-from kit.runtime.recovery import free_memory, is_oom
+from kit.runtime.recovery import halving
+from kit.train.objectives import Objective
 from kit.train.step import batch_size_of
-from kit.train.tasks import Task
 
 Batch = dict[str, torch.Tensor]
 
 
 @torch.inference_mode()
-def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: Precision | InForce, collective=None,
-             log: Callable[[str], None] = print):
+def evaluate(model: nn.Module, objective: Objective, batches: Iterable[Batch], precision: Precision | InForce,
+             collective: Collective | None = None, log: Callable[[str], None] = print):
     """Mean loss and the concatenated metric rows (numpy; float32 for floats) over `batches`; with a
     `collective`, over every rank's batches (each rank holds a shard), the same answer on every rank. A batch
     that runs out of memory is taken in halves, and so are the batches after it."""
@@ -29,24 +31,15 @@ def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: 
         n = batch_size_of(batch)
         start = 0
         while start < n:
-            size = min(micro or n, n - start)
-            chunk = batch if size == n else {k: v[start : start + size] for k, v in batch.items()}
-            try:
-                with precision.autocast():
-                    out = task(model, chunk)
-                faults.oom("oom.validation")
-            except Exception as e:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
-                if not is_oom(e) or size == 1:
-                    raise
-                out = None
-            if out is None:  # outside the except block, so the failed forward's tensors are gone
-                free_memory()
-                micro = size // 2
-                log(f"WARNING: out of memory in validation at {size} samples; validating {micro} at a time")
-                continue
+            asked = min(micro or n, n - start)
+            (out, chunk), size = halving(
+                partial(_forward, model, objective, batch, start, precision=precision), asked,
+                lambda old, new: log(f"WARNING: out of memory in validation at {old} samples; validating {new} at a time"))
+            if size < asked:
+                micro = size
             loss_sum += float(out["loss"]) * size
             count += size
-            for k, v in task.rows(out["output"], chunk).items():
+            for k, v in objective.rows(out["output"], chunk).items():
                 parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
             start += size
     model.train()
@@ -55,6 +48,16 @@ def evaluate(model: nn.Module, task: Task, batches: Iterable[Batch], precision: 
         loss_sum, count = sum(x[0] for x in shards), sum(x[1] for x in shards)
         parts = {k: [a for x in shards for a in x[2].get(k, [])] for k in shards[0][2]}
     return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def _forward(model: nn.Module, objective: Objective, batch: Batch, start: int, size: int, *,
+              precision: Precision | InForce) -> tuple[dict[str, torch.Tensor], Batch]:
+    """The objective's output on rows start:start+size of `batch`, and those rows."""
+    chunk = batch if start == 0 and size == batch_size_of(batch) else {k: v[start : start + size] for k, v in batch.items()}
+    with precision.autocast():
+        out = objective(model, chunk)
+    faults.oom("oom.validation")
+    return out, chunk
 
 
 def unwrap(model: nn.Module) -> nn.Module:

@@ -1,6 +1,6 @@
 """The one training loop every template uses.
 
-It knows nothing of images, sequences, CUDA or dtypes: a task turns a batch into {"loss", "output"} and
+It knows nothing of images, sequences, CUDA or dtypes: an objective turns a batch into {"loss", "output"} and
 metric rows, the loaders hand it device batches, the precision policy owns autocast and the scaler. What it
 does know is how to survive: it checkpoints every epoch and resumes from there, halves the micro-batch on an
 out-of-memory error and accumulates gradients to keep the batch, skips non-finite steps and falls back to
@@ -21,13 +21,16 @@ from torch import nn
 
 from kit.errors import KitError
 from kit.runtime import checkpoint, progress
+from kit.runtime.budget import Budget
+from kit.runtime.collective import Collective
+from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
-from kit.runtime.recovery import describe_error, free_memory, is_compile_error, is_oom
+from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
 from kit.train import ema as averaging
 from kit.train import metrics
 from kit.train.evaluate import evaluate, unwrap
+from kit.train.objectives import Objective
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
-from kit.train.tasks import Task
 from kit.train.tracking import Losses, epoch_line
 
 Batch = dict[str, torch.Tensor]
@@ -68,7 +71,7 @@ class FitResult:
 class FoldFiles:
     best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
     last: Path  # the latest epoch: everything needed to resume
-    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.train.run.stamp)
+    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.run.folds.stamp)
 
     @property
     def done(self) -> Path:
@@ -82,7 +85,7 @@ class _Fallback(Exception):
 
 def fit(
     model: nn.Module,
-    task: Task,
+    objective: Objective,
     train: Iterable[Batch],
     val: Iterable[Batch],
     cfg: FitConfig,
@@ -90,26 +93,24 @@ def fit(
     files: FoldFiles,
     log: Callable[[str], None] = print,
     desc: str = "",
-    budget=None,  # kit.runtime.budget.Budget, or None for no deadline
+    budget: Budget | None = None,  # None: no deadline
     fold: tuple[int, int] = (0, 1),  # (this fold, folds in all), for the budget's plan
-    monitor=None,  # kit.runtime.monitor.Monitor
-    collective=None,  # kit.runtime.distributed.Collective: the data-parallel peers, if any
+    monitor: Monitor | None = None,
+    collective: Collective | None = None,  # the data-parallel peers, if any
 ) -> FitResult:
     """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
     and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. `precision` is
     switched in place on a fall-back to fp32 or a resume (pass the `InForce` the data path reads). Under DDP
     every rank runs this; rank 0 alone logs, writes and plans, and every decision (stop, fall back, the plan)
     is taken together."""
-    from kit.runtime.distributed import Collective
-
-    loop = _Loop(model, task, train, val, cfg, in_force(precision), files, log, desc, budget, fold, monitor,
+    loop = _Loop(model, objective, train, val, cfg, in_force(precision), files, log, desc, budget, fold, monitor,
                  collective or Collective())
     return loop.run()
 
 
 class _Loop:
-    def __init__(self, model, task, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor, collective):
-        self.model, self.task, self.train, self.val, self.cfg = model, task, train, val, cfg
+    def __init__(self, model, objective, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor, collective):
+        self.model, self.objective, self.train, self.val, self.cfg = model, objective, train, val, cfg
         self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
         self.dist = collective
         self.log = log if collective.main else (lambda message: None)
@@ -248,11 +249,11 @@ class _Loop:
         self.warm = True
         train_s = time.time() - started - one_off
         v0 = time.time()
-        val_loss, rows = evaluate(self.model, self.task, self.val, self.precision, self.dist, self.log)
+        val_loss, rows = evaluate(self.model, self.objective, self.val, self.precision, self.dist, self.log)
         score = self.score(rows)
         kept, averaged = self.model, {}
         if self.ema:
-            _, ema_rows = evaluate(self.ema.module, self.task, self.val, self.precision, self.dist, self.log)
+            _, ema_rows = evaluate(self.ema.module, self.objective, self.val, self.precision, self.dist, self.log)
             averaged = {"weights": score, "ema": self.score(ema_rows)}
             if metrics.better(cfg.metric, averaged["ema"], score):
                 kept, rows, score = self.ema.module, ema_rows, averaged["ema"]
@@ -281,7 +282,7 @@ class _Loop:
         r.history.append(record)
         r.epochs_run = epoch
         self.log(epoch_line(self.desc, record, r.epochs_planned, cfg.metric, improved, stats,
-                             loss_is_metric=self.task.loss_metric == cfg.metric, explain=not self.explained))
+                             loss_is_metric=self.objective.loss_metric == cfg.metric, explain=not self.explained))
         self.explained = True
         if stats and stats.diagnosis:
             self.log(f"  {stats.diagnosis}")
@@ -305,46 +306,56 @@ class _Loop:
         return math.ceil(PATIENCE_AFTER * self.result.epochs_planned)
 
     def step_with_recovery(self, batch: Batch) -> torch.Tensor:
-        """`train_step`, retried with half the micro-batch for as long as it runs out of memory, and in eager
-        mode if torch.compile fails."""
+        """`train_step`, retried with half the micro-batch for as long as it runs out of memory (the shared
+        policy, kit.runtime.recovery.halving), and in eager mode if torch.compile fails."""
+        n = batch_size_of(batch)
+
+        def halved(old: int, new: int) -> None:
+            self.log(f"WARNING: {self.desc}: out of memory at {n} samples per step; now micro-batches of {new}, "
+                     "accumulating gradients to keep the batch")
+
         while True:
             failure = ""
             try:
-                loss = train_step(self.model, self.task, batch, self.optimizer, self.scaler, self.precision,
-                                  self.cfg.grad_clip, self.micro)
-                self.stepped = True
+                start = self.micro or n
+                loss, used = halving(lambda micro: self._step(batch, micro), start, halved, self._undo_step)
+                if used != start:
+                    self.micro = used
                 return loss
-            except Exception as e:  # noqa: BLE001 - out-of-memory and compile errors are handled, the rest re-raised
-                # under DDP the peers already wait in a collective, and the reducer is mid-step: stop them all, clearly
-                if self.dist.world > 1 and is_oom(e):
-                    raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under DDP; "
-                                   "set a smaller batch_size") from None
-                if self.dist.world > 1 and is_compile_error(e):
-                    raise KitError(f"{self.desc}: torch.compile failed under DDP ({describe_error(e)}); set compile=False") from None
-                if is_oom(e):
-                    failure = "oom"
-                elif is_compile_error(e) and _compiled(self.model):
-                    failure = describe_error(e)
-                else:
-                    raise
+            except Exception as e:  # noqa: BLE001 - compile errors are handled, the rest re-raised
+                if is_oom(e):  # even a micro-batch of 1
+                    raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a "
+                                   "smaller model") from None
+                if isinstance(e, KitError) or not (is_compile_error(e) and _compiled(self.model)):
+                    raise  # a KitError from _step: under DDP, stop
+                failure = describe_error(e)
             # outside the except block, so the failed step's frames and tensors are gone
-            self.optimizer.zero_grad(set_to_none=True)
-            if not self.stepped:  # the first step may have stopped halfway through allocating Adam's state
-                self.optimizer.state.clear()
-            self.scaler = fresh_scaler(self.scaler, self.precision.current)  # forget a half-done unscale_
+            self._undo_step()
             free_memory()
-            if failure != "oom":
-                self.model = self.model._orig_mod
-                self.log(f"WARNING: {self.desc}: torch.compile failed ({failure}); training in eager mode")
-                continue
-            size = (self.micro or batch_size_of(batch)) // 2
-            if size < 1:
-                raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a smaller model")
-            self.micro = size
-            self.log(
-                f"WARNING: {self.desc}: out of memory at {batch_size_of(batch)} samples per step; now micro-batches "
-                f"of {size}, accumulating gradients to keep the batch"
-            )
+            self.model = self.model._orig_mod
+            self.log(f"WARNING: {self.desc}: torch.compile failed ({failure}); training in eager mode")
+
+    def _step(self, batch: Batch, micro: int) -> torch.Tensor:
+        try:
+            loss = train_step(self.model, self.objective, batch, self.optimizer, self.scaler, self.precision,
+                              self.cfg.grad_clip, micro)
+        except Exception as e:  # noqa: BLE001 - under DDP, out-of-memory and compile errors stop every rank
+            # the peers already wait in a collective, and the reducer is mid-step: stop them all, clearly
+            if self.dist.world > 1 and is_oom(e):
+                raise KitError(f"{self.desc}: out of memory at {batch_size_of(batch)} samples per GPU under DDP; "
+                               "set a smaller batch_size") from None
+            if self.dist.world > 1 and is_compile_error(e):
+                raise KitError(f"{self.desc}: torch.compile failed under DDP ({describe_error(e)}); set compile=False") from None
+            raise
+        self.stepped = True
+        return loss
+
+    def _undo_step(self) -> None:
+        """What a failed step leaves: gradients, Adam's half-allocated state, a scaler mid-unscale."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if not self.stepped:  # the first step may have stopped halfway through allocating Adam's state
+            self.optimizer.state.clear()
+        self.scaler = fresh_scaler(self.scaler, self.precision.current)  # forget a half-done unscale_
 
     def deadline(self) -> float:
         """When training steps must stop: in time to validate, then predict with the planned fold models."""

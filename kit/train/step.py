@@ -1,7 +1,7 @@
 """One optimizer step and the pieces it is made of: the schedule, the optimizer, micro-batches.
 
 Pure enough to test with exact numbers; the epoch loop (`kit.train.loop`) and the batch-size trials
-(`kit.runtime.batch`) both take their steps here.
+(`kit.train.autobatch`) both take their steps here.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from torch import nn
 
 from kit.runtime import faults
 from kit.runtime.precision import Precision
+from kit.train.objectives import Objective
 
 Batch = dict[str, torch.Tensor]
 
@@ -49,7 +50,8 @@ def split_batch(batch: Batch, size: int) -> list[Batch]:
     return [{k: v[i : i + size] for k, v in batch.items()} for i in range(0, n, size)]
 
 
-def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad_clip: float, micro: int = 0) -> torch.Tensor:
+def train_step(model: nn.Module, objective: Objective, batch: Batch, optimizer: torch.optim.Optimizer,
+               scaler: torch.amp.GradScaler, precision: Precision, grad_clip: float, micro: int = 0) -> torch.Tensor:
     """One optimizer step over `batch`, in micro-batches of `micro` rows if set. Returns the loss as a device
     tensor, without waiting for the device: it is not finite when a micro-batch's loss was not, and then the
     scaler has skipped the update (a non-finite loss gives non-finite gradients; under DDP, on every rank,
@@ -59,7 +61,7 @@ def train_step(model, task, batch, optimizer, scaler, precision: Precision, grad
     total = None
     for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
         with precision.autocast():
-            loss = task(model, chunk)["loss"] * (batch_size_of(chunk) / n)
+            loss = objective(model, chunk)["loss"] * (batch_size_of(chunk) / n)
         faults.oom("oom.forward")
         loss = faults.nan("nan.loss", loss)
         if precision.name != "fp32":

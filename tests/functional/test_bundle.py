@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kit.kernel import bundle, embed
+from kit.build import bundle, embed
 
 ROOT = Path(__file__).resolve().parents[2]
 KAGGLE = Path(sys.executable).parent / "kaggle"

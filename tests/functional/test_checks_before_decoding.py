@@ -8,7 +8,7 @@ from kit import cli, config
 from kit.data import images
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
-from kit.runtime.session import start
+from kit.run import start
 
 SMOKE = ["device=cpu", "model_name=test_efficientnet", "pretrained=false", "image_size=64", "batch_size=16", "folds=2"]
 

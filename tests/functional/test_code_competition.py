@@ -7,10 +7,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from kit import config, smoke, smoke_images
+from kit import config, smoke
+from kit.build import bundle, metadata
 from kit.errors import KitError
-from kit.kernel import bundle, metadata
 from kit.runtime import checkpoint, runs, trained
+from kit.smoke import images as smoke_images
 
 INFERENCE = """
 [inference]

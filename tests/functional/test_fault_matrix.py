@@ -12,10 +12,8 @@ import pytest
 from toys import run_folder
 
 from kit.pipelines import create_pipeline
+from kit.run import start, train_folds, write_submission
 from kit.runtime import faults
-from kit.runtime.session import start
-from kit.train.predict import write_submission
-from kit.train.run import train_folds
 
 pytestmark = pytest.mark.e2e
 
@@ -40,11 +38,11 @@ def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
               "data_dir": str(folder), "output_dir": str(tmp_path / "out"), **params}
     session = start("cnn", values)
     if plan:  # accelerants the CPU does not plan for, so that their faults can strike here
-        session.plan = dataclasses.replace(session.plan, **plan)
+        session.setup = dataclasses.replace(session.setup, **plan)
     pipe = create_pipeline(session)
     data = pipe.load()
     cv = train_folds(session, pipe, data)
-    sub = write_submission(session, pipe, data)
+    sub = write_submission(session, pipe, data, cv)
     return (session.output_dir / "kit.log").read_text(), cv, sub, folder, session
 
 
@@ -94,7 +92,7 @@ def test_an_accelerant_that_fails_its_preflight_is_turned_off_and_the_run_goes_o
     if off == "precision":
         assert session.precision.name == "fp32" and "predicted the test set with fold 1 (" in log and ", fp32)" in log
     else:
-        assert getattr(session.plan, off) is False
+        assert getattr(session.setup, off) is False
     assert cv.finished == [0, 1]
 
 
@@ -103,7 +101,7 @@ def test_channels_last_passes_its_preflight_under_mixed_precision(tmp_path, dog_
     # channels_last is probed in fp32 so that its failure is not taken for the precision's; its batch must then
     # come in fp32 too, not in the session's half dtype (which made the probe fail on every GPU)
     log, cv, sub, folder, session = run_cnn(tmp_path, dog_breed_data, precision, {"channels_last": True})
-    assert "preflight:" not in log and session.plan.channels_last is True
+    assert "preflight:" not in log and session.setup.channels_last is True
     assert cv.finished == [0, 1]
 
 

@@ -10,9 +10,7 @@ import pytest
 from kit import config, smoke
 from kit.data import images
 from kit.pipelines import create_pipeline
-from kit.runtime.session import start
-from kit.train.predict import write_submission
-from kit.train.run import train_folds
+from kit.run import start, train_folds, write_submission
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +35,7 @@ def test_streaming_fallback_trains_and_submits(tmp_path, data, monkeypatch, caps
     assert isinstance(loaded.train_cache, images.ImageFiles) and isinstance(loaded.test_cache, images.ImageFiles)
     assert "no decoded-image cache: it needs 9.0 GB and /tmp has 1.0 GB free; streaming" in capsys.readouterr().out
     cv = train_folds(session, pipe, loaded)
-    sub = write_submission(session, pipe, loaded)
+    sub = write_submission(session, pipe, loaded, cv)
     assert cv.finished == [0, 1] and len(sub) == len(pd.read_csv(data / "sample_submission.csv"))
 
 

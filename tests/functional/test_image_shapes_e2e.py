@@ -5,9 +5,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from kit.smoke_images import LAND, WEATHER
 
 from kit import cli, config, smoke
-from kit.smoke_images import LAND, WEATHER
 
 pytestmark = pytest.mark.e2e
 PLANET = "planet-understanding-the-amazon-from-space"
@@ -133,7 +133,7 @@ def test_planets_inference_kernel_writes_the_training_kernels_tags(tmp_path):
 
 def test_planet_rows_without_tags_are_left_out_not_trained_as_none(tmp_path):
     from kit.pipelines import create_pipeline
-    from kit.runtime.session import start
+    from kit.run import start
 
     folder = make(tmp_path, PLANET)
     train = pd.read_csv(folder / "train_v2.csv")
@@ -150,7 +150,7 @@ def test_a_cnn_reads_several_value_columns_from_its_table(tmp_path):
     """Several numeric submission columns the training table holds, under rmse: one regressed value each,
     standardised per column (the cnn read them from its one target column before, and stopped in a KeyError)."""
     from kit.pipelines import create_pipeline
-    from kit.runtime.session import start
+    from kit.run import start
 
     cfg = config.load("dog-breed")
     folder = tmp_path / "data"
@@ -165,5 +165,5 @@ def test_a_cnn_reads_several_value_columns_from_its_table(tmp_path):
     pipe = create_pipeline(start("cnn", values))
     data = pipe.load()
     assert data.target.kind == "values" and data.y.shape == (len(labels), 2)
-    mean = pipe.task(data).mean.tolist()
+    mean = pipe.objective(data).mean.tolist()
     assert mean == pytest.approx(data.y.mean(0).tolist(), abs=1e-5) and mean[1] > 10 > mean[0]  # per column

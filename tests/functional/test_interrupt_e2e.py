@@ -11,7 +11,7 @@ import pytest
 from processes import alive
 
 from kit import files
-from kit.kernel import execute, notebook
+from kit.build import execute, notebook
 
 pytestmark = pytest.mark.e2e
 PID = re.compile(r"\[worker (\d)\] worker \d/2 \(folds\) on the CPU, pid (\d+)")
@@ -98,14 +98,14 @@ def _sleep():
 
 
 def test_a_new_launch_stops_workers_left_running_by_an_earlier_one():
-    from kit.runtime import distributed
+    from kit.runtime import workers
 
-    stray = multiprocessing.get_context("spawn").Process(target=_sleep, name=f"{distributed.WORKER_NAME}-1")
+    stray = multiprocessing.get_context("spawn").Process(target=_sleep, name=f"{workers.WORKER_NAME}-1")
     other = multiprocessing.get_context("spawn").Process(target=_sleep, name="someone-else")
     stray.start()
     other.start()
     try:
-        assert distributed.stop_workers() == 1
+        assert workers.stop_workers() == 1
         assert not stray.is_alive() and other.is_alive()
     finally:
         other.kill()

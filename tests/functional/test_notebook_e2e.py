@@ -11,8 +11,8 @@ import pytest
 from toys import run_folder
 
 from kit import smoke
+from kit.build import bundle, execute
 from kit.errors import KitError
-from kit.kernel import bundle, execute
 
 pytestmark = pytest.mark.e2e
 HELDOUT = dict(device="cpu", epochs=2, folds=2, batch_size=16, model_name="test_efficientnet", pretrained=False, image_size=64)

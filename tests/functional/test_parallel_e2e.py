@@ -6,7 +6,7 @@ import pytest
 from processes import alive
 
 from kit import config, files, smoke
-from kit.kernel import execute, notebook
+from kit.build import execute, notebook
 
 pytestmark = pytest.mark.e2e
 

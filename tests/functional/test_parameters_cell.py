@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from kit import config, smoke
-from kit.kernel import execute, notebook
+from kit.build import execute, notebook
 
 REPO = Path(__file__).resolve().parents[2]
 

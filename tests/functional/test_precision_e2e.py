@@ -1,17 +1,16 @@
 """The T4's precision path on the CPU: a built notebook with precision="fp16" (CPU autocast, a live
 GradScaler), and a CNN fold that falls back to fp32 and is resumed in fp32 with the data path following."""
+import dataclasses
+
 import pandas as pd
 import pytest
 import torch
 from toys import run_folder
 
 from kit import files
-from kit.kernel import execute, notebook
+from kit.build import execute, notebook
 from kit.pipelines import create_pipeline
-from kit.runtime.precision import Precision
-from kit.runtime.session import start
-from kit.train.predict import write_submission
-from kit.train.run import train_folds
+from kit.run import start, train_folds, write_submission
 
 pytestmark = pytest.mark.e2e
 
@@ -41,11 +40,11 @@ class NanUnderAutocast:
     """A task whose loss is NaN whenever autocast is on (mixed precision overflowing, as fp16 can); after
     `stop_after` training calls in fp32 it stops the run as an interrupt would."""
 
-    def __init__(self, task, stop_after=None):
-        self.task, self.stop_after, self.fp32_calls = task, stop_after, 0
+    def __init__(self, objective, stop_after=None):
+        self.objective, self.stop_after, self.fp32_calls = objective, stop_after, 0
 
     def __call__(self, model, batch):
-        out = self.task(model, batch)
+        out = self.objective(model, batch)
         if torch.is_grad_enabled() and torch.is_autocast_enabled("cpu"):
             return {**out, "loss": out["loss"] * float("nan")}
         if torch.is_grad_enabled():
@@ -55,14 +54,14 @@ class NanUnderAutocast:
         return out
 
     def __getattr__(self, name):
-        return getattr(self.task, name)
+        return getattr(self.objective, name)
 
 
 def session_for(cfg, folder, out):
     values = {**cfg.parameters(smoke=True), "image_size": 32, "epochs": 2, "batch_size": 16, "data_dir": str(folder),
               "output_dir": str(out)}
     session = start("cnn", values)
-    session.precision = Precision("fp16", "cpu")  # what a T4 gets; the CPU runs it with autocast and a scaler
+    session.setup = dataclasses.replace(session.setup, precision="fp16")  # a T4's; the CPU runs it with autocast and a scaler
     pipe = create_pipeline(session)
     return session, pipe, pipe.load()
 
@@ -71,8 +70,8 @@ def test_a_cnn_fold_falls_back_to_fp32_and_resumes_in_fp32(tmp_path, dog_breed_d
     cfg, folder = dog_breed_data
     out = tmp_path / "out"
     session, pipe, data = session_for(cfg, folder, out)
-    task = pipe.task
-    pipe.task = lambda d: NanUnderAutocast(task(d), stop_after=3)  # epoch 1 redone in fp32 (2 steps), then stop
+    objective = pipe.objective
+    pipe.objective = lambda d: NanUnderAutocast(objective(d), stop_after=3)  # epoch 1 redone in fp32 (2 steps), then stop
     with pytest.raises(KeyboardInterrupt):
         train_folds(session, pipe, data)
     log = (out / "kit.log").read_text()
@@ -81,7 +80,7 @@ def test_a_cnn_fold_falls_back_to_fp32_and_resumes_in_fp32(tmp_path, dog_breed_d
 
     session, pipe, data = session_for(cfg, folder, out)  # the notebook run again: fp16 asked for, fold 1 is fp32
     cv = train_folds(session, pipe, data)
-    write_submission(session, pipe, data)
+    write_submission(session, pipe, data, cv)
     log = (out / "kit.log").read_text()
     assert "fold 1/2: resuming after epoch 1 from fold0.last.pt (fp32)" in log
     assert cv.finished == [0, 1] and cv.folds[0]["precision"] == "fp32" and cv.folds[1]["precision"] == "fp16"
@@ -108,11 +107,11 @@ def test_prediction_halves_its_batch_when_out_of_memory(tmp_path, dog_breed_data
     cfg, folder = dog_breed_data
     out = tmp_path / "out"
     session, pipe, data = session_for(cfg, folder, out)
-    session.precision = Precision("fp32", "cpu")
-    train_folds(session, pipe, data)
+    session.setup = dataclasses.replace(session.setup, precision="fp32")
+    cv = train_folds(session, pipe, data)
     model = pipe.model
     pipe.model = lambda d, pretrained=True, fit_rows=None: OomAbove(model(d, pretrained, fit_rows), rows=8)
-    write_submission(session, pipe, data)  # 2 x 16 rows at first: 32, then 16, then 8
+    write_submission(session, pipe, data, cv)  # 2 x 16 rows at first: 32, then 16, then 8
     log = (out / "kit.log").read_text()
     assert "fold 1: out of memory predicting; now batches of 16" in log and "now batches of 8" in log
     check_submission(out, folder)

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kit.kernel import execute
+from kit.build import execute
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ from torch import nn
 from kit.runtime import progress
 from kit.runtime.precision import Precision
 from kit.train.loop import FitConfig, FoldFiles, fit
-from kit.train.tasks import Classification
+from kit.train.objectives import Classification
 
 
 class Slow(list):  # an epoch long enough for a progress report

@@ -1,10 +1,11 @@
 """The sample plots on the smoke data: whole class names in the image grid; every sequence line labelled."""
 import pytest
 
-from kit import config, smoke, smoke_images
+from kit import config, smoke
 from kit.pipelines import create_pipeline
 from kit.pipelines.cnn import sample_title
-from kit.runtime.session import start
+from kit.run import start
+from kit.smoke import images as smoke_images
 
 
 def loaded(tmp_path, comp: str):

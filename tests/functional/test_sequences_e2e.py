@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from kit import config, smoke
+from kit.build import execute
 from kit.errors import KitError
-from kit.kernel import execute
 from kit.pipelines import create_pipeline
-from kit.runtime.session import start
+from kit.run import start
 
 pytestmark = pytest.mark.e2e
 

@@ -11,6 +11,7 @@ import pytest
 from test_offline_e2e import DeadProxy
 
 from kit import cli, config, smoke
+from kit.smoke.text import make_model_folder
 
 pytestmark = pytest.mark.e2e
 ESSAYS = "learning-agency-lab-automated-essay-scoring-2"
@@ -34,7 +35,7 @@ def essays_and_model(tmp_path) -> tuple[Path, Path]:
     cfg = config.load(ESSAYS)
     folder = tmp_path / "input" / cfg.spec.slug
     smoke.make_dataset(cfg.spec, folder, seed=2)
-    model = smoke.make_text_model(cfg.spec, folder, tmp_path / "input", "tiny", seed=2)
+    model = make_model_folder(cfg.spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
     return folder, model
 
 

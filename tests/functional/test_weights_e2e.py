@@ -6,7 +6,7 @@ import timm
 from safetensors.torch import save_file
 
 from kit import config, smoke
-from kit.kernel import bundle, execute
+from kit.build import bundle, execute
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kit import config, smoke
-from kit.kernel import execute, notebook
+from kit.build import execute, notebook
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 sys.path.insert(0, str(Path(__file__).parents[1] / "functional"))
@@ -19,7 +19,7 @@ def test_hardware_profile_and_precision_on_this_gpu():
     from kit.runtime import hardware
 
     hw = hardware.detect("cuda")
-    plan = hardware.plan(hw)
+    plan = hardware.setup(hw)
     hardware.check_arch(hw)
     assert plan.precision == hardware.choose_precision("cuda", hw.capability) != "fp32"
     with torch.autocast("cuda", dtype=torch.float16 if plan.precision == "fp16" else torch.bfloat16):

@@ -3,10 +3,13 @@ one-line error that says where and what to write instead."""
 import pytest
 from conftest import MINIMAL_TOML
 
-from kit import checks, config
+from kit import config
 from kit.data import images
+from kit.data.layouts import check_image_files
 from kit.errors import KitError
+from kit.models.names import check_model_name, close_models
 from kit.params import CnnParams, SequenceParams
+from kit.run.start import check_choices
 from kit.spec import Spec
 
 MINIMAL = MINIMAL_TOML.format(title="Some Competition Baseline", kernel="")
@@ -19,10 +22,10 @@ def one_line(error: pytest.ExceptionInfo) -> str:
 
 
 def test_a_model_name_typo_suggests_the_name_it_misspells():
-    assert checks.close_models("resnet-18")[0] == "resnet18"
-    assert "efficientnet_b0" in checks.close_models("EfficientNet-B0")
+    assert close_models("resnet-18")[0] == "resnet18"
+    assert "efficientnet_b0" in close_models("EfficientNet-B0")
     with pytest.raises(KitError) as e:
-        checks.model_name("resnet-18", "parameters cell")
+        check_model_name("resnet-18", "parameters cell")
     message = one_line(e)
     assert message.startswith("parameters cell: model_name = 'resnet-18' is not a timm model (did you mean resnet18, ")
     assert message.endswith("set it to a name in timm.list_models()")
@@ -30,7 +33,7 @@ def test_a_model_name_typo_suggests_the_name_it_misspells():
 
 def test_model_names_timm_knows_pass():
     for name in ("resnet18", "resnet18.a1_in1k", "test_efficientnet", CnnParams().model_name):
-        checks.model_name(name, "parameters cell")
+        check_model_name(name, "parameters cell")
 
 
 @pytest.mark.parametrize("table", ["params", "smoke"])
@@ -44,14 +47,14 @@ def test_build_names_the_config_table_that_set_a_wrong_model(write_toml, table):
 def test_setup_finds_a_missing_weights_file_and_a_wrong_model(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
     with pytest.raises(KitError) as e:
-        checks.setup(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
+        check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
     assert one_line(e).startswith("weights_path 'resnet18.safetensors' not found")
     with pytest.raises(KitError, match=r"^parameters cell: model_name = 'resnet_18' .*did you mean resnet18"):
-        checks.setup(CnnParams(model_name="resnet_18"))
+        check_choices(CnnParams(model_name="resnet_18"))
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "resnet18.safetensors").write_bytes(b"")
-    checks.setup(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
-    checks.setup(SequenceParams())
+    check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
+    check_choices(SequenceParams())
 
 
 def test_image_ext_without_its_dot_gets_one_in_the_build_and_the_kernel(write_toml):
@@ -85,7 +88,7 @@ IDS = [f"id{k:03d}" for k in range(30)]
 def test_wrong_extension_names_the_one_in_the_folder(tmp_path):
     folder = image_folder(tmp_path, [f"{i}.jpg" for i in IDS])
     with pytest.raises(KitError) as e:
-        checks.image_files(folder, "train", IDS, ".png", "labels.csv", "train_images")
+        check_image_files(folder, "train", IDS, ".png", "labels.csv", "train_images")
     assert one_line(e) == ('no train/<id>.png for 20 of the first 20 ids in labels.csv; '
                            'the folder holds .jpg files: set image_ext = ".jpg" in [data]')
 
@@ -93,13 +96,13 @@ def test_wrong_extension_names_the_one_in_the_folder(tmp_path):
 def test_ids_that_end_in_their_extension_ask_for_an_empty_image_ext(tmp_path):
     folder = image_folder(tmp_path, [f"{i}.jpg" for i in IDS])
     with pytest.raises(KitError, match=r'the ids already end in their extension: set image_ext = "" in \[data\]$'):
-        checks.image_files(folder, "train", [f"{i}.jpg" for i in IDS[:5]], ".jpg", "train.csv", "train_images")
+        check_image_files(folder, "train", [f"{i}.jpg" for i in IDS[:5]], ".jpg", "train.csv", "train_images")
 
 
 def test_files_named_otherwise_point_at_the_id_column(tmp_path):
     folder = image_folder(tmp_path, [f"img_{i}.jpg" for i in IDS])
     with pytest.raises(KitError) as e:
-        checks.image_files(folder, "train", IDS, ".jpg", "labels.csv", "train_images")
+        check_image_files(folder, "train", IDS, ".jpg", "labels.csv", "train_images")
     assert one_line(e) == ("no train/<id>.jpg for 20 of the first 20 ids in labels.csv; the folder holds .jpg files "
                            "such as img_id000.jpg: check id_column, train_images and image_ext in [data]")
 
@@ -108,16 +111,16 @@ def test_an_empty_or_nested_folder_points_at_its_key(tmp_path):
     empty = tmp_path / "test"
     empty.mkdir()
     with pytest.raises(KitError, match=r"; the folder holds nothing: check test_images in \[data\]$"):
-        checks.image_files(empty, "test", IDS, ".jpg", "sample_submission.csv", "test_images")
+        check_image_files(empty, "test", IDS, ".jpg", "sample_submission.csv", "test_images")
     (empty / "test").mkdir()  # a zip unpacked into a folder of its own name
     with pytest.raises(KitError, match=r"; the folder holds only folders \(such as test\): check test_images in \[data\]$"):
-        checks.image_files(empty, "test", IDS, ".jpg", "sample_submission.csv", "test_images")
+        check_image_files(empty, "test", IDS, ".jpg", "sample_submission.csv", "test_images")
 
 
 def test_a_few_missing_files_are_left_to_the_decoder(tmp_path):
     folder = image_folder(tmp_path, [f"{i}.jpg" for i in IDS[1:]])
-    checks.image_files(folder, "train", IDS, ".jpg", "labels.csv", "train_images")
-    checks.image_files(folder, "train", [], ".jpg", "labels.csv", "train_images")
+    check_image_files(folder, "train", IDS, ".jpg", "labels.csv", "train_images")
+    check_image_files(folder, "train", [], ".jpg", "labels.csv", "train_images")
 
 
 def test_images_that_do_not_exist_point_at_image_ext_not_at_the_files():

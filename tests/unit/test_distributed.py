@@ -10,10 +10,11 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from kit.errors import KitError
-from kit.runtime.distributed import TorchCollective, choose, free_port
+from kit.runtime.collective import TorchCollective
 from kit.runtime.precision import Precision
+from kit.runtime.workers import choose, free_port
 from kit.train.loop import FitConfig, FoldFiles, fit
-from kit.train.tasks import Classification
+from kit.train.objectives import Classification
 
 
 @pytest.mark.parametrize(

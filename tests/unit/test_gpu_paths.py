@@ -12,9 +12,10 @@ from torch import nn
 from toys import ToyPipeline, session
 
 from kit.data import sequences
-from kit.runtime import batch, monitor
+from kit.runtime import monitor
 from kit.runtime.precision import Precision
-from kit.train.tasks import Classification
+from kit.train import autobatch
+from kit.train.objectives import Classification
 
 GB = 2**30
 CPU32 = Precision("fp32", "cpu")
@@ -44,7 +45,7 @@ def fake_gpus(monkeypatch):
 
 
 def test_a_trial_counts_what_others_hold_on_its_own_gpu(fake_gpus):
-    t = batch.run_trial(nn.Linear(8, 3), Classification("x"), toy_batches, CPU32, 16, batch.Probe(torch.device("cuda", 1)))
+    t = autobatch.run_trial(nn.Linear(8, 3), Classification("x"), toy_batches, CPU32, 16, autobatch.Probe(torch.device("cuda", 1)))
     assert t.peak == pytest.approx((8 + 6) / 16)  # not 8 / 40: device 1's memory, and the 6 GB others hold
     assert not t.fits and not t.oom
 
@@ -78,7 +79,7 @@ def test_ddp_trials_agree_across_ranks():
         return toy_batches(n)
 
     lines = []
-    chosen = batch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, lines.append, None, peers)
+    chosen = autobatch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, lines.append, None, peers)
     assert chosen in (16, 32) and "  batch   64: out of memory" in lines
 
 
@@ -90,20 +91,20 @@ def test_an_error_on_one_rank_is_raised_on_every_rank():
         return toy_batches(n)
 
     with pytest.raises(RuntimeError, match="the batch trials failed on another worker"):
-        batch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, print, None, peers)
+        autobatch.autotune(nn.Linear(8, 3), Classification("x"), batches, CPU32, 10_000, print, None, peers)
 
 
 def test_only_a_ddp_batch_adds_the_reducers_share(monkeypatch, tmp_path):
-    from kit.train import run
+    from kit.run.batch import resolve_batch
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, batch_size="auto")
-    s.plan = dataclasses.replace(s.plan, autotune=True)
+    s.setup = dataclasses.replace(s.setup, autotune=True)
     extras = []
-    monkeypatch.setattr(batch, "autotune", lambda *args: extras.append(args[-1]) or 16)
-    run.resolve_batch(s, ToyPipeline(), None, 80, replicas=2)
-    run.resolve_batch(s, ToyPipeline(), None, 80, replicas=1)  # fold-parallel workers, or one process
-    assert extras == [batch.ddp_extra(nn.Linear(6, 3)), 0] and extras[0] == 4 * 21
+    monkeypatch.setattr(autobatch, "autotune", lambda *args: extras.append(args[-1]) or 16)
+    resolve_batch(s, ToyPipeline(), None, s.output_dir, 80, replicas=2)
+    resolve_batch(s, ToyPipeline(), None, s.output_dir, 80, replicas=1)  # fold-parallel workers, or one process
+    assert extras == [autobatch.ddp_extra(nn.Linear(6, 3)), 0] and extras[0] == 4 * 21
 
 
 def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
@@ -152,37 +153,37 @@ class _Launched(Exception):
 def test_the_notebook_gives_the_gpus_to_its_workers(monkeypatch, tmp_path):
     """Parallel mode: the notebook process sizes no batch (the workers do, on their GPUs) and holds no
     device copies when the workers start."""
-    from kit.runtime import distributed
-    from kit.train import run
+    from kit.run import folds
+    from kit.runtime import workers
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, batch_size="auto", parallel="folds", world_size=2)
     events = []
     pipe = ToyPipeline()
     pipe.release = lambda data: events.append("release")
-    monkeypatch.setattr(run, "resolve_batch", lambda *a, **k: events.append("batch size") or (16, 1e-3))
+    monkeypatch.setattr(folds, "resolve_batch", lambda *a, **k: events.append("batch size") or (16, 1e-3))
 
     def launch(*args):
         events.append("launch")
         raise _Launched
 
-    monkeypatch.setattr(distributed, "launch", launch)
+    monkeypatch.setattr(workers, "launch", launch)
     with pytest.raises(_Launched):
-        run.train_folds(s, pipe, None)
+        folds.train_folds(s, pipe, pipe.load())
     assert events == ["release", "launch"]
 
 
 def test_workers_that_would_not_fit_in_ram_train_here_instead(monkeypatch, tmp_path, capsys):
-    from kit.runtime import distributed, hardware
-    from kit.train import run
+    from kit.run import folds
+    from kit.runtime import hardware, workers
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, parallel="folds", world_size=2)
     pipe = ToyPipeline()
     pipe.host_bytes = lambda data: 6 * GB  # each worker loads its own copy of the data
     monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 12 * GB, raising=False)
-    monkeypatch.setattr(distributed, "launch", lambda *a: pytest.fail("workers were launched"))
-    cv = run.train_folds(s, pipe, None)
+    monkeypatch.setattr(workers, "launch", lambda *a: pytest.fail("workers were launched"))
+    cv = folds.train_folds(s, pipe, pipe.load())
     assert cv.finished == [0, 1, 2]
     assert "2 workers would need about 18.0 GB of RAM for their copies of the data, and 12.0 GB are free" in capsys.readouterr().out
 
@@ -190,11 +191,11 @@ def test_workers_that_would_not_fit_in_ram_train_here_instead(monkeypatch, tmp_p
 def test_batch_trials_draw_from_the_training_data_path(tmp_path):
     """Trials see what training holds: the loader's batches (on a GPU, one in flight on the side stream while
     a step runs, and the augmentation's buffers), not one batch built aside."""
-    from kit.train import run
+    from kit.run.batch import resolve_batch
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, batch_size="auto")
-    s.plan = dataclasses.replace(s.plan, autotune=True)
+    s.setup = dataclasses.replace(s.setup, autotune=True)
     pipe, drawn = ToyPipeline(), []
     real = pipe.batches
 
@@ -203,7 +204,7 @@ def test_batch_trials_draw_from_the_training_data_path(tmp_path):
         return real(data, rows, train, batch_size, **kwargs)
 
     pipe.batches = batches
-    size, _ = run.resolve_batch(s, pipe, None, train_rows=80)
+    size, _ = resolve_batch(s, pipe, None, s.output_dir, train_rows=80)
     trials = [d for d in drawn if d[1] == size]
     assert trials and all(train and rows == 6 * size and workers == 0 for train, _, rows, workers in trials)
 

@@ -26,24 +26,24 @@ def test_precision_by_capability(device, capability, expected):
 
 def test_plan_for_kaggle_t4_and_cpu():
     t4 = Hardware("cuda", "Tesla T4", 2, (7, 5), 14.7, cpu_count=4, ram_gb=29.0, arch_list=KAGGLE_TORCH)
-    assert hardware.plan(t4) == hardware.Plan(precision="fp16", tf32=False, channels_last=True, compile_ok=True, workers=4,
+    assert hardware.setup(t4) == hardware.Setup(precision="fp16", tf32=False, channels_last=True, compile_ok=True, workers=4,
                                               prefetch=True, monitor=True, autotune=True)
     a100 = Hardware("cuda", "A100", 1, (8, 0), 40, cpu_count=12)
-    assert hardware.plan(a100).tf32 and hardware.plan(a100).workers == 8
+    assert hardware.setup(a100).tf32 and hardware.setup(a100).workers == 8
     cpu = Hardware("cpu", cpu_count=2)
-    assert hardware.plan(cpu) == hardware.Plan("fp32", False, False, False, 0)
-    assert hardware.plan(cpu, num_workers=3).workers == 3
+    assert hardware.setup(cpu) == hardware.Setup("fp32", False, False, False, 0)
+    assert hardware.setup(cpu, num_workers=3).workers == 3
 
 
 @pytest.mark.parametrize("asked", ["fp32", "fp16", "bf16"])
 def test_precision_asked_for_is_honoured_on_every_device(asked):
     t4 = Hardware("cuda", "Tesla T4", 2, (7, 5), 14.7, cpu_count=4)
     for hw in (t4, Hardware("cpu", cpu_count=2)):
-        plan = hardware.plan(hw, precision=asked)
+        plan = hardware.setup(hw, precision=asked)
         assert plan.precision == asked
         assert "(as asked)" in hardware.describe(hw, plan, precision_asked=asked)
-    assert "emulated" in hardware.precision_note(t4, hardware.plan(t4, precision="bf16"), "bf16")
-    assert hardware.precision_note(t4, hardware.plan(t4, precision="fp16"), "fp16") == ""
+    assert "emulated" in hardware.precision_note(t4, hardware.setup(t4, precision="bf16"), "bf16")
+    assert hardware.precision_note(t4, hardware.setup(t4, precision="fp16"), "fp16") == ""
 
 
 @pytest.mark.parametrize(
@@ -82,6 +82,6 @@ def test_detect_cpu_and_refuse_missing_cuda(monkeypatch):
 
 def test_describe_mentions_every_decision():
     t4 = Hardware("cuda", "Tesla T4", 2, (7, 5), 14.7, cpu_count=4, ram_gb=29.0)
-    text = hardware.describe(t4, hardware.plan(t4))
+    text = hardware.describe(t4, hardware.setup(t4))
     assert "2 x Tesla T4 (compute 7.5, 14.7 GB)" in text and "fp16 autocast with loss scaling (GradScaler) (auto)" in text
     assert "channels_last  on" in text and "loader workers 4" in text

@@ -8,8 +8,8 @@ from torch import nn
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
 from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.objectives import Classification
 from kit.train.step import split_batch, train_step, warmup_cosine
-from kit.train.tasks import Classification
 
 CPU = Precision("fp32", "cpu")
 

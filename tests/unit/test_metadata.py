@@ -4,8 +4,8 @@ import json
 import pytest
 
 from kit import config
+from kit.build import metadata
 from kit.errors import KitError
-from kit.kernel import metadata
 
 
 def load(minimal_toml, title="Some Competition Baseline", kernel=""):

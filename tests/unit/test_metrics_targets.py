@@ -5,8 +5,8 @@ import pytest
 from sklearn import metrics as skm
 
 from kit.errors import KitError
+from kit.pipelines.base import submission_frame, validate
 from kit.train import metrics, targets
-from kit.train.predict import submission_frame, validate
 
 
 def test_log_loss_matches_sklearn_with_clipping():

@@ -6,9 +6,9 @@ import torch
 from sklearn import metrics as skm
 
 from kit.errors import KitError
+from kit.pipelines.base import submission_frame, validate
 from kit.train import metrics, targets
-from kit.train.predict import submission_frame, validate
-from kit.train.tasks import MultiLabel
+from kit.train.objectives import MultiLabel
 
 TAGS = ["clear primary", "haze primary water", "cloudy", "clear primary road water"]
 

@@ -1,9 +1,9 @@
 """The curves: a GPU panel and gpu_monitor.csv only where the monitor sampled a GPU, and a log that says so."""
 import toys
 
+from kit.run import plot_history
+from kit.run.folds import CVResult
 from kit.runtime.monitor import Monitor
-from kit.train.plots import plot_history
-from kit.train.run import CVResult
 
 HISTORY = [{"epoch": e, "train_loss": 1.0 / e, "val_loss": 1.2 / e, "log_loss": 1.2 / e} for e in (1, 2)]
 

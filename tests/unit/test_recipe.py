@@ -12,11 +12,12 @@ from torch import nn
 from kit.data import augment
 from kit.errors import KitError
 from kit.params import CnnParams, check
-from kit.runtime import batch, checkpoint
+from kit.run.batch import resolve_batch
+from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
-from kit.train import run
+from kit.train import autobatch
 from kit.train.loop import FitConfig, FoldFiles, fit
-from kit.train.tasks import Classification
+from kit.train.objectives import Classification
 from tests.toys import ToyPipeline, session
 
 CPU = Precision("fp32", "cpu")
@@ -48,10 +49,10 @@ def test_a_small_automatic_batch_keeps_the_learning_rate(tmp_path, capsys):
     """On the CPU "auto" is a batch of 32: lr x sqrt(32/64) starved small data (a Transformer's MAE 0.647 -> 0.618)."""
     (tmp_path / "out").mkdir()
     s = session(tmp_path, batch_size="auto", lr=1e-3)
-    assert run.resolve_batch(s, ToyPipeline(), None, train_rows=700) == (batch.CPU_BATCH, 1e-3)
+    assert resolve_batch(s, ToyPipeline(), None, s.output_dir, train_rows=700) == (autobatch.CPU_BATCH, 1e-3)
     assert "batch_size auto: 32 (on the CPU); lr 0.001 (a batch of 64 or fewer keeps it)" in capsys.readouterr().out
-    assert batch.scaled_lr(1e-3, 16) == 1e-3 and batch.scaled_lr(1e-3, 128) == pytest.approx(1.414e-3, rel=1e-3)
-    assert batch.scaled_lr(1e-3, 1024) == pytest.approx(2e-3)  # at most twice: 4x was never tried on a GPU
+    assert autobatch.scaled_lr(1e-3, 16) == 1e-3 and autobatch.scaled_lr(1e-3, 128) == pytest.approx(1.414e-3, rel=1e-3)
+    assert autobatch.scaled_lr(1e-3, 1024) == pytest.approx(2e-3)  # at most twice: 4x was never tried on a GPU
 
 
 def test_early_stopping_waits_for_half_the_planned_epochs(tmp_path):
@@ -77,8 +78,8 @@ def test_small_images_are_cropped_less():
                                             ("most", "crop_scale = 'most' must be a number or \"auto\"")])
 def test_crop_scale_is_checked(value, message):
     with pytest.raises(KitError, match=message):
-        check("cnn", {"crop_scale": value}, "[params]")
-    assert check("cnn", {"crop_scale": 1}, "[params]").crop_scale == 1.0 and CnnParams().crop_scale == "auto"
+        check(CnnParams, {"crop_scale": value}, "[params]")
+    assert check(CnnParams, {"crop_scale": 1}, "[params]").crop_scale == 1.0 and CnnParams().crop_scale == "auto"
 
 
 def test_the_average_of_the_weights_is_validated_and_the_better_kept(tmp_path):
@@ -158,7 +159,7 @@ class Cache:
         return self.images[rows]
 
 
-def image_data(hflip, trained=None):
+def image_data(pipe, hflip, trained=None):
     import pandas as pd
 
     from kit.pipelines.cnn import ImageData
@@ -166,8 +167,9 @@ def image_data(hflip, trained=None):
 
     images, labels = rendered_digits(side=36)
     target = infer("log_loss", pd.Series([str(k) for k in range(10)]), [str(k) for k in range(10)], "labels")
+    recipe = trained or pipe.recipe_of(target, labels[:100], hflip)  # predict mode: the training run's
     return ImageData(np.arange(100), labels[:100], np.arange(100), target, pd.DataFrame(), Cache(images[:100]),
-                     Cache(images[:100]), hflip=hflip, trained=trained)
+                     Cache(images[:100]), recipe)
 
 
 def cnn_pipeline(tmp_path, **params):
@@ -198,9 +200,9 @@ def views_asked(pipe, data):
 def test_prediction_asks_only_for_the_views_training_showed(tmp_path, hflip, vflip, rotate90, tta, views):
     """A model that never saw mirrored (upside-down, turned) images is not asked about them; tta off asks for none."""
     pipe = cnn_pipeline(tmp_path, vflip=vflip, rotate90=rotate90, tta=tta)
-    data = image_data(hflip)
+    data = image_data(pipe, hflip)
     assert views_asked(pipe, data) == views
-    assert {k: pipe.recipe(data)[k] for k in ("hflip", "vflip", "rotate90")} == {"hflip": hflip, "vflip": vflip, "rotate90": rotate90}
+    assert {k: data.recipe[k] for k in ("hflip", "vflip", "rotate90")} == {"hflip": hflip, "vflip": vflip, "rotate90": rotate90}
 
 
 def test_predict_mode_follows_the_training_runs_flips_and_turns(tmp_path):
@@ -208,16 +210,16 @@ def test_predict_mode_follows_the_training_runs_flips_and_turns(tmp_path):
     older than vflip and rotate90 made neither."""
     pipe = cnn_pipeline(tmp_path, vflip=0.5, rotate90=True)
     older = {"hflip": 0.5, "prior": [0.1] * 10}
-    assert pipe.augmentation(image_data(0.5, trained=older)) == (0.5, 0.0, False)
-    assert views_asked(pipe, image_data(0.5, trained=older)) == 2
+    assert pipe.augmentation(image_data(pipe, 0.5, trained=older)) == (0.5, 0.0, False)
+    assert views_asked(pipe, image_data(pipe, 0.5, trained=older)) == 2
     turned = {**older, "hflip": 0.0, "vflip": 0.0, "rotate90": True}
-    assert pipe.augmentation(image_data(0.0, trained=turned)) == (0.0, 0.0, True)
-    assert views_asked(cnn_pipeline(tmp_path), image_data(0.0, trained=turned)) == 4
+    assert pipe.augmentation(image_data(pipe, 0.0, trained=turned)) == (0.0, 0.0, True)
+    assert views_asked(cnn_pipeline(tmp_path), image_data(pipe, 0.0, trained=turned)) == 4
 
 
 @pytest.mark.parametrize("values, message", [({"vflip": 1.5}, "vflip = 1.5 must be at most 1.0"),
                                              ({"rotate90": "yes"}, "rotate90 must be true or false, got 'yes'")])
 def test_flips_and_turns_are_checked(values, message):
     with pytest.raises(KitError, match=message):
-        check("cnn", values, "[params]")
+        check(CnnParams, values, "[params]")
     assert (CnnParams().vflip, CnnParams().rotate90) == (0.0, False)

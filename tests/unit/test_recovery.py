@@ -10,7 +10,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kit.runtime.budget import Budget
 from kit.runtime.precision import Precision
 from kit.train.loop import FitConfig, FoldFiles, fit
-from kit.train.tasks import Classification
+from kit.train.objectives import Classification
 
 FP16 = Precision("fp16", "cpu")
 
@@ -116,14 +116,14 @@ def test_an_lstm_step_reads_no_device_value():
     """The LSTM's packing needs the lengths on the host; the batch brings them, so the model never reads
     its mask back from the device. On the meta device any such read raises."""
     from kit.models import create_model
-    from kit.train.tasks import SequenceTask
+    from kit.train.objectives import SequenceObjective
 
     model = create_model("lstm", features=3, cardinalities=[2], outputs=1, per_step=True, d_model=8, hidden_size=8,
                          num_layers=1).to("meta")
     batch = {"x": torch.empty(2, 5, 3, device="meta"), "cat": torch.empty(2, 5, 1, dtype=torch.long, device="meta"),
              "mask": torch.empty(2, 5, dtype=torch.bool, device="meta"), "weight": torch.empty(2, 5, device="meta"),
              "target": torch.empty(2, 5, device="meta"), "lengths": torch.tensor([5, 5])}
-    out = SequenceTask(False, True, "mae")(model, batch)
+    out = SequenceObjective(False, True, "mae")(model, batch)
     assert out["output"].shape == (2, 5, 1) and out["loss"].device.type == "meta"
 
 

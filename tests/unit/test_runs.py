@@ -4,14 +4,14 @@ import dataclasses
 import pytest
 from toys import ToyPipeline, session
 
+from kit.run import train_folds
+from kit.run.submission import ensemble
 from kit.runtime import runs
-from kit.train.predict import ensemble
-from kit.train.run import train_folds
 
 
 def run_key(tmp_path, **params) -> str:
-    s = session(tmp_path, **params)
-    return runs.open_run(s, ToyPipeline(), None)
+    s, pipe = session(tmp_path, **params), ToyPipeline()
+    return runs.open_run(s, pipe.identity(None), pipe.split(None)).name
 
 
 def test_settings_that_decide_training_make_a_new_run_and_the_rest_do_not(tmp_path):
@@ -27,9 +27,8 @@ def test_other_data_or_another_split_is_another_run(tmp_path):
     (tmp_path / "out").mkdir()
     s = session(tmp_path)
     pipe = ToyPipeline()
-    first = runs.open_run(s, pipe, None)
-    pipe.identity = lambda data: "other points"
-    assert runs.open_run(s, pipe, None) != first
+    first = runs.open_run(s, pipe.identity(None), pipe.split(None))
+    assert runs.open_run(s, "other points", pipe.split(None)) != first
     rec = runs.record(s, "toy points", pipe.split(None))
     assert runs.changes(rec, {**rec, "data": "x"}) == "the data changed"
     params = {**rec["params"], "epochs": 9}
@@ -41,9 +40,10 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_one_line(tmp_path):
 
     (tmp_path / "out").mkdir()
     s = session(tmp_path, lr=0.05)
-    train_folds(s, ToyPipeline(), None)
+    data = ToyPipeline().load()
+    cv = train_folds(s, ToyPipeline(), data)
     wider = ToyPipeline()
     wider.model = lambda data, pretrained=True, fit_rows=None: __import__("torch").nn.Linear(6, 4)
     s = dataclasses.replace(s)
     with pytest.raises(KitError, match=r"fold0\.pt does not fit this run's model \(size mismatch for weight"):
-        ensemble(s, wider, None)
+        ensemble(s, wider, data, cv)

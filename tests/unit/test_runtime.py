@@ -4,11 +4,12 @@ import torch
 from torch import nn
 
 from kit.errors import KitError
-from kit.runtime import batch, budget, monitor
+from kit.runtime import budget, monitor
 from kit.runtime.budget import Budget, Plan
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import is_oom
-from kit.train.tasks import Classification
+from kit.train import autobatch
+from kit.train.objectives import Classification
 
 
 @pytest.mark.parametrize(
@@ -58,36 +59,36 @@ def fake_trial(fits_up_to: int, speed):
 
     def trial(b):
         seen.append(b)
-        return batch.Trial(b, fits=b <= fits_up_to, samples_per_s=speed(b) if b <= fits_up_to else 0.0, oom=b > fits_up_to)
+        return autobatch.Trial(b, fits=b <= fits_up_to, samples_per_s=speed(b) if b <= fits_up_to else 0.0, oom=b > fits_up_to)
 
     return trial, seen
 
 
 def test_search_doubles_until_oom_and_prefers_the_smaller_of_near_ties():
     trial, seen = fake_trial(64, lambda b: {16: 160, 32: 320, 64: 325}[b])
-    assert batch.search(trial, start=16, limit=1024)[0] == 32
+    assert autobatch.search(trial, start=16, limit=1024)[0] == 32
     assert seen == [16, 32, 64, 128]
 
 
 def test_search_takes_the_fastest_not_the_largest():
     trial, _ = fake_trial(256, lambda b: {16: 100, 32: 300, 64: 250, 128: 240, 256: 200}[b])
-    assert batch.search(trial, start=16, limit=1024)[0] == 32
+    assert autobatch.search(trial, start=16, limit=1024)[0] == 32
 
 
 def test_search_halves_below_start_and_gives_up_clearly():
     trial, seen = fake_trial(4, lambda b: 10.0 * b)
-    assert batch.search(trial, start=16, limit=1024)[0] == 4 and seen == [16, 8, 4]
+    assert autobatch.search(trial, start=16, limit=1024)[0] == 4 and seen == [16, 8, 4]
     trial, _ = fake_trial(0, lambda b: 1.0)
     with pytest.raises(KitError, match="not even a batch of 1 fits"):
-        batch.search(trial, start=16, limit=1024)
+        autobatch.search(trial, start=16, limit=1024)
     trial, seen = fake_trial(10**6, lambda b: float(b))
-    assert batch.search(trial, start=16, limit=64)[0] == 64 and seen == [16, 32, 64]
+    assert autobatch.search(trial, start=16, limit=64)[0] == 64 and seen == [16, 32, 64]
 
 
 def test_limits_and_lr_rule():
-    assert (batch.limit_for(30), batch.limit_for(300), batch.limit_for(10**6)) == (4, 64, 1024)
-    assert batch.scaled_lr(1e-3, 256) == pytest.approx(2e-3)
-    assert batch.scaled_lr(1e-3, 64) == pytest.approx(1e-3)
+    assert (autobatch.limit_for(30), autobatch.limit_for(300), autobatch.limit_for(10**6)) == (4, 64, 1024)
+    assert autobatch.scaled_lr(1e-3, 256) == pytest.approx(2e-3)
+    assert autobatch.scaled_lr(1e-3, 64) == pytest.approx(1e-3)
 
 
 class OomAbove(Classification):
@@ -110,7 +111,7 @@ def test_autotune_with_faked_ooms_restores_the_weights():
     def batches(n):
         return ({"x": torch.randn(n, 8), "target": torch.randint(0, 3, (n,))} for _ in range(6))
 
-    chosen = batch.autotune(model, OomAbove(40), batches, Precision("fp32", "cpu"), train_rows=10_000, log=lines.append)
+    chosen = autobatch.autotune(model, OomAbove(40), batches, Precision("fp32", "cpu"), train_rows=10_000, log=lines.append)
     assert chosen in (16, 32)
     assert lines[-1] == "  batch   64: out of memory" and len(lines) == 3
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
@@ -122,7 +123,7 @@ def test_run_trial_reraises_other_errors():
             raise ValueError("a bug, not memory")
 
     with pytest.raises(ValueError):
-        batch.run_trial(nn.Linear(8, 3), Broken("x"), lambda n: iter([{"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)}] * 6),
+        autobatch.run_trial(nn.Linear(8, 3), Broken("x"), lambda n: iter([{"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)}] * 6),
                         Precision("fp32", "cpu"), 4)
 
 

@@ -10,7 +10,7 @@ from kit.data import sequences
 from kit.errors import KitError
 from kit.models import create_model
 from kit.spec import Spec
-from kit.train.tasks import SequenceTask
+from kit.train.objectives import SequenceObjective
 
 SPEC = Spec(slug="x", template="lstm", metric="mae", train="train.csv", id_column="id", target_column="y",
             sequence_column="s", order_column="t", features=("a", "b"), categorical=("c",), task="per_step",
@@ -101,7 +101,7 @@ def test_models_ignore_padding(name, per_step):
 
 
 def test_sequence_task_counts_scored_rows_only():
-    task = SequenceTask(classification=False, per_step=True, metric="mae", mean=1.0, std=2.0)
+    task = SequenceObjective(classification=False, per_step=True, metric="mae", mean=1.0, std=2.0)
 
     class Const(torch.nn.Module):
         def forward(self, x, cat, mask, lengths=None):
@@ -132,7 +132,7 @@ def test_a_sequence_validation_loss_is_the_log_loss_only_per_sequence(per_step):
             return self.out(x) if per_step else self.out(x.mean(1))  # (B, L, 3) or (B, 3)
 
     g = torch.Generator().manual_seed(0)
-    task = SequenceTask(classification=True, per_step=per_step, metric="log_loss")
+    task = SequenceObjective(classification=True, per_step=per_step, metric="log_loss")
     batches = []
     for n, steps in ((4, 5), (3, 2)):  # batches with different numbers of scored steps
         mask = torch.ones(n, 5, dtype=torch.bool)

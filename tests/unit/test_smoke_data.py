@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageFont
 
-from kit import config, smoke, smoke_images
+from kit import config, smoke
 from kit.data.augment import ASYMMETRIC, mirror_asymmetry
+from kit.smoke import images as smoke_images
 
 PIXELS = [f"pixel{k}" for k in range(784)]
 PLANET_TAGS = {"agriculture", "artisinal_mine", "bare_ground", "blooming", "blow_down", "clear", "cloudy",
@@ -141,14 +142,14 @@ def test_plant_seedlings_folders(made):
 def test_make_dataset_picks_the_generator_from_the_config(monkeypatch, tmp_path, name, generator):
     called = []
     for other in {case[0] for case in CASES.values()} | {"make_images"}:
-        monkeypatch.setattr(smoke, other, lambda spec, folder, seed, other=other: called.append(other))
+        monkeypatch.setattr(smoke_images, other, lambda spec, folder, seed, other=other: called.append(other))
     smoke.make_dataset(config.load(name).spec, tmp_path, seed=0)
     assert called == [generator]
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_inference_kernel_sees_the_test_files(name):
-    assert smoke.test_files(config.load(name).spec) == CASES[name][1]
+def test_inference_kernel_sees_the_test_files(made, name):
+    assert smoke.test_files(*made(name)) == CASES[name][1]
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -3,7 +3,7 @@ import socket
 
 import pytest
 
-from kit.smoke_text import build_tiny_encoder
+from kit.smoke.text import build_tiny_encoder
 
 TEXTS = ["Cars should be limited in cities because they pollute.", "Venus is worth studying despite its dangers."] * 20
 
@@ -42,7 +42,7 @@ def test_essay_smoke_data_is_in_the_competitions_layout_and_says_its_score(tmp_p
     import pandas as pd
 
     from kit import config
-    from kit.smoke_text import make_essays
+    from kit.smoke.text import make_essays
 
     make_essays(config.load("learning-agency-lab-automated-essay-scoring-2").spec, tmp_path / "aes", seed=1)
     train = pd.read_csv(tmp_path / "aes" / "train.csv")

@@ -6,16 +6,17 @@ import shutil
 import jupytext
 import pytest
 
-from kit import params
-from kit.kernel import notebook, pairing
+from kit import params, templates
+from kit.build import notebook, pairing
+from kit.errors import KitError
 from kit.spec import Spec
 
-TEMPLATES = sorted(params.PARAMS)
+TEMPLATES = sorted(templates.names())
 CONTRACT = ["data_dir", "output_dir", "device", "epochs", "folds", "lr", "seed", "batch_size", "time_budget_s"]
 
 
 def parameters_cell(template: str):
-    nb = jupytext.read(notebook.TEMPLATES / f"{template}.py")
+    nb = jupytext.read(notebook.NOTEBOOKS / f"{template}.py")
     cells = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(cells) == 1
     values = {}
@@ -28,7 +29,7 @@ def parameters_cell(template: str):
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_parameters_cell_mirrors_the_contract(template):
     cell = parameters_cell(template)
-    cls = params.params_class(template)
+    cls = templates.get(template).params
     fields = {f.name: f.default for f in dataclasses.fields(cls)}
     assert list(cell)[:-1] == list(fields)  # same names, same order, then `competition`
     assert {k: cell[k] for k in fields} == fields
@@ -53,17 +54,17 @@ def test_pairs_are_in_sync():
 
 def test_pairing_check_catches_an_edit(tmp_path, monkeypatch):
     folder = tmp_path / "notebooks"
-    shutil.copytree(notebook.TEMPLATES, folder)
+    shutil.copytree(notebook.NOTEBOOKS, folder)
     py = folder / "cnn.py"
     py.write_text(py.read_text().replace("epochs: int = 10", "epochs: int = 11"))
-    monkeypatch.setattr(pairing, "TEMPLATES", folder)
+    monkeypatch.setattr(pairing, "NOTEBOOKS", folder)
     problems = pairing.differences()
     assert len(problems) == 1 and "cnn.py and cnn.ipynb differ" in problems[0]
 
 
 def test_from_namespace_checks_types_like_the_build():
     ns = {"epochs": "3", "folds": 2}
-    with pytest.raises(params.KitError, match="parameters cell: epochs must be an integer, got '3'"):
-        params.from_namespace("cnn", ns)
-    p = params.from_namespace("cnn", {"epochs": 3, "lr": 1, "unrelated_global": object()})
+    with pytest.raises(KitError, match="parameters cell: epochs must be an integer, got '3'"):
+        params.from_namespace(params.CnnParams, ns)
+    p = params.from_namespace(params.CnnParams, {"epochs": 3, "lr": 1, "unrelated_global": object()})
     assert p.epochs == 3 and p.lr == 1.0 and isinstance(p.lr, float)

@@ -101,7 +101,7 @@ def test_a_model_folder_that_is_missing_or_has_no_config_is_one_line(tmp_path, m
 
 def test_layer_wise_decay_scales_lower_layers_down(tmp_path):
     from kit.models.text import TextModel
-    from kit.smoke_text import build_tiny_encoder
+    from kit.smoke.text import build_tiny_encoder
     from kit.train.step import make_optimizer
 
     folder = build_tiny_encoder(["one two three four"] * 4, tmp_path / "m", layers=3)
@@ -140,9 +140,9 @@ def test_a_model_folder_saved_in_half_precision_trains_in_fp32_under_the_scaler(
 
     from kit.models.text import TextModel
     from kit.runtime.precision import Precision
-    from kit.smoke_text import build_tiny_encoder
+    from kit.smoke.text import build_tiny_encoder
+    from kit.train.objectives import Regression
     from kit.train.step import make_optimizer, train_step
-    from kit.train.tasks import Regression
 
     folder = build_tiny_encoder(["one two three four five"] * 4, tmp_path / "m")
     AutoModel.from_pretrained(folder).half().save_pretrained(folder)  # as a dataset of halved weights holds it
@@ -158,7 +158,7 @@ def test_a_model_folder_saved_in_half_precision_trains_in_fp32_under_the_scaler(
 
 def test_a_model_folder_without_weights_or_with_a_broken_config_is_one_line(tmp_path):
     from kit.models.text import positions
-    from kit.smoke_text import build_tiny_encoder
+    from kit.smoke.text import build_tiny_encoder
 
     folder = build_tiny_encoder(["one two three"] * 4, tmp_path / "m")
     (folder / "config.json").write_text('{"model_type": "no-such-model"}')
@@ -181,7 +181,7 @@ def test_batches_are_not_padded_past_max_length():
 
 
 def test_regression_keeps_its_statistics_on_the_device_it_met():
-    from kit.train.tasks import Regression
+    from kit.train.objectives import Regression
 
     task = Regression([1.0, 2.0], [0.5, 0.0], "rmse")
     out = task.predict(torch.zeros(3, 2))
@@ -193,7 +193,7 @@ def test_the_model_folders_fingerprint_follows_its_weights_tokenizer_and_config(
     import shutil
 
     from kit.models.text import fingerprint
-    from kit.smoke_text import build_tiny_encoder
+    from kit.smoke.text import build_tiny_encoder
 
     folder = build_tiny_encoder(["one two three four"] * 4, tmp_path / "a", seed=0)
     first = fingerprint(folder)

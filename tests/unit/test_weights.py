@@ -10,8 +10,7 @@ from kit.errors import KitError
 from kit.params import CnnParams
 from kit.pipelines.cnn import Pipeline
 from kit.runtime import paths
-from kit.runtime.hardware import Hardware, plan
-from kit.runtime.precision import Precision
+from kit.runtime.hardware import Hardware, setup
 from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train.targets import Target
@@ -60,7 +59,7 @@ def test_model_loads_the_weights_file_without_the_hub(kaggle_input, tmp_path, mo
     hw = Hardware("cpu", cpu_count=2)
     params = CnnParams(model_name="test_efficientnet", pretrained=True, weights_path="tiny.safetensors", image_size=64)
     logs = []
-    session = Session("cnn", params, Spec(slug="x"), hw, plan(hw), Precision("fp32", "cpu"), tmp_path, tmp_path)
+    session = Session("cnn", params, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
     session.log = logs.append
     data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")))
     model = Pipeline(session).model(data)

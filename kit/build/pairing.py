@@ -1,5 +1,5 @@
 """The templates are Jupytext pairs: notebooks/<t>.py (what we edit and review) and <t>.ipynb (what the
-build reads). `python -m kit.kernel.pairing` fails when a pair differs; `make sync` rewrites the .ipynb."""
+build reads). `python -m kit.build.pairing` fails when a pair differs; `make sync` rewrites the .ipynb."""
 from __future__ import annotations
 
 import sys
@@ -7,12 +7,12 @@ import sys
 import jupytext
 from jupytext.compare import NotebookDifference, compare_notebooks
 
-from kit.kernel.notebook import TEMPLATES
+from kit.build.notebook import NOTEBOOKS
 
 
 def differences() -> list[str]:
     found = []
-    for py in sorted(TEMPLATES.glob("*.py")):
+    for py in sorted(NOTEBOOKS.glob("*.py")):
         ipynb = py.with_suffix(".ipynb")
         if not ipynb.exists():
             found.append(f"{ipynb} is missing: run make sync")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kit import config as kit_config
 from kit import files
-from kit.kernel import metadata, notebook
+from kit.build import metadata, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 

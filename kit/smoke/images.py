@@ -17,6 +17,21 @@ DOG_BREEDS = (
 )  # fmt: skip
 
 
+MULTI_LABEL = ("f1_samples", "f2_samples")  # rows holding several labels: Planet's tags
+
+
+def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
+    """The image layout the config names: pixel tables, class folders, tagged chips, or a label table."""
+    if spec.layout == "pixels":
+        make_pixels(spec, folder, seed)
+    elif spec.layout == "folders":
+        make_class_folders(spec, folder, seed)
+    elif spec.metric in MULTI_LABEL:
+        make_tags(spec, folder, seed)
+    else:
+        make_images(spec, folder, seed)
+
+
 def class_names(spec: Spec, n: int) -> list[str]:
     if spec.slug == "dog-breed-identification":
         return sorted(DOG_BREEDS[:n])

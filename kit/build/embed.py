@@ -12,7 +12,7 @@ import kit
 
 PACKAGE = Path(kit.__file__).parent
 # Build-side modules stay out: the kernel never pushes, builds, reads TOML or makes smoke data.
-BUILD_ONLY = ("kernel/", "cli.py", "__main__.py", "config.py", "smoke.py", "smoke_images.py", "competitions/")
+BUILD_ONLY = ("build/", "smoke/", "cli.py", "__main__.py", "config.py", "competitions/")
 EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same bytes
 
 

@@ -9,14 +9,14 @@ from typing import Any
 import nbformat
 
 from kit.errors import KitError
-from kit.kernel import embed, parameters
+from kit.build import embed, parameters
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 RUNTIME_TAG = "kit-runtime"
 
 
 def template_path(template: str) -> Path:
-    path = TEMPLATES / f"{template}.ipynb"
+    path = NOTEBOOKS / f"{template}.ipynb"
     if not path.is_file():
         raise KitError(f"template '{template}' not found at {path}")
     return path

@@ -8,28 +8,37 @@ epoch; a run with other settings gets a folder of its own.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+import time
 import traceback
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+import kit
 from kit import files
 from kit.errors import KitError
-from kit.runtime import batch as batch_tuning
-from kit.runtime import checkpoint, faults, hardware, preflight, runs
+from kit.pipelines import create_pipeline
+from kit.pipelines.base import Pipeline, prior
+from kit.run import preflight
+from kit.run.batch import resolve_batch
+from kit.run.start import start
+from kit.runtime import checkpoint, hardware, runs, workers
 from kit.runtime.budget import Budget, total_budget
+from kit.runtime.collective import Collective
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
-from kit.runtime.recovery import describe_error, free_memory
+from kit.runtime.recovery import free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
 from kit.train import metrics
 from kit.train.loop import FitConfig, FoldFiles, fit
-from kit.train.predict import fold_checkpoints
 
-TUNED = "the fastest that fits"
 RAM_SHARE = 0.8  # parallel workers start only if their copies of the data fit in this share of free RAM
 
 
@@ -44,25 +53,34 @@ class CVResult:
     planned: int = 0
     monitor: Monitor | None = None
     error: str = ""  # what stopped training early, if something failed after a fold checkpoint existed
+    folder: Path | None = None  # the run's folder (kit.runtime.runs), where its fold checkpoints are
+    batch_size: int = 32  # what training took (tuned, or as given): prediction takes twice as much
 
     @property
     def finished(self) -> list[int]:
         return [f["fold"] for f in self.folds]
 
 
-def fold_files(session: Session, fold: int) -> FoldFiles:
-    d = session.checkpoint_dir
-    return FoldFiles(best=d / f"fold{fold}.pt", last=d / f"fold{fold}.last.pt")
+def fold_files(folder: Path, fold: int) -> FoldFiles:
+    return FoldFiles(best=folder / f"fold{fold}.pt", last=folder / f"fold{fold}.last.pt")
 
 
-def stamp(session: Session, pipe, data) -> dict:
+def fold_checkpoints(folder: Path) -> dict[int, Path]:
+    """{fold: path} of the best-epoch checkpoints in the run's folder, finished folds or not."""
+    found = {}
+    for path in sorted(folder.glob("fold*.pt")):
+        m = re.fullmatch(r"fold(\d+)\.pt", path.name)
+        if m:
+            found[int(m.group(1))] = path
+    return dict(sorted(found.items()))
+
+
+def stamp(session: Session, data: Any) -> dict:
     """What travels in every fold checkpoint so that an inference kernel can rebuild and use the model with
     only the test files (kit.runtime.trained): format, kit version, template, the run's parameters and the
     pipeline's recipe of the training data."""
-    import kit
-
     return {"format": runs.FORMAT, "version": kit.__version__, "template": session.template,
-            "params": runs.deciding(session), "recipe": pipe.recipe(data)}
+            "params": runs.deciding(session), "recipe": data.recipe}
 
 
 def fit_config(session: Session) -> FitConfig:
@@ -79,83 +97,19 @@ def fit_config(session: Session) -> FitConfig:
     )
 
 
-def resolve_batch(session: Session, pipe, data, train_rows: int, peers=None, replicas: int = 1,
-                  train: bool = True) -> tuple[int, float]:
-    """(batch size per worker, learning rate): as given, or for "auto" tuned once where the training runs
-    (kept in batch.json for later runs and for prediction) with the learning rate scaled to the batch of all
-    `replicas`. `peers`: the workers that tune together and agree (kit.runtime.distributed)."""
-    from kit.runtime.distributed import Collective
-
-    p = session.params
-    peers = peers or Collective()
-    if isinstance(p.batch_size, int):
-        return p.batch_size, p.lr
-    saved = session.checkpoint_dir / "batch.json"
-    tuned_on = {"device": session.hardware.gpu_name or session.hardware.device, "ddp": replicas > 1}
-    earlier = checkpoint.load_json(saved) if saved.exists() else {}
-    if peers.broadcast(all(earlier.get(k) == v for k, v in tuned_on.items())):  # rank 0's view: all tune, or none
-        size, how = earlier["batch_size"], "chosen by an earlier run"
-    elif not session.plan.autotune or not train:
-        size, how = batch_tuning.CPU_BATCH, "on the CPU" if train else "nothing tuned yet"
-    else:
-        size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
-        if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
-            checkpoint.save_json({"batch_size": size, **tuned_on}, saved)
-    total = size * replicas * getattr(p, "accumulate", 1)  # rows per optimizer step
-    lr = batch_tuning.scaled_lr(p.lr, total)
-    per = f" per worker, {total} in all" if replicas > 1 else ""
-    if peers.main:
-        ref = batch_tuning.REFERENCE_BATCH
-        cap = batch_tuning.MAX_LR_FACTOR
-        rule = f"lr {p.lr:g} x min(sqrt({total}/{ref}), {cap:g}) = {lr:.3g}" if total > ref else f"lr {p.lr:g} (a batch of {ref} or fewer keeps it)"
-        session.log(f"batch_size auto: {size}{per} ({how}); {rule}")
-    return size, lr
-
-
-def tune_batch(session: Session, pipe, data, train_rows: int, peers, ddp: bool = False) -> tuple[int, str]:
-    """batch_size="auto" on this GPU: trials on the real model and data path (kit.runtime.batch), with DDP's
-    share added when the batch is for DDP. Trials that fail for another reason than memory leave a fixed
-    batch, with one line: the run goes on."""
-    say = session.log if peers.main else (lambda message: None)
-    say(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name or session.hardware.device}")
-    pool = pipe.trial_rows(data)
-
-    def batches(n: int):  # enough rows for the trial's steps and the batch in flight, no loader processes
-        rows = np.resize(pool, n * 6)
-        return pipe.batches(data, rows, train=True, batch_size=n, seed=session.params.seed, workers=0)
-
-    model = pipe.model(data, pretrained=False, fit_rows=pool)
-    failure = ""
-    try:
-        faults.fail("fail.autotune")
-        size = batch_tuning.autotune(model, pipe.task(data), batches, session.precision, train_rows, say,
-                                     batch_tuning.Probe(session.device), peers, batch_tuning.ddp_extra(model) if ddp else 0)
-    except Exception as e:  # noqa: BLE001 - an accelerant that fails is turned off, whatever the error
-        failure = describe_error(e)
-    del model
-    free_memory()
-    failed = peers.any(bool(failure))  # every worker keeps the same batch
-    if not failed:
-        return size, TUNED
-    if failure:
-        session.warn(f"batch_size auto: the trials failed ({failure}); a fixed batch of {batch_tuning.CPU_BATCH} instead")
-    return batch_tuning.CPU_BATCH, "fixed, after failed trials"
-
-
-def train_folds(session: Session, pipe, data) -> CVResult:
+def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     """Train each fold of `pipe.split(data)` within the time budget: here, or in worker processes on
-    several GPUs (`parallel`, `world_size`); either way the result is collected from the fold files."""
-    from kit.runtime import distributed
-
+    several GPUs (`parallel`, `world_size`); either way the result is collected from the fold files. In
+    predict mode nothing trains: the training run's folds are collected."""
     p = session.params
     if session.trained is not None:
         return trained_folds(session, pipe, data)
-    runs.open_run(session, pipe, data)
     splits = pipe.split(data)
+    folder = runs.open_run(session, pipe.identity(data), splits)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
-    pending = tuple(f for f in range(len(splits)) if not fold_done(session, f))
+    pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
-    mode, world, why = distributed.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
+    mode, world, why = workers.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
     if world == 1:
         mode = "none"
     if mode != "none":
@@ -165,61 +119,81 @@ def train_folds(session: Session, pipe, data) -> CVResult:
                          f"the data, and {available / 2**30:.1f} GB are free; training in this process instead")
             mode = "none"
     if mode == "none":
-        return train_local(session, pipe, data)
-    session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        return train_local(session, pipe, data, folder)
     session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
     # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
     pipe.release(data)
     free_memory()
-    failure = distributed.launch(session, mode, world, pending)
+    failure = workers.launch(_train_in_worker, _payload(session, folder, pending, world), mode, world,
+                             session.hardware.device, session.output_dir / "workers", session.warn)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
-    result = train_local(session, pipe, data, train=False)
+    result = train_local(session, pipe, data, folder, train=False)
     if failure and not result.folds:
         raise KitError(f"training failed before any fold finished: {failure}")
     result.error = failure
     return result
 
 
-def fold_done(session: Session, fold: int) -> bool:
-    saved = fold_files(session, fold)
+def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int) -> dict[str, Any]:
+    """What a worker needs to rebuild the run, and nothing it cannot pickle."""
+    params = {**dataclasses.asdict(session.params), "data_dir": str(session.data_dir), "output_dir": str(session.output_dir)}
+    if params["num_workers"] < 0:  # the CPUs are shared: each worker gets its part for its loaders
+        params["num_workers"] = max(1, session.hardware.cpu_count // world) if session.hardware.device == "cuda" else 0
+    return {"template": session.template, "params": params, "competition": session.spec.to_dict(),
+            "started": session.started, "folder": str(folder), "folds": folds}
+
+
+def _train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: Collective) -> None:
+    """A worker's share of the training (kit.runtime.workers runs it): the run rebuilt from the job, then its
+    folds (every `world`-th of them, or all of them together under DDP) into the notebook's run folder."""
+    payload = job.payload
+    session = start(payload["template"], {**payload["params"], "competition": payload["competition"]}, worker=rank)
+    session.started = payload["started"]
+    pipe = create_pipeline(session)
+    data = pipe.load()
+    folds = payload["folds"][rank :: job.world] if job.mode == "folds" else payload["folds"]
+    train_local(session, pipe, data, Path(payload["folder"]), folds=folds, collective=collective, peers=peers)
+    print(f"worker {rank} done in {time.time() - payload['started']:.0f} s since the notebook started")
+
+
+def fold_done(folder: Path, fold: int) -> bool:
+    saved = fold_files(folder, fold)
     return saved.best.exists() and saved.done.exists()
 
 
-def train_local(session: Session, pipe, data, folds=None, collective=None, train: bool = True, peers=None) -> CVResult:
-    """Train `folds` (default: all) in this process, one after the other; with `train=False`, only collect
-    the folds already finished. In a DDP worker, `collective` joins this process to its peers; in a
-    fold-parallel worker, `peers` are the other workers, with whom only the batch size is agreed."""
-    from kit.runtime import distributed
-
-    collective = collective or distributed.Collective()
+def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds: list[int] | None = None,
+                collective: Collective | None = None, train: bool = True, peers: Collective | None = None) -> CVResult:
+    """Train `folds` (default: all) of the run in `folder` in this process, one after the other; with
+    `train=False`, only collect the folds already finished. In a DDP worker, `collective` joins this process to
+    its peers; in a fold-parallel worker, `peers` are the other workers, with whom only the batch size is agreed."""
+    collective = collective or Collective()
     say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
-    runs.open_run(session, pipe, data)  # in a worker: the notebook's run, made of the same settings and data
     splits = pipe.split(data)
-    session.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(session, f)]
+    folder.mkdir(parents=True, exist_ok=True)
+    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
     peers = peers or collective
     if train and mine:
         preflight.run(session, pipe, data, peers)
-    size, lr = resolve_batch(session, pipe, data, len(splits[0][0]), peers=peers, replicas=collective.world, train=train)
-    pipe.batch_size = size
+    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world,
+                             train=train)
     # gradient accumulation: batches of `accumulate` x the batch size, stepped in micro-batches of the batch size
     accumulate = getattr(session.params, "accumulate", 1)
     cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
     budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
                     other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
-    monitor = Monitor("cuda" if session.plan.monitor else "cpu",
+    monitor = Monitor("cuda" if session.setup.monitor else "cpu",
                       device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     if train:  # collecting finished folds samples nothing
         monitor.start()
-    result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor)
+    result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor, folder=folder, batch_size=size)
     shard = (collective.rank, collective.world)
-    stamped = stamp(session, pipe, data)
+    stamped = stamp(session, data)
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
-            saved = replace(fold_files(session, fold), stamp=stamped)
+            saved = replace(fold_files(folder, fold), stamp=stamped)
             desc = f"fold {fold + 1}/{len(splits)}"
-            if fold_done(session, fold):
+            if fold_done(folder, fold):
                 summary = checkpoint.load_json(saved.done)
                 if train and folds is None:
                     say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
@@ -234,16 +208,16 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                 say(f"{desc}: skipped, and the folds after it here: the time budget has no room for them")
                 break
             if session.worker is not None:
-                distributed.worker_faults(session.worker)
+                workers.worker_faults(session.worker)
             seed_everything(session.params.seed + fold)
             say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
             try:
                 fitted = fit(
                     maybe_compile(session, collective.wrap(pipe.model(data, fit_rows=train_idx))),
-                    pipe.task(data),
-                    pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold, shard=shard,
-                                 precision=precision),
+                    pipe.objective(data),
+                    pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
+                                 shard=shard, precision=precision),
                     pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
                     cfg,
                     precision,
@@ -259,10 +233,11 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                 # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
                 # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
                 # re-raises: its peers must stop too, and the notebook then predicts.
-                if not fold_checkpoints(session) or collective.world > 1 or session.worker is not None:
+                if not fold_checkpoints(folder) or collective.world > 1 or session.worker is not None:
                     raise
                 session.log("".join(traceback.format_exception(e)).rstrip())
-                session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold checkpoints that exist")
+                session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold "
+                             "checkpoints that exist")
                 result.error = f"{type(e).__name__}: {e}"
                 break
             free_memory()
@@ -283,28 +258,28 @@ def train_local(session: Session, pipe, data, folds=None, collective=None, train
                 break
     finally:
         monitor.stop()
-    return summarize(session, pipe, data, result)
+    return summarize(session, data, result)
 
 
-def trained_folds(session: Session, pipe, data) -> CVResult:
+def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     """Predict mode: no training; the training run's finished folds, as it summarised them, and the batch
     size its tuning chose where it ran on this kind of device."""
-    folder = session.checkpoint_dir
+    folder = session.trained.folder
     session.log(f"predict mode: nothing trains here; the folds of {folder}")
-    result = CVResult(metric=session.spec.metric, planned=len(session.trained.folds))
+    size, _ = resolve_batch(session, pipe, data, folder, 0, train=False)
+    result = CVResult(metric=session.spec.metric, planned=len(session.trained.folds), folder=folder, batch_size=size)
     for fold in session.trained.folds:
-        saved = fold_files(session, fold)
+        saved = fold_files(folder, fold)
         if saved.done.exists():
             result.folds.append(checkpoint.load_json(saved.done))
-    pipe.batch_size, _ = resolve_batch(session, pipe, data, 0, train=False)
-    return summarize(session, pipe, data, result)
+    return summarize(session, data, result)
 
 
-def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
+def summarize(session: Session, data: Any, result: CVResult) -> CVResult:
     """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), against
     the prior's, logged as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
-    rows = [checkpoint.load(fold_files(session, f["fold"]).best)["rows"] for f in result.folds]
+    rows = [checkpoint.load(fold_files(result.folder, f["fold"]).best)["rows"] for f in result.folds]
     if rows:
         joined = metrics.join_rows(rows)
         multilabel = joined["target"].ndim == 2 and result.metric not in metrics.VALUE_METRICS  # not several values
@@ -313,11 +288,11 @@ def summarize(session: Session, pipe, data, result: CVResult) -> CVResult:
             result.threshold = cut.threshold
         else:
             result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
-        prior = pipe.prior(data)
-        result.baseline = metrics.score(result.metric, np.tile(prior, (len(joined["target"]), 1)), joined["target"],
+        known = prior(data)
+        result.baseline = metrics.score(result.metric, np.tile(known, (len(joined["target"]), 1)), joined["target"],
                                         joined.get("weight"))
         result.baseline_name = ("each label's frequency" if multilabel else
-                                "the training mean" if len(prior) == 1 or joined["target"].ndim == 2 else "the class prior")
+                                "the training mean" if len(known) == 1 or joined["target"].ndim == 2 else "the class prior")
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(

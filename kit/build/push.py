@@ -17,9 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kit import files, params
+from kit import files
 from kit.errors import KitError
-from kit.kernel import bundle, metadata
+from kit.build import bundle, metadata
 from kit.runtime import budget
 
 T = TypeVar("T")
@@ -300,7 +300,7 @@ def planned_hours(cfg, inference: bool = False) -> tuple[float, str]:
     """GPU hours one run may take, and why: [params] time_budget_s, else what the notebook plans without it
     (budget.total_budget: Kaggle's 12 h session, or the 9 h of a code competition's rerun for the inference
     kernel, less kit's margin)."""
-    p = params.check(cfg.spec.template, cfg.params, f"{cfg.path}: [params]")
+    p = cfg.checked
     environ = {"KAGGLE_IS_COMPETITION_RERUN": "1"} if inference else {}
     hours = budget.total_budget(p.time_budget_s, environ) / 3600
     if p.time_budget_s > 0:

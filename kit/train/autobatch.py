@@ -28,8 +28,10 @@ from torch import nn
 
 from kit.errors import KitError
 from kit.runtime import faults
+from kit.runtime.collective import Collective
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, is_oom
+from kit.train.objectives import Objective
 from kit.train.step import make_optimizer, train_step
 
 REFERENCE_BATCH = 64
@@ -133,7 +135,7 @@ def ddp_extra(model: nn.Module) -> int:
 
 def run_trial(
     model: nn.Module,
-    task,
+    objective: Objective,
     batches: Callable[[int], Iterable[dict[str, torch.Tensor]]],
     precision: Precision,
     batch: int,
@@ -158,12 +160,12 @@ def run_trial(
             if i == warmup:
                 float(loss)  # wait for the device: the timed steps start here
                 started = time.perf_counter()
-            loss = train_step(model, task, data, optimizer, scaler, precision, grad_clip=1.0)
+            loss = train_step(model, objective, data, optimizer, scaler, precision, grad_clip=1.0)
         float(loss)
         rate = batch * steps / max(time.perf_counter() - started, 1e-9)
         with torch.inference_mode(), precision.autocast():
             model.eval()
-            float(task(model, data)["loss"])
+            float(objective(model, data)["loss"])
         model.train()
     except Exception as e:  # noqa: BLE001 - only out-of-memory errors are results; the rest re-raised
         if not is_oom(e):
@@ -176,8 +178,9 @@ def run_trial(
     return Trial(batch, fits=not oom and memory.share <= MEMORY_MARGIN, samples_per_s=rate, peak=memory.share, oom=oom)
 
 
-def autotune(model: nn.Module, task, batches, precision: Precision, train_rows: int, log=print, probe: Probe | None = None,
-             collective=None, extra: int = 0) -> int:
+def autotune(model: nn.Module, objective: Objective, batches: Callable[[int], Iterable[dict[str, torch.Tensor]]],
+             precision: Precision, train_rows: int, log: Callable[[str], None] = print, probe: Probe | None = None,
+             collective: Collective | None = None, extra: int = 0) -> int:
     """The batch size for this model on this GPU (see the module's docstring); the weights are restored.
     With a `collective` of several ranks, every rank runs the same trials and they agree: a batch fits if it
     fits on every rank, and rank 0's speed decides; an error on any rank is raised on all of them (a rank
@@ -188,7 +191,7 @@ def autotune(model: nn.Module, task, batches, precision: Precision, train_rows: 
     def trial(b: int) -> Trial:
         error = None
         try:
-            t = run_trial(model, task, batches, precision, b, probe, extra)
+            t = run_trial(model, objective, batches, precision, b, probe, extra)
         except Exception as e:  # noqa: BLE001 - raised below, on every rank at once
             error, t = e, Trial(b, fits=False)
         if world > 1:

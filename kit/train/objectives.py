@@ -1,4 +1,5 @@
-"""Tasks: how a batch becomes a loss and metric rows. The loop calls them without knowing which it runs."""
+"""Objectives: how a batch becomes a loss and metric rows (timm calls these tasks). The loop calls them without
+knowing which it runs."""
 from __future__ import annotations
 
 from typing import Protocol
@@ -10,11 +11,14 @@ from torch import nn
 Batch = dict[str, torch.Tensor]
 
 
-class Task(Protocol):
+class Objective(Protocol):
     loss_metric: str | None  # the metric whose value the mean validation loss is, if any (the epoch line prints it once)
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         """{"loss": scalar, "output": the model's raw output}"""
+
+    def predict(self, output: torch.Tensor) -> torch.Tensor:
+        """The model's raw output as predictions: probabilities, or values in target units."""
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         """Metric rows: {"pred": (N, C) probabilities or (N,) values, "target": (N,), optional "weight": (N,)}"""
@@ -92,7 +96,7 @@ class Regression:
         return {"pred": self.predict(output), "target": batch["target"]}
 
 
-class SequenceTask:
+class SequenceObjective:
     """Sequences in, one output per step or per sequence. Loss and metric rows count only the rows whose
     `weight` is set (real steps that the score mask keeps); regression targets are standardised."""
 

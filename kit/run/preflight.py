@@ -5,7 +5,7 @@ In order, on a fresh model and one small batch of the real data: the precision p
 its scaler (else fp32), channels_last (else the default layout), the side-stream prefetch (else copies on
 the default stream), torch.compile when asked (else eager), the GPU monitor's NVML (else torch's memory
 counters, else no GPU figures). A few seconds in all; on a CPU only the precision step has anything to try.
-The batch-size trials come after (kit.train.run): there a failure other than memory leaves a fixed batch.
+The batch-size trials come after (kit.run.batch): there a failure other than memory leaves a fixed batch.
 (channels_last is tried in fp32 first, so that its failure is not taken for the precision's.)
 Under DDP an accelerant stays on only where it works on every rank, so the ranks run the same way.
 """
@@ -13,23 +13,27 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import torch
 
+from kit.pipelines.base import Pipeline
 from kit.runtime import faults
+from kit.runtime.collective import Collective
+from kit.runtime.monitor import Source
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import describe_error, free_memory
-from kit.runtime.session import Session
+from kit.runtime.session import Session, maybe_compile
+from kit.train.step import make_optimizer, train_step
 
 PROBE_BATCH = 8  # rows of the batch each accelerant is tried on
 
 
-def run(session: Session, pipe, data, peers=None) -> list[str]:
+def run(session: Session, pipe: Pipeline, data: Any, peers: Collective | None = None) -> list[str]:
     """Try each accelerant the session plans to use; returns the lines of what was turned off."""
-    from kit.runtime.distributed import Collective
-
     peers = peers or Collective()
-    p, plan = session.params, session.plan
+    p, plan = session.params, session.setup
 
     def batches(precision=None):
         # inputs come in the dtype of the precision tried: an fp32 probe fed the session's fp16 images fails
@@ -44,7 +48,7 @@ def run(session: Session, pipe, data, peers=None) -> list[str]:
          lambda: _set(session, channels_last=False), "the default memory layout"),
         (f"{session.precision.name} training step", session.precision.name != "fp32",
          lambda: _step(session, pipe, data, batches, session.precision),
-         lambda: _set(session, precision=Precision("fp32", session.precision.device_type)), "fp32"),
+         lambda: _set(session, precision="fp32"), "fp32"),
         ("side-stream prefetch", plan.prefetch, lambda: _prefetch(batches),
          lambda: _set(session, prefetch=False), "copies on the default stream"),
         ("torch.compile", p.compile and plan.compile_ok,
@@ -71,11 +75,9 @@ def run(session: Session, pipe, data, peers=None) -> list[str]:
     return off
 
 
-def _step(session: Session, pipe, data, batches, precision: Precision, site: str = "", compiled: bool = False) -> None:
+def _step(session: Session, pipe: Pipeline, data: Any, batches, precision: Precision, site: str = "",
+          compiled: bool = False) -> None:
     """One training step of a fresh model on a real batch, as training will take it."""
-    from kit.runtime.session import maybe_compile
-    from kit.train.step import make_optimizer, train_step
-
     faults.fail(site or ("fail.compile" if compiled else "fail.precision"))
     model = pipe.model(data, pretrained=False, fit_rows=pipe.trial_rows(data))
     if compiled:
@@ -83,7 +85,7 @@ def _step(session: Session, pipe, data, batches, precision: Precision, site: str
     optimizer = make_optimizer(model, 1e-6, 0.0)
     batch = next(iter(batches(precision)))
     try:
-        float(train_step(model, pipe.task(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
+        float(train_step(model, pipe.objective(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
     finally:
         if compiled:  # Dynamo would remember this batch's shape and compile the training model for any batch size
             import torch._dynamo
@@ -98,18 +100,11 @@ def _prefetch(batches) -> None:
 
 
 def _monitor(session: Session) -> None:
-    import torch
-
-    from kit.runtime.monitor import Source
-
     source = Source(torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     if source.nvml is None:
         raise RuntimeError(source.error or "NVML unavailable")
     source.read()
 
 
-def _set(session: Session, precision: Precision | None = None, **plan) -> None:
-    if precision is not None:
-        session.precision = precision
-        plan["precision"] = precision.name
-    session.plan = dataclasses.replace(session.plan, **plan)
+def _set(session: Session, **off) -> None:
+    session.setup = dataclasses.replace(session.setup, **off)

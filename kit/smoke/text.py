@@ -11,6 +11,11 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from kit.spec import Spec
+
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
@@ -77,13 +82,10 @@ def essays(n: int, rng, scores=(1, 2, 3, 4, 5, 6)) -> tuple[list[str], list[int]
     return texts, given
 
 
-def make_essays(spec, folder: Path, seed: int = 0, train: int = 240, test: int = 24) -> None:
+def make_essays(spec: Spec, folder: Path, seed: int = 0, train: int = 240, test: int = 24) -> None:
     """learning-agency-lab-automated-essay-scoring-2's layout: train.csv essay_id,full_text,score (1 to 6),
     test.csv essay_id,full_text, sample_submission.csv essay_id,score (a code competition: Kaggle shows 3
     test essays; the smoke has more, so the submission says something)."""
-    import numpy as np
-    import pandas as pd
-
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     texts, scores = essays(train, rng)
@@ -93,3 +95,16 @@ def make_essays(spec, folder: Path, seed: int = 0, train: int = 240, test: int =
     test_texts, _ = essays(test, rng)
     pd.DataFrame({key: ids[train:], text: test_texts}).to_csv(folder / spec.test, index=False)
     pd.DataFrame({key: ids[train:], target: 3}).to_csv(folder / spec.sample_submission, index=False)
+
+
+def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
+    make_essays(spec, folder, seed)
+
+
+def make_model_folder(spec: Spec, data_dir: Path, input_root: Path, parameters: dict, seed: int = 0) -> Path:
+    """A tiny encoder and tokenizer over the smoke texts, where Kaggle mounts an attached model:
+    <input>/models/<owner>/<model_path>/transformers/default/1/ (model_path names it by its name)."""
+    train = pd.read_csv(data_dir / spec.train)
+    texts = [t for c in spec.text_columns for t in train[c].astype(str)]
+    folder = input_root / "models" / "kit" / parameters["model_path"] / "transformers" / "default" / "1"
+    return build_tiny_encoder(texts, folder, seed, max_positions=512)

@@ -1,31 +1,35 @@
-"""Both GPUs of a T4 x2 session: folds in parallel, or one model with DistributedDataParallel.
+"""Worker processes for both GPUs of a T4 x2 session (folds in parallel, or one model under DDP), as
+accelerate's `notebook_launcher` runs the function it is handed.
 
 The notebook process never forks: `launch` starts fresh worker processes with torch.multiprocessing's
-spawn (safe after CUDA is initialised, and from a Jupyter kernel, since everything a worker runs lives in
-kit). Each worker rebuilds its session and data from a small job description, tunes the batch size with
-its peers, trains, and writes its checkpoints; the notebook relays their output (fd 1 and 2, so C-level
-errors too), line by line, and collects the folds from disk. One worker's failure stops the others; the
-notebook then goes on to predict with the checkpoints that exist. No worker outlives the call that started
-it: an interrupt of the cell or an error stops and reaps them all, a new launch first stops any left by an
-earlier one, and a worker dies with the notebook's process. On a CPU the same code runs on gloo.
+spawn (safe after CUDA is initialised, and from a Jupyter kernel: a worker imports the function by name),
+gives each its GPU and the process group, and runs the function there; the notebook relays their output (fd
+1 and 2, so C-level errors too), line by line. One worker's failure stops the others. No worker outlives the
+call that started it: an interrupt of the cell or an error stops and reaps them all, a new launch first
+stops any left by an earlier one, and a worker dies with the notebook's process. On a CPU the same code
+runs on gloo. What the workers do (rebuild the run, train their folds) is kit.run.folds's.
 """
 from __future__ import annotations
 
-import dataclasses
+import multiprocessing
 import os
 import signal
 import socket
 import sys
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
 from kit.errors import KitError
 from kit.runtime import faults
+from kit.runtime.collective import Collective, TorchCollective
 
 MODES = ("auto", "none", "folds", "ddp")
 
@@ -48,83 +52,20 @@ def choose(parallel: str, world_size: int, folds: int, gpus: int) -> tuple[str, 
     return "ddp", world, f"{folds} fold(s) < {world} workers: the folds train one at a time, data-parallel"
 
 
-class Collective:
-    """What the training loop asks of its peers; a single process has none, so every answer is its own."""
-
-    rank, world = 0, 1
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def any(self, flag: bool) -> bool:
-        return flag
-
-    def gather(self, obj: Any) -> list[Any]:
-        return [obj]
-
-    def broadcast(self, obj: Any) -> Any:
-        return obj
-
-    def barrier(self) -> None:
-        pass
-
-    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        return model
-
-
-class TorchCollective(Collective):
-    """torch.distributed (NCCL on GPUs, gloo on the CPU) for a DistributedDataParallel worker."""
-
-    def __init__(self, rank: int, world: int, device: torch.device):
-        self.rank, self.world, self.device = rank, world, device
-
-    def any(self, flag: bool) -> bool:
-        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return bool(t.item())
-
-    def gather(self, obj: Any) -> list[Any]:
-        out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, obj)
-        return out
-
-    def broadcast(self, obj: Any) -> Any:
-        box = [obj]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
-
-    def barrier(self) -> None:
-        dist.barrier()
-
-    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        from torch.nn.parallel import DistributedDataParallel
-
-        if self.device.type == "cuda" and any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
-            # per-GPU batches are half the batch: BatchNorm statistics over both GPUs' samples. timm's converter
-            # keeps the activation of its fused BatchNormAct layers (torch's would silently drop it).
-            from timm.layers import convert_sync_batchnorm
-
-            model = convert_sync_batchnorm(model)
-        # device_ids=None: batches are on the device already, and a sequence batch's `lengths` must stay on the
-        # host (DDP would move every input tensor to the device)
-        return DistributedDataParallel(model, device_ids=None)
-
-
 @dataclass(frozen=True)
 class Job:
-    """Everything a worker needs to rebuild the run, and nothing it cannot pickle."""
+    """What every worker is handed: the function's own part (`payload`, picklable) and how the workers meet."""
 
-    template: str
-    params: dict[str, Any]
-    competition: dict[str, Any]
-    started: float
-    mode: str
+    payload: dict[str, Any]  # for the function the workers run
+    mode: str  # "ddp": one model, data-parallel; "folds": each worker trains whole folds
     world: int
+    device: str  # "cuda": worker r takes GPU r; "cpu": gloo, the CPU's threads shared out
     port: int
-    folds: tuple[int, ...]  # folds mode: every worker gets folds[rank::world]
     logs: str  # folder of the workers' log files
     parent: int  # the notebook's pid: a worker dies with it
+
+
+Body = Callable[[int, Job, Collective, Collective], None]
 
 
 def free_port() -> int:
@@ -137,23 +78,20 @@ WORKER_NAME = "kit-worker"
 GRACE_S = 10.0  # seconds a worker gets to exit after SIGTERM before SIGKILL
 
 
-def launch(session, mode: str, world: int, folds: tuple[int, ...]) -> str:
-    """Run the workers to the end, relaying their output; "" when all finished, else the first failure."""
-    import torch.multiprocessing as mp
-
+def launch(body: Body, payload: dict[str, Any], mode: str, world: int, device: str, logs: Path,
+           warn: Callable[[str], None]) -> str:
+    """Run `body(rank, job, collective, peers)` in `world` fresh worker processes to the end, relaying their
+    output; "" when all finished, else the first failure. `collective`: the data-parallel peers under DDP (else
+    none); `peers`: every worker, which fold-parallel workers agree with on the batch size. `body` must be a
+    module-level function: spawn pickles it by name."""
     stopped = stop_workers()
     if stopped:
-        session.warn(f"stopped {stopped} worker(s) still running from an earlier launch (an interrupted cell)")
-    logs = session.output_dir / "workers"
+        warn(f"stopped {stopped} worker(s) still running from an earlier launch (an interrupted cell)")
     logs.mkdir(parents=True, exist_ok=True)
     for old in logs.glob("rank*.log"):
         old.unlink()
-    params = {**dataclasses.asdict(session.params), "data_dir": str(session.data_dir), "output_dir": str(session.output_dir)}
-    if params["num_workers"] < 0:  # the CPUs are shared: each worker gets its part for its loaders
-        params["num_workers"] = max(1, session.hardware.cpu_count // world) if session.hardware.device == "cuda" else 0
-    job = Job(session.template, params, session.spec.to_dict(), session.started, mode, world, free_port(), folds, str(logs),
-              os.getpid())
-    context = mp.start_processes(_worker, args=(job,), nprocs=world, join=False, start_method="spawn")
+    job = Job(payload, mode, world, device, free_port(), str(logs), os.getpid())
+    context = mp.start_processes(_worker, args=(body, job), nprocs=world, join=False, start_method="spawn")
     for rank, process in enumerate(context.processes):
         process.name = f"{WORKER_NAME}-{rank}"  # how a later launch, after a reload of kit, knows them
     relay = _Relay(logs, world)
@@ -191,8 +129,6 @@ def reap(processes, grace_s: float = GRACE_S) -> int:
 
 def stop_workers() -> int:
     """Stop this process's workers that still run (from a launch that was interrupted); how many."""
-    import multiprocessing
-
     return reap([p for p in multiprocessing.active_children() if p.name.startswith(WORKER_NAME)])
 
 
@@ -236,23 +172,17 @@ def worker_faults(rank: int) -> None:
         os.abort()
 
 
-def _worker(rank: int, job: Job) -> None:
-    """A worker's whole life: its own log, its own GPU, the run rebuilt, its share of the training."""
+def _worker(rank: int, body: Body, job: Job) -> None:
+    """A worker's whole life: its own log, its own GPU, the process group, then `body`."""
     _die_with_parent(job.parent)
     log = open(Path(job.logs) / f"rank{rank}.log", "a", buffering=1, encoding="utf-8")
     os.dup2(log.fileno(), 1)  # C-level output too (CUDA, NCCL, a C++ abort): the relay copies the file
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     os.environ["KIT_BATCH"] = "1"
-    import warnings
-
     # DDP's note on depthwise-convolution weights whose strides are ambiguous (a size-1 dimension): harmless
     warnings.filterwarnings("ignore", message="Grad strides do not match bucket view strides")
-    from kit.pipelines import create_pipeline
-    from kit.runtime.session import start
-    from kit.train.run import train_local
-
-    cuda = job.params["device"] != "cpu" and torch.cuda.is_available()
+    cuda = job.device == "cuda"
     if cuda:
         torch.cuda.set_device(rank)
     else:
@@ -269,13 +199,7 @@ def _worker(rank: int, job: Job) -> None:
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=job.world)
         peers = TorchCollective(rank, job.world, torch.device("cpu"))
     try:
-        session = start(job.template, {**job.params, "competition": job.competition}, worker=rank)
-        session.started = job.started
-        pipe = create_pipeline(session)
-        data = pipe.load()
-        folds = job.folds[rank :: job.world] if job.mode == "folds" else job.folds
-        train_local(session, pipe, data, folds=folds, collective=collective, peers=peers)
-        print(f"worker {rank} done in {time.time() - job.started:.0f} s since the notebook started")
+        body(rank, job, collective, peers)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -11,7 +11,7 @@ from typing import Any
 
 from slugify import slugify
 
-from kit import params
+from kit import templates
 from kit.config import MACHINE_SHAPES, Config
 from kit.errors import KitError
 
@@ -140,7 +140,7 @@ def build_inference(config: Config, user: str) -> dict[str, Any]:
     tpu = inf.enable_gpu and inf.machine_shape.startswith("Tpu")
     # the text template rebuilds each fold's model from the model folder (its config and tokenizer): the
     # inference kernel needs the dataset or model that holds it as much as the training kernel did
-    inherited = config.kernel if config.spec.template == "text" else None
+    inherited = config.kernel if templates.get(config.spec.template).model_folder else None
     datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources]))
     models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources]))
     meta: dict[str, Any] = {
@@ -195,13 +195,13 @@ def warnings_for(config: Config) -> list[str]:
     out = []
     if config.kernel.machine_shape in RETIRED and config.kernel.gpu:
         out.append(f"machine_shape {config.kernel.machine_shape}: {RETIRED[config.kernel.machine_shape]}; use NvidiaTeslaT4")
-    p = params.check(config.spec.template, config.params, f"{config.path}: [params]")
+    p = config.checked
     if getattr(p, "pretrained", False) and not getattr(p, "weights_path", "") and not config.kernel.internet:
         out.append(
             "pretrained weights cannot be downloaded with internet = false: attach them ([kernel] model_sources or "
             "dataset_sources) and set [params] weights_path, or the kernel trains from random init"
         )
-    if config.spec.template == "text" and not (config.kernel.dataset_sources or config.kernel.model_sources):
+    if templates.get(config.spec.template).model_folder and not (config.kernel.dataset_sources or config.kernel.model_sources):
         out.append(f"model_path '{getattr(p, 'model_path', '')}': no dataset or model is attached to hold it; add the one "
                    "holding the Hugging Face model folder to [kernel] dataset_sources or model_sources")
     return out

@@ -1,0 +1,33 @@
+"""timm model names: a name that timm does not know is one line with the names near it, at build and at set-up,
+before any image is decoded."""
+from __future__ import annotations
+
+import difflib
+
+from kit.errors import KitError
+
+
+def close_models(name: str, limit: int = 6) -> list[str]:
+    """timm model names near `name`: same letters and digits first (resnet-18 -> resnet18), then difflib's."""
+    import timm
+
+    models = timm.list_models()
+    arch = name.split(".")[0]  # a pretrained tag (resnet18.a1_in1k) is not part of the registered name
+    same = [m for m in models if _letters(m) == _letters(arch)]
+    near = difflib.get_close_matches(arch.lower(), models, n=limit, cutoff=0.6)
+    return list(dict.fromkeys(same + near))[:limit]
+
+
+def _letters(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def check_model_name(name: str, where: str) -> None:
+    """A KitError unless timm knows `name` (with or without a pretrained tag)."""
+    import timm
+
+    if timm.is_model(name):
+        return
+    close = close_models(name)
+    hint = f"did you mean {', '.join(close)}?" if close else "no timm model has a similar name"
+    raise KitError(f"{where}: model_name = {name!r} is not a timm model ({hint}); set it to a name in timm.list_models()")

@@ -1,0 +1,161 @@
+"""The Pipeline contract: what a template implements for kit.run to train, predict and submit with it, the
+way timm's `TrainingTask` states what a task does. Beside it, what every pipeline shares: the sample
+submission of predict mode, the shared prediction loop, and the submission's shape and checks.
+
+A pipeline's `load` returns its data: any object with at least
+- `recipe`: what prediction needs from the training data, computed once (in predict mode, the training run's,
+  read from its checkpoints) and read the same way in both modes: the target (`{"kind", "columns",
+  "classes"}`), the prior (what the training labels alone predict), and the template's own (scales, codes,
+  flips, the tokenizer's key);
+- `target` (kit.train.targets.Target) and `sample` (the sample submission, in its row order).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from kit.data import tables
+from kit.errors import KitError
+from kit.runtime import faults, paths
+from kit.runtime.precision import InForce, Precision
+from kit.runtime.session import Session
+from kit.train import targets
+from kit.train.objectives import Objective
+from kit.train.targets import Target
+
+Batch = dict[str, torch.Tensor]
+
+
+class Pipeline(Protocol):
+    """One template's data path and model (kit.templates names the class; kit.run drives it)."""
+
+    session: Session
+
+    def load(self) -> Any:
+        """Read and check the competition's files and log what was found (predict mode: the test files and
+        the sample submission only, read as the training run read its own)."""
+
+    def show_samples(self, data: Any, n: int = 12) -> Any:
+        """A figure of a few rows (training rows; test rows in predict mode), saved as samples.png."""
+
+    def identity(self, data: Any) -> str:
+        """What decides training beside the parameters: a digest of the training data (kit.runtime.runs)."""
+
+    def split(self, data: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The folds: (training rows, validation rows) of each."""
+
+    def model(self, data: Any, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
+        """The model on the device; `pretrained=False` before a fold checkpoint's weights are loaded into it;
+        `fit_rows`: the fold's training rows, for statistics the model keeps in its state."""
+
+    def objective(self, data: Any) -> Objective:
+        """How a batch becomes a loss and metric rows (kit.train.objectives)."""
+
+    def batches(self, data: Any, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0, test: bool = False,
+                shard: tuple[int, int] = (0, 1), precision: Precision | InForce | None = None,
+                workers: int | None = None) -> Iterable[Batch]:
+        """Device batches of `rows` (of the test rows with `test`), shuffled and augmented for training, this
+        rank's `shard` of them, inputs in the dtype of `precision` (the session's unless given)."""
+
+    def trial_rows(self, data: Any) -> np.ndarray:
+        """Training rows the preflight and the batch-size trials draw from (the hardest to fit first)."""
+
+    def predict_rows(self, data: Any) -> int:
+        """Rows a fold model predicts (each test-time view counted): the time budget's prediction reserve."""
+
+    def predict(self, model: nn.Module, data: Any, precision: Precision, batch_size: int) -> np.ndarray:
+        """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
+
+    def submission(self, data: Any, pred: np.ndarray) -> pd.DataFrame:
+        """The submission frame: the sample's ids and columns, filled from `pred`."""
+
+    def host_bytes(self, data: Any) -> int:
+        """Host memory another process needs to load this data (parallel workers are checked against it)."""
+
+    def release(self, data: Any) -> None:
+        """Give back what lives on the device, before worker processes take the GPUs."""
+
+
+def target_record(target: Target) -> dict[str, Any]:
+    """A target as a recipe keeps it (plain values, as checkpoints store them)."""
+    return {"kind": target.kind, "columns": target.columns, "classes": target.classes}
+
+
+def prior(data: Any) -> np.ndarray:
+    """(outputs,) what the training labels alone predict, from the data's recipe."""
+    return np.asarray(data.recipe["prior"])
+
+
+def trained_sample(session: Session) -> tuple[pd.DataFrame, Path, Target]:
+    """Predict mode: the sample submission, checked, and the target the model was trained for, whose columns
+    it must have (a hidden test set changes the rows, never the columns)."""
+    spec = session.spec
+    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
+    sample = tables.read_csv(path, spec.id_column)
+    tables.require_columns(sample, [spec.id_column], path)
+    tables.require_unique(sample, spec.id_column, path)
+    target = Target(**session.trained.recipe["target"])
+    columns = tuple(c for c in sample.columns if c != spec.id_column)
+    if columns != target.columns:
+        raise KitError(f"{path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the model "
+                       f"was trained for ({list(target.columns)[:4]}); predict with this competition's model")
+    return sample, path, target
+
+
+@torch.inference_mode()  # as a decorator, torch enters the mode around each step of the generator only
+def predictions(model: nn.Module, batches: Iterable[Batch], precision: Precision,
+                forward: Callable[[nn.Module, Batch], torch.Tensor]) -> Iterator[tuple[Batch, np.ndarray]]:
+    """Each batch with `forward(model, batch)`'s predictions as float numpy rows, in eval mode, without
+    gradients, under `precision`'s autocast: the loop every pipeline's `predict` runs."""
+    model.eval()
+    for batch in batches:
+        with precision.autocast():
+            pred = forward(model, batch)
+        faults.oom("oom.predict")
+        yield batch, pred.float().cpu().numpy()
+
+
+def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:
+    """The sample's id column(s) and its target columns filled from `pred`, in the sample's column order."""
+    filled = targets.to_columns(target, pred)
+    sub = sample.copy()
+    for column, values in filled.items():
+        sub[column] = values
+    return sub[list(sample.columns)]
+
+
+def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column: str) -> None:
+    """Raise KitError unless `sub` has the sample's columns, ids in the sample's order, and sane values."""
+    if list(sub.columns) != list(sample.columns):
+        raise KitError(f"submission columns {list(sub.columns)[:5]}... differ from the sample's {list(sample.columns)[:5]}...")
+    if len(sub) != len(sample):
+        raise KitError(f"submission has {len(sub)} rows, the sample submission {len(sample)}")
+    if not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
+        raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
+    values = sub[list(target.columns)]
+    if target.kind == "tags":
+        allowed = set(target.classes)
+        wrong = [t for v in values.iloc[:, 0].astype(str) for t in v.split() if t not in allowed]
+        if wrong:
+            raise KitError(f"submission holds tags that are not labels: {wrong[:3]}")
+        return
+    if target.kind == "label":
+        allowed = set(map(str, target.classes))
+        wrong = [v for v in values.iloc[:, 0] if str(v) not in allowed]
+        if wrong:
+            raise KitError(f"submission holds labels that are not classes: {wrong[:3]}")
+        return
+    numbers = values.to_numpy(dtype=np.float64)
+    if not np.isfinite(numbers).all():
+        raise KitError(f"submission holds {int((~np.isfinite(numbers)).sum())} NaN or infinite values")
+    if target.kind in ("probs", "binary", "multi"):
+        if numbers.min() < 0 or numbers.max() > 1:
+            raise KitError("submission probabilities fall outside [0, 1]")
+        if target.kind == "probs" and not np.allclose(numbers.sum(1), 1.0, atol=1e-3):
+            raise KitError("submission class probabilities do not sum to 1 in every row")

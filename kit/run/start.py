@@ -1,0 +1,111 @@
+"""The notebook's first step: check its parameters, look at the machine, settle the precision policy, find the
+data and the output folder, and say what was decided (kit.runtime.session.Session is what it returns)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import kit
+from kit import fields, params, templates
+from kit.errors import KitError
+from kit.models.names import check_model_name
+from kit.runtime import hardware, hub, paths, trained, versions
+from kit.runtime.session import Session, configure_torch, seed_everything
+from kit.spec import Spec
+
+
+def start(template: str, namespace: Mapping[str, Any], worker: int | None = None) -> Session:
+    """Check the notebook's parameters (read by name from `namespace`), look at the machine, settle the
+    precision policy, find the data and the output folder, seed everything, and print what was decided."""
+    # huggingface_hub (imported by timm) asks for ipywidgets where a notebook has none; text bars are fine.
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    record = templates.get(template)
+    p = params.from_namespace(record.params, namespace)
+    predict = p.mode == "predict"  # the weights come from the checkpoints: no hub, no weights file
+    libraries = versions.check()  # before anything that a too-old library would break
+    hub_note = hub.settle(wants_hub=getattr(p, "pretrained", False) and not predict,
+                          weights_file=bool(getattr(p, "weights_path", "")) and not predict or record.model_folder)
+    spec = Spec.from_dict(namespace.get("competition", {}), "competition parameter")
+    if spec.template != template:
+        raise KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
+    if not predict:
+        check_choices(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
+    data = paths.data_dir(p.data_dir, spec.slug)
+    found = trained.find(p.model_dir, template, skip=(data,)) if predict else None
+    notes: list[str] = []
+    if found is not None:
+        p = trained.apply(found, p, notes.append)
+    hw = hardware.detect(p.device)
+    hardware.check_arch(hw)
+    setup = hardware.setup(hw, p.num_workers, p.precision)
+    out = paths.output_dir(p.output_dir)
+    session = Session(
+        template=template,
+        params=p,
+        spec=spec,
+        hardware=hw,
+        setup=setup,
+        data_dir=data,
+        output_dir=out,
+        started=_process_start_time(),
+        worker=worker,
+        trained=found,
+    )
+    configure_torch(setup)
+    seed_everything(p.seed)
+    session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), python {sys.version.split()[0]}, pid {os.getpid()}")
+    session.log(libraries)
+    session.log(f"parameters     {changed_parameters(p)}")
+    if hub_note:
+        session.log(f"pretrained     {hub_note}")
+    session.log(hardware.describe(hw, setup, p.compile, p.precision))
+    note = hardware.precision_note(hw, setup, p.precision)
+    if note:
+        session.warn(note)
+    session.log(f"data           {data}")
+    session.log(f"output         {out}")
+    if found is not None:
+        rerun = " on the hidden test set (a competition rerun)" if os.environ.get("KAGGLE_IS_COMPETITION_RERUN") else ""
+        session.log(f"predict mode   {found.folder}: folds {[f + 1 for f in found.folds]}, trained by kit {found.version}; "
+                    f"predicting{rerun}, no training")
+        for note in notes:
+            session.log(f"               {note}")
+    return session
+
+
+def changed_parameters(p: params.TrainParams) -> str:
+    """The parameters that differ from the template's defaults (the config's and the person's choices)."""
+    defaults = fields.defaults(type(p))
+    changed = [f"{k}={v!r}" for k, v in dataclasses.asdict(p).items() if v != defaults[k] and k not in ("data_dir", "output_dir")]
+    return f"{', '.join(changed)}; the rest are the template's defaults" if changed else "the template's defaults"
+
+
+
+
+def _process_start_time() -> float:
+    """When this kernel process started, if that was moments ago (a batch run: the budget then counts from
+    the notebook's first cell); otherwise now (an interactive kernel that has been open a while)."""
+    try:
+        ticks = os.sysconf("SC_CLK_TCK")
+        with open("/proc/self/stat", encoding="ascii") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
+        started = boot + start_ticks / ticks
+        return started if 0 <= time.time() - started < 120 else time.time()
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
+
+
+def check_choices(p: params.TrainParams) -> None:
+    """At set-up, before the data is read: the model name, and the weights file where one is named."""
+    if hasattr(p, "model_name"):
+        check_model_name(p.model_name, "parameters cell")
+    if getattr(p, "weights_path", ""):
+        paths.find_weights(p.weights_path)

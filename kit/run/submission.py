@@ -1,0 +1,95 @@
+"""Predict with every fold checkpoint that exists, and write a submission that is checked before it lands."""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kit import files
+from kit.errors import KitError
+from kit.pipelines.base import Pipeline, prior, validate
+from kit.run.folds import CVResult, fold_checkpoints
+from kit.runtime import checkpoint, trained
+from kit.runtime.precision import Precision
+from kit.runtime.recovery import free_memory, halving
+from kit.runtime.session import Session
+from kit.train import metrics
+
+
+def ensemble(session: Session, pipe: Pipeline, data: Any, cv: CVResult,
+             oof: list | None = None) -> tuple[np.ndarray | None, list[int]]:
+    """Mean of the test predictions of every fold checkpoint in the run's folder, and which folds took part
+    (their validation rows appended to `oof`, when given). Each fold predicts in the precision it was trained
+    in (a fold that fell back to fp32 may overflow in fp16)."""
+    total, used = None, []
+    for fold, path in fold_checkpoints(cv.folder).items():
+        state = checkpoint.load(path)
+        if session.trained is not None:  # another run's checkpoint: it must be one this notebook can rebuild
+            trained.compatible(state.get("kit") or {}, path, session.template)
+        model = pipe.model(data, pretrained=False)
+        try:
+            model.load_state_dict(state["model"])
+        except RuntimeError as e:  # another model or other sizes: never a state_dict traceback
+            first = str(e).splitlines()[1].strip() if len(str(e).splitlines()) > 1 else str(e)
+            raise KitError(f"{path} does not fit this run's model ({first}); delete {path.parent} to train it afresh") from None
+        precision = Precision(state.get("precision", session.precision.name), session.precision.device_type)
+        pred = predict_fold(session, pipe, data, model, precision, 2 * cv.batch_size, f"fold {fold + 1}")
+        del model
+        free_memory()
+        if pred is None:
+            continue
+        total = pred if total is None else total + pred
+        used.append(fold)
+        if oof is not None and state.get("rows"):
+            oof.append(state["rows"])
+        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, {precision.name})")
+    return (None if total is None else total / len(used)), used
+
+
+def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: Precision, batch_size: int,
+                 desc: str) -> np.ndarray | None:
+    """`pipe.predict` at `batch_size`, halved for as long as it runs out of memory (kit.runtime.recovery), and
+    redone in fp32 if mixed precision gives values that are not finite; None (with a warning) if fp32 does too."""
+    while True:
+        pred, batch_size = halving(partial(pipe.predict, model, data, precision), batch_size,
+                                   lambda old, new: session.warn(f"{desc}: out of memory predicting; now batches of {new}"))
+        if np.isfinite(pred).all():
+            return pred
+        if precision.name == "fp32":
+            session.warn(f"{desc}: predictions that are not finite even in fp32; this fold is left out of the submission")
+            return None
+        session.warn(f"{desc}: predictions that are not finite under {precision.name}; predicting again in fp32")
+        precision = precision.fallback()
+
+
+def write_submission(session: Session, pipe: Pipeline, data: Any, cv: CVResult) -> pd.DataFrame:
+    """Ensemble the fold checkpoints of `cv`'s run (or fall back to the training prior when there are none),
+    build the submission in the sample's id and column order, validate it, and write it atomically."""
+    oof: list[dict] = []
+    pred, used = ensemble(session, pipe, data, cv, oof)
+    if pred is None:
+        session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
+        pred = np.tile(prior(data), (len(data.sample), 1))
+    if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
+        pred = metrics.binarize(pred, label_cut(session, oof))
+    sub = pipe.submission(data, pred)
+    validate(sub, data.sample, data.target, session.spec.id_column)
+    path = session.output_dir / "submission.csv"
+    files.write_text(path, sub.to_csv(index=False))
+    session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
+    return sub
+
+
+def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
+    """Where the ensemble's label probabilities become label sets: the threshold that maximises the F-score
+    over the out-of-fold rows of the folds that predict (0.5 with none)."""
+    if not oof:
+        session.warn("no out-of-fold predictions to choose a threshold on: labels above 0.5 (and the likeliest)")
+        return metrics.Cut()
+    joined = metrics.join_rows(oof)
+    cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
+    session.log(f"labels above {cut.threshold:.2f}{' (at least the likeliest one)' if cut.at_least_one else ''}: "
+                f"the threshold with the best out-of-fold {session.spec.metric}, {value:.4f}")
+    return cut

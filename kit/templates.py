@@ -1,0 +1,63 @@
+"""The template registry: one record per template, everything the build, the kernel and the smoke need to know
+about it. A new template is one record here, plus its own rooms (params class, pipeline, notebook, smoke maker).
+
+Floors above this one (pipelines, the smoke data) are named by their dotted path and imported only when
+asked for (`load`), as timm's registries name model entry points: the kernel never imports the build side,
+and nothing here imports upward.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from kit import params
+from kit.errors import KitError
+
+_SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
+                  "features", "categorical", "task", "score_mask")
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    params: type[params.TrainParams]  # the parameters cell's contract
+    data_keys: tuple[str, ...]  # the [data] keys the notebook's `competition` parameter shows even at their defaults
+    pipeline: str  # "module:Class" of its pipeline (kit.pipelines.base.Pipeline)
+    smoke: str  # "module:function" writing smoke data in the competition's layout: (spec, folder, seed)
+    # "module:function" writing what else the kernel mounts for a smoke run, beside the competition's data:
+    # (spec, data_dir, input_root, parameters, seed); "" for nothing
+    smoke_inputs: str = ""
+    # it reads a Hugging Face model folder from an attached dataset or model: the hub stays offline, the
+    # inference kernel is attached to the same sources, and the build warns when none is attached
+    model_folder: bool = False
+
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in (
+    Template("cnn", params.CnnParams,
+             ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
+             "kit.pipelines.cnn:Pipeline", "kit.smoke.images:make_dataset"),
+    Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:Pipeline", "kit.smoke.sequences:make_dataset"),
+    Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:Pipeline",
+             "kit.smoke.sequences:make_dataset"),
+    Template("text", params.TextParams,
+             ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
+             "kit.pipelines.text:Pipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
+             model_folder=True),
+)}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(TEMPLATES)
+
+
+def get(name: str) -> Template:
+    if name not in TEMPLATES:
+        raise KitError(f"unknown template '{name}' (known: {', '.join(TEMPLATES)})")
+    return TEMPLATES[name]
+
+
+def load(dotted: str) -> Any:
+    """The object a record names as "module:attribute"."""
+    module, _, attribute = dotted.partition(":")
+    return getattr(importlib.import_module(module), attribute)
