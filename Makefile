@@ -87,11 +87,13 @@ quality: venv ## kit's default recipe against plain training loops, per template
 test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
 	$(PY) -m pytest
 
-lint: venv ## ruff, and the templates' .py/.ipynb pairs in sync
+lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells and docs as kit/params.py says
 	$(PY) -m ruff check kit tests bench
 	$(PY) -m kit.build.pairing
+	$(PY) -m kit.build.cells
 
-sync: venv ## after editing notebooks/*.py: rewrite the paired .ipynb (cell ids kept)
+sync: venv ## after editing kit/params.py or notebooks/*.py: rewrite the parameters cells, docs/parameters.md, the .ipynb
+	$(PY) -m kit.build.cells --write
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
 
 clean: ## remove build output, smoke data and caches (keeps .venv)

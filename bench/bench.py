@@ -300,8 +300,10 @@ def main(argv=None) -> int:
     result = {"images": bench_images(paths, 224, device, workers=min(4, os.cpu_count() or 1) if device.type == "cuda" else 0)}
     im = result["images"]
     print(f"\n{'images/s delivered to the device':<38}{'':>10}{'vs naive':>10}")
-    rows = (("(a) naive PIL + torchvision, 0 workers", "naive_ips"), ("(b) kit first epoch (decode + cache)", "kit_first_epoch_ips"),
-            ("(c) kit cached epochs", "kit_cached_ips"), (f"(d) kit cached + augment on {device.type}", "kit_cached_augmented_ips"))
+    rows = (("(a) naive PIL + torchvision, 0 workers", "naive_ips"),
+            ("(b) kit first epoch (decode + cache)", "kit_first_epoch_ips"),
+            ("(c) kit cached epochs", "kit_cached_ips"),
+            (f"(d) kit cached + augment on {device.type}", "kit_cached_augmented_ips"))
     for label, key in rows:
         print(f"{label:<38}{im[key]:>10.0f}{im[key] / im['naive_ips']:>9.1f}x")
     sq = result["sequences"] = bench_sequences(device, count=args.sequences)

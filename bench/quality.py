@@ -76,7 +76,8 @@ def make_digits(folder: Path, size: int = 64, test: int = 397) -> pd.DataFrame:
         (folder / split).mkdir(parents=True)
         for i in idx:
             pixels = (digits.images[i] * (255 / 16)).astype(np.uint8)
-            Image.fromarray(pixels).convert("RGB").resize((size, size), Image.BICUBIC).save(folder / split / f"d{i}.jpg", quality=95)
+            picture = Image.fromarray(pixels).convert("RGB").resize((size, size), Image.BICUBIC)
+            picture.save(folder / split / f"d{i}.jpg", quality=95)
     pd.DataFrame({"id": [f"d{i}" for i in rows["train"]], "breed": [classes[k] for k in digits.target[rows["train"]]]}).to_csv(
         folder / "labels.csv", index=False)
     sample = pd.DataFrame({"id": [f"d{i}" for i in rows["test"]]})

@@ -17,13 +17,13 @@ from kit.errors import KitError
 
 
 def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None, maximum: float | None = None,
-            normalize: Callable[[Any], Any] | None = None) -> Any:
-    """A dataclass field with an optional set of allowed values or a lower bound. `normalize` returns the value
-    in its one spelling, or raises ValueError saying what is wrong and what to write instead."""
+            normalize: Callable[[Any], Any] | None = None, doc: str = "") -> Any:
+    """A dataclass field with an optional set of allowed values or bounds. `normalize` returns the value in its
+    one spelling, or raises ValueError saying what is wrong and what to write instead; `doc` says what it means."""
     if isinstance(default, (list, dict)):
         raise TypeError("use a tuple default")
     return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum, "maximum": maximum,
-                                                        "normalize": normalize})
+                                                        "normalize": normalize, "doc": doc})
 
 
 def names(cls) -> list[str]:

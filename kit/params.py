@@ -1,13 +1,15 @@
 """Template parameters: the contract every template's `parameters` cell mirrors, name for name.
 
 A config's [params] and [smoke] tables and a notebook's globals are checked against these, so a typo is an
-error naming the key, in the build and in the kernel alike. Defaults here equal the template's cell (tested).
+error naming the key, in the build and in the kernel alike. Each field's `doc` is the one source of its
+comment in the notebooks' parameters cells and of docs/parameters.md (`make sync` writes both; a test holds
+them equal). A template that means something else by a name says so in its class's DOCS.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kit import fields
 from kit.fields import setting
@@ -17,54 +19,70 @@ from kit.fields import setting
 class TrainParams:
     """Names every template honours (DESIGN.md's parameter contract)."""
 
-    data_dir: str = ""  # competition input folder; "" finds it under /kaggle/input
-    output_dir: str = ""  # checkpoints, logs, plots, submission.csv; "" is /kaggle/working on Kaggle
-    # train: train the folds, then predict; predict: only predict, with the folds a training run left in model_dir
-    mode: str = setting("train", choices=("train", "predict"))
-    model_dir: str = ""  # predict mode: the training kernel's output; "" searches /kaggle/input
-    device: str = setting("auto", choices=("auto", "cuda", "cpu"))
-    epochs: int = setting(10, minimum=1)
-    folds: int = setting(5, minimum=1)  # 1 is a single holdout split
-    lr: float = setting(1e-3, minimum=0.0)
-    seed: int = 42
-    batch_size: int | str = setting("auto", choices=("auto",), minimum=1)
-    precision: str = setting("auto", choices=("auto", "fp32", "fp16", "bf16"))  # auto: fp16 on a T4, bf16 on Ampere+
-    time_budget_s: float = setting(0.0, minimum=0.0)  # 0: Kaggle's session limit less a margin
-    weight_decay: float = setting(0.05, minimum=0.0)
-    warmup_epochs: float = setting(1.0, minimum=0.0)
-    patience: int = setting(3, minimum=0)  # epochs without a better score before a fold stops (from half the planned); 0 never
-    ema: bool = True  # validate a moving average of the weights too (timm's ModelEmaV3) and keep the better
-    num_workers: int = setting(-1, minimum=-1)  # data loader processes; -1 from the CPU count
-    compile: bool = False  # torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for ~10-30%
-    parallel: str = setting("auto", choices=("auto", "none", "folds", "ddp"))  # several GPUs: folds at once or DDP
-    world_size: int = setting(0, minimum=0)  # worker processes; 0 is every visible GPU (gloo on the CPU)
+    DOCS: ClassVar[dict[str, str]] = {}
+
+    data_dir: str = setting("", doc="competition input folder; empty finds it under /kaggle/input")
+    output_dir: str = setting("", doc="checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle")
+    mode: str = setting("train", choices=("train", "predict"),
+                        doc="train, then predict; predict: only predict with the folds a training run left (model_dir)")
+    model_dir: str = setting("", doc="predict mode: the training kernel's output; empty searches /kaggle/input")
+    device: str = setting("auto", choices=("auto", "cuda", "cpu"), doc="auto, cuda or cpu")
+    epochs: int = setting(10, minimum=1, doc="at most this many epochs per fold")
+    folds: int = setting(5, minimum=1, doc="cross-validation folds; 1 is a single holdout split")
+    lr: float = setting(1e-3, minimum=0.0, doc="peak AdamW learning rate (for a batch of 64 or fewer)")
+    seed: int = setting(42)
+    batch_size: int | str = setting("auto", choices=("auto",), minimum=1,
+                                    doc="an int, or auto: the largest batch that fits and runs fastest")
+    precision: str = setting("auto", choices=("auto", "fp32", "fp16", "bf16"),
+                             doc="auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16")
+    time_budget_s: float = setting(0.0, minimum=0.0,
+                                   doc="wall-clock budget for the whole notebook; 0 is Kaggle's session limit")
+    weight_decay: float = setting(0.05, minimum=0.0, doc="AdamW weight decay (not on biases and norms)")
+    warmup_epochs: float = setting(1.0, minimum=0.0, doc="linear warm-up, then cosine decay")
+    patience: int = setting(3, minimum=0,
+                            doc="epochs without a better score before a fold stops (from half the planned); 0 never")
+    ema: bool = setting(True, doc="validate a moving average of the weights too (timm's ModelEmaV3) and keep the better")
+    num_workers: int = setting(-1, minimum=-1, doc="loader processes; -1 picks from the CPU count")
+    compile: bool = setting(False, doc="torch.compile the model (CUDA, sm_70 and newer): minutes of compiling for 10-30%")
+    parallel: str = setting("auto", choices=("auto", "none", "folds", "ddp"),
+                            doc="several GPUs: auto, none, folds (each GPU trains whole folds) or ddp")
+    world_size: int = setting(0, minimum=0,
+                              doc="worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)")
 
 
 @dataclass(frozen=True)
 class CnnParams(TrainParams):
-    model_name: str = "efficientnet_b0"  # any timm model name
-    pretrained: bool = True
-    weights_path: str = ""  # local weights file for internet-off runs (an attached dataset or model)
-    image_size: int = setting(224, minimum=16)
-    # the smallest share of the image a training crop keeps; auto: 0.25 at 224 px and up, more on smaller images
-    crop_scale: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
-    # the probability of a mirrored training image; auto: 0.5, or 0 where the classes look different mirrored (digits, text)
-    hflip: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0)
-    vflip: float = setting(0.0, minimum=0.0, maximum=1.0)  # the probability of an upside-down training image
-    rotate90: bool = False  # turn each training image 0, 90, 180 or 270 degrees at random (satellite, microscopy)
-    tta: bool = True  # average predictions over the flipped and turned views that training showed
-    mixup: float = setting(0.0, minimum=0.0)  # mixup alpha (0 is off), applied on the GPU
-    cutmix: float = setting(0.0, minimum=0.0)  # cutmix alpha (0 is off)
+    model_name: str = setting("efficientnet_b0", doc="any timm model name")
+    pretrained: bool = setting(True, doc="start from ImageNet weights")
+    weights_path: str = setting("", doc="local weights file (an attached dataset or model) for internet-off runs")
+    image_size: int = setting(224, minimum=16, doc="training and prediction size in pixels")
+    crop_scale: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0,
+                                      doc="smallest image share a training crop keeps; auto: 0.25 at 224 px and up, "
+                                          "more below")
+    hflip: float | str = setting("auto", choices=("auto",), minimum=0.0, maximum=1.0,
+                                 doc="mirrored training images' share; auto: 0.5, or 0 where classes look different "
+                                     "mirrored (digits)")
+    vflip: float = setting(0.0, minimum=0.0, maximum=1.0, doc="upside-down training images' share")
+    rotate90: bool = setting(False, doc="turn training images 0, 90, 180 or 270 degrees at random (satellite, microscopy)")
+    tta: bool = setting(True, doc="average each prediction over the flipped and turned views training showed")
+    mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha, 0 is off (augmentation on the GPU, with soft targets)")
+    cutmix: float = setting(0.0, minimum=0.0, doc="cutmix alpha, 0 is off")
 
 
 @dataclass(frozen=True)
 class SequenceParams(TrainParams):
-    d_model: int = setting(128, minimum=8)  # width of the input projection (and of the Transformer)
-    hidden_size: int = setting(256, minimum=8)  # LSTM units per direction; the Transformer's feed-forward width
-    num_layers: int = setting(3, minimum=1)
+    DOCS: ClassVar[dict[str, str]] = {
+        "folds": "cross-validation folds of whole sequences; 1 is a single holdout split",
+        "num_workers": "unused by sequences (batches are gathered in place); kept for the contract",
+        "compile": "torch.compile the model (CUDA, sm_70 and newer)",
+    }
+
+    d_model: int = setting(128, minimum=8, doc="width of the input projection (features and embeddings)")
+    hidden_size: int = setting(256, minimum=8, doc="LSTM units per direction")
+    num_layers: int = setting(3, minimum=1, doc="stacked bidirectional LSTM layers")
     dropout: float = setting(0.1, minimum=0.0)
-    nhead: int = setting(8, minimum=1)  # Transformer attention heads (the LSTM has none)
-    conv_kernel: int = setting(3, minimum=0)  # a 1-D convolution over time before the backbone; 0 is off
+    nhead: int = setting(8, minimum=1, doc="attention heads: the Transformer template's; the LSTM has none")
+    conv_kernel: int = setting(3, minimum=0, doc="a 1-D convolution over time before the LSTM; 0 is off")
     patience: int = setting(6, minimum=0)
     weight_decay: float = setting(0.01, minimum=0.0)
     epochs: int = setting(40, minimum=1)
@@ -77,23 +95,53 @@ class LstmParams(SequenceParams):
 
 @dataclass(frozen=True)
 class TransformerParams(SequenceParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        **SequenceParams.DOCS,
+        "d_model": "width of the model: the input projection and every encoder layer",
+        "hidden_size": "width of each feed-forward block",
+        "num_layers": "encoder layers",
+        "nhead": "attention heads (d_model must be a multiple of it)",
+        "conv_kernel": "a 1-D convolution over time before the encoder; 0 is off",
+    }
+
     num_layers: int = setting(4, minimum=1)
     hidden_size: int = setting(512, minimum=8)
 
 
 @dataclass(frozen=True)
 class TextParams(TrainParams):
-    model_path: str = ""  # the Hugging Face model folder (config, weights, tokenizer), a path or its name under /kaggle/input
-    max_length: int = setting(512, minimum=8)  # tokens per text at most (longer texts are cut)
-    layer_decay: float = setting(0.9, minimum=0.0, maximum=1.0)  # each layer down learns at this times the rate above; 1 is off
-    gradient_checkpointing: bool = False  # recompute activations in backward: a third slower, much less memory
-    accumulate: int = setting(1, minimum=1)  # batches whose gradients make one optimizer step
+    DOCS: ClassVar[dict[str, str]] = {
+        "lr": "peak AdamW learning rate of the top layer and the head (for a batch of 64 or fewer)",
+        "batch_size": "an int, or auto: the largest batch of the longest texts that fits and runs fastest",
+        "num_workers": "unused by text (token ids are batched in this process); kept for the contract",
+        "compile": "torch.compile the model (CUDA, sm_70 and newer)",
+    }
+
+    model_path: str = setting("", doc="Hugging Face model folder (config, weights, tokenizer); a path or a name")
+    max_length: int = setting(512, minimum=8, doc="tokens per text at most (longer texts are cut)")
+    layer_decay: float = setting(0.9, minimum=0.0, maximum=1.0,
+                                 doc="each layer down learns at this times the rate of the one above; 1 is off")
+    gradient_checkpointing: bool = setting(False, doc="recompute activations in backward: a third slower, much less memory")
+    accumulate: int = setting(1, minimum=1, doc="batches per optimizer step (an effective batch of accumulate x batch_size)")
     lr: float = setting(2e-5, minimum=0.0)
     epochs: int = setting(4, minimum=1)
     weight_decay: float = setting(0.01, minimum=0.0)
     warmup_epochs: float = setting(0.5, minimum=0.0)
     patience: int = setting(0, minimum=0)
-    ema: bool = False
+    ema: bool = setting(False)
+
+
+def doc(cls: type[TrainParams], name: str) -> str:
+    """What parameter `name` means in template class `cls`: the class's own word for it, else its field's doc
+    (a subclass that changes only a default keeps the doc of the field it overrides)."""
+    for klass in cls.__mro__:
+        if name in vars(klass).get("DOCS", {}):
+            return klass.DOCS[name]
+    for klass in cls.__mro__:
+        field = vars(klass).get("__dataclass_fields__", {}).get(name)
+        if field is not None and field.metadata.get("doc"):
+            return field.metadata["doc"]
+    return ""
 
 
 def check(cls: type[TrainParams], values: Mapping[str, Any], where: str) -> TrainParams:

@@ -47,7 +47,8 @@ class ToyPipeline:
 
     def batches(self, data, rows, train, batch_size, seed=0, test=False, shard=(0, 1), precision=None, workers=None):
         rows = np.asarray(rows)[shard[0] :: shard[1]]
-        return [{"x": self.x[rows[i : i + batch_size]], "target": self.y[rows[i : i + batch_size]]} for i in range(0, len(rows), batch_size)]
+        return [{"x": self.x[rows[i : i + batch_size]], "target": self.y[rows[i : i + batch_size]]}
+                for i in range(0, len(rows), batch_size)]
 
     def predict_rows(self, data):
         return 50

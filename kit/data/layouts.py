@@ -76,7 +76,8 @@ def class_folders(spec: Spec, data_dir: Path) -> pd.DataFrame:
         found = sorted(e.name for e in os.scandir(root / name) if e.is_file() and not e.name.startswith(".")
                        and e.name.endswith(spec.image_ext))
         if not found:
-            raise KitError(f"{spec.train_images}/{name}/: a class folder with no images{f' ending in {spec.image_ext}' if spec.image_ext else ''}; "
+            ending = f" ending in {spec.image_ext}" if spec.image_ext else ""
+            raise KitError(f"{spec.train_images}/{name}/: a class folder with no images{ending}; "
                            "add its images or remove the folder")
         rows += [(f"{name}/{f}", name) for f in found]
     return pd.DataFrame(rows, columns=[spec.id_column, spec.target_column])
@@ -110,13 +111,15 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
     found = pixel_columns(table, [spec.id_column, spec.target_column], path.name)  # Fashion-MNIST's test has labels
     if columns is not None and found != columns:
         raise KitError(f"{path.name}: {len(found)} pixel columns ({found[0]} ... {found[-1]}), not the "
-                       f"{len(columns)} of {spec.train} ({columns[0]} ... {columns[-1]}); the test images must be the training images' size")
+                       f"{len(columns)} of {spec.train} ({columns[0]} ... {columns[-1]}); the test images must be the "
+                       "training images' size")
     if spec.id_column in table.columns:  # ids in the table: the sample's rows are found by id
         tables.require_unique(table, spec.id_column, path)
         where = pd.Index(table[spec.id_column].astype(str))
         order = where.get_indexer(ids)
         if (order < 0).any():
-            raise KitError(f"{sample_path.name}: id '{ids[order < 0][0]}' is not in {path.name} ({int((order < 0).sum())} such ids)")
+            raise KitError(f"{sample_path.name}: id '{ids[order < 0][0]}' is not in {path.name} "
+                           f"({int((order < 0).sum())} such ids)")
         table = table.iloc[order]
     elif len(table) != len(sample):
         raise KitError(f"{path.name} has {len(table)} rows and {sample_path.name} {len(sample)}: without an "
@@ -143,13 +146,15 @@ def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
     bad = ~np.isfinite(numbers)
     if bad.any():
         row, col = np.argwhere(bad)[0]
-        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is not a "
+        cell = values.iloc[:, col].tolist()[row]
+        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {cell!r} is not a "
                        f"pixel value ({int(bad.sum())} such cells); pixels are numbers 0 to 255")
     if all(d.kind == "f" for d in values.dtypes) and numbers.max(initial=0) <= 1.0:
         numbers = numbers * 255  # a table of 0..1 intensities
     if numbers.min(initial=0) < 0 or numbers.max(initial=0) > 255:
         row, col = np.argwhere((numbers < 0) | (numbers > 255))[0]
-        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {values.iloc[:, col].tolist()[row]!r} is "
+        cell = values.iloc[:, col].tolist()[row]
+        raise KitError(f"{where}, line {values.index[row] + 2}, column '{values.columns[col]}': {cell!r} is "
                        "outside 0 to 255; pixel columns hold 8-bit grayscale values")
     side = math.isqrt(values.shape[1])
     return np.rint(numbers).astype(np.uint8).reshape(len(values), side, side)

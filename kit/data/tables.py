@@ -32,7 +32,8 @@ def require_filled(df: pd.DataFrame, column: str, path: Path) -> None:
     """One line naming the first row whose target is empty."""
     empty = df[column].isna().to_numpy()
     if empty.any():
-        raise KitError(f"{path.name}: target '{column}' is empty in row {int(np.flatnonzero(empty)[0]) + 2}; fill or drop the row")
+        row = int(np.flatnonzero(empty)[0]) + 2
+        raise KitError(f"{path.name}: target '{column}' is empty in row {row}; fill or drop the row")
 
 
 def require_unique(df: pd.DataFrame, column: str, path: Path) -> None:

@@ -88,7 +88,8 @@ class SequenceModel(nn.Module):
         self.front, self.backbone, self.per_step = front, backbone, per_step
         self.head = ResidualHead(width if per_step else 2 * width, outputs, dropout)
 
-    def forward(self, x: torch.Tensor, cat: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cat: torch.Tensor, mask: torch.Tensor,
+                lengths: torch.Tensor | None = None) -> torch.Tensor:
         """`lengths`: (B,) real steps per sequence on the host, when the caller knows them (saves a device sync)."""
         h = self.backbone(self.front(x, cat, mask), mask, lengths)  # (B, L, width)
         return self.head(h) if self.per_step else self.head(masked_pool(h, mask))

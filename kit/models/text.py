@@ -19,7 +19,8 @@ from kit.errors import KitError
 # what timm's layer-wise learning-rate decay groups by (its `group_matcher` protocol): the embeddings, then
 # each encoder layer by its number (encoder.layer.N in BERT, RoBERTa, DeBERTa, ELECTRA; transformer.layer.N
 # in DistilBERT; layers.N in ModernBERT); the rest (the head, a pooler) is the top group, at the full rate
-LAYER_GROUPS = {"stem": r"^backbone\.(?:[a-z_]+\.)?(?:embeddings|word_embedding)", "blocks": [(r"^backbone\.(?:[a-z_]+\.)?layers?\.(\d+)\.", None)]}
+LAYER_GROUPS = {"stem": r"^backbone\.(?:[a-z_]+\.)?(?:embeddings|word_embedding)",
+                "blocks": [(r"^backbone\.(?:[a-z_]+\.)?layers?\.(\d+)\.", None)]}
 
 
 class TextModel(nn.Module):

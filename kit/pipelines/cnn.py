@@ -149,7 +149,8 @@ class Pipeline:
                      "per image)")
         else:
             line += f", target mean {data.y.mean():.4g}, std {data.y.std():.4g}"
-        return f"{line}\ntest           {data.test_cache.count} images\nsubmission     {t.kind}: {', '.join(t.columns[:4])}{' ...' if len(t.columns) > 4 else ''}"
+        columns = f"{', '.join(t.columns[:4])}{' ...' if len(t.columns) > 4 else ''}"
+        return f"{line}\ntest           {data.test_cache.count} images\nsubmission     {t.kind}: {columns}"
 
     def show_samples(self, data: ImageData, n: int = 12):
         """A grid of training images with their labels, saved as samples.png (and shown in a notebook)."""
@@ -160,7 +161,8 @@ class Pipeline:
         rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
         pictures = (data.test_cache if predict else data.train_cache).read(rows)
         cols = min(6, len(rows))
-        fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols, figsize=(2.2 * cols, 2.4 * ((len(rows) + cols - 1) // cols)), squeeze=False)
+        lines = (len(rows) + cols - 1) // cols
+        fig, axes = plt.subplots(lines, cols, figsize=(2.2 * cols, 2.4 * lines), squeeze=False)
         for ax in axes.flat:
             ax.axis("off")
         for ax, r, picture in zip(axes.flat, rows, pictures):
@@ -241,7 +243,8 @@ class Pipeline:
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
         mean, std = self.normalization()
         hflip, vflip, rotate90 = self.augmentation(data)
-        transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=(crop_area(self.p.image_size, self.p.crop_scale), 1.0),
+        scale = (crop_area(self.p.image_size, self.p.crop_scale), 1.0)
+        transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=scale,
                                    hflip=hflip, vflip=vflip, rotate90=rotate90, seed=seed, precision=precision or s.precision,
                                    channels_last=s.setup.channels_last)
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),

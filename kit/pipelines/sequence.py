@@ -70,7 +70,10 @@ class Pipeline:
         tables.require_unique(sample, spec.id_column, sample_path)
         per_step = spec.task == "per_step"
         tables.require_filled(train, spec.target_column, train_path)
-        labels = train[spec.target_column] if per_step else train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
+        if per_step:
+            labels = train[spec.target_column]
+        else:
+            labels = train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
         columns = [c for c in sample.columns if c != spec.id_column]
         target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'")
         y = targets.encode(target, train[spec.target_column])
@@ -103,7 +106,8 @@ class Pipeline:
         for column, known in codes.items():
             unseen = int((~test[column].isin(known) & test[column].notna()).sum())
             if unseen:
-                s.warn(f"{test_path.name}: {unseen} rows hold '{column}' values the training run never saw; they are coded as padding")
+                s.warn(f"{test_path.name}: {unseen} rows hold '{column}' values the training run never saw; they are "
+                       "coded as padding")
         length = max(recipe["length"], int(test.groupby(spec.sequence_column).size().max()))
         per_step = spec.task == "per_step"
         te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
@@ -141,8 +145,12 @@ class Pipeline:
             return (f"test           {len(data.test.ids)} sequences, up to {data.test.length} steps (predict mode: "
                     f"no training data here)\ntarget         {self.spec.task}, metric {self.spec.metric}")
         rows = int(tr.mask.sum())
-        scored = f", {float((tr.weight > 0).sum()) / rows:.0%} of rows scored ({self.spec.score_mask})" if self.spec.score_mask else ""
-        kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})" if t.classification else "value"
+        scored = ""
+        if self.spec.score_mask:
+            scored = f", {float((tr.weight > 0).sum()) / rows:.0%} of rows scored ({self.spec.score_mask})"
+        kind = "value"
+        if t.classification:
+            kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})"
         return (f"train          {len(tr.ids)} sequences, {rows} rows, up to {tr.length} steps{scored}\n"
                 f"test           {len(data.test.ids)} sequences\n"
                 f"features       {len(self.spec.features)} numeric, {len(self.spec.categorical)} categorical\n"
@@ -200,19 +208,22 @@ class Pipeline:
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: SequenceData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
-                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None) -> SequenceBatches:
+                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None,
+                workers: int | None = None) -> SequenceBatches:
         """Batches of sequences `rows` (features in float32: autocast casts them where it pays)."""
         split = "test" if test else "train"
         if split not in data.placed:
             seqs = data.test if test else data.train
-            data.placed[split] = sequences.place(seqs.tensors(), self.session.device, self.session.log if split == "train" else lambda m: None)
+            log = self.session.log if split == "train" else (lambda message: None)
+            data.placed[split] = sequences.place(seqs.tensors(), self.session.device, log)
         return SequenceBatches(data.placed[split], rows, batch_size, shuffle=train, device=self.session.device, seed=seed,
                                shard=shard, prefetch=self.session.setup.prefetch)
 
     def host_bytes(self, data: SequenceData) -> int:
         """Host memory a process that loads this data needs at its peak: the tables, and the CSVs they were
         built from, about twice as much again."""
-        arrays = [a for q in (data.train, data.test) if q is not None for a in (q.x, q.cat, q.mask, q.weight, q.row_index, q.y) if a is not None]
+        arrays = [a for q in (data.train, data.test) if q is not None
+                  for a in (q.x, q.cat, q.mask, q.weight, q.row_index, q.y) if a is not None]
         return 3 * sum(a.nbytes for a in arrays)
 
     def release(self, data: SequenceData) -> None:

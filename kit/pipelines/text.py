@@ -55,7 +55,8 @@ def load_tokenizer(folder: Path):
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as e:  # a tokenizer class that needs a library the image lacks, a broken file, ...
-        raise KitError(f"model folder {folder}: its tokenizer does not load ({type(e).__name__}: {str(e).splitlines()[0][:160]})") from None
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        raise KitError(f"model folder {folder}: its tokenizer does not load ({why})") from None
     if tokenizer.pad_token_id is None:  # GPT-style tokenizers have none; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return tokenizer
@@ -70,7 +71,8 @@ class Pipeline:
     def load(self) -> TextData:
         s, spec, p = self.session, self.spec, self.p
         if not spec.text_columns:
-            raise KitError("[data] text_columns is empty; name the column(s) holding the texts, such as text_columns = [\"full_text\"]")
+            raise KitError("[data] text_columns is empty; name the column(s) holding the texts, such as "
+                           "text_columns = [\"full_text\"]")
         if not spec.test:
             raise KitError("[data] test is empty: the text template needs the test table's file name")
         if not p.model_path:
@@ -144,7 +146,10 @@ class Pipeline:
         where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(test[spec.id_column].astype(str))
         if (where < 0).any() or len(test) != len(sample):
             missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
-            detail = f"id '{missing[0]}' is not in {sample_path.name}" if len(missing) else f"{len(test)} rows, the sample {len(sample)}"
+            if len(missing):
+                detail = f"id '{missing[0]}' is not in {sample_path.name}"
+            else:
+                detail = f"{len(test)} rows, the sample {len(sample)}"
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         texts = self._texts(test, test_path, tokenizer, strict=False)
         tokens = text.tokenize(tokenizer, texts, max_length, key, log=self.session.log, what="test")
@@ -168,12 +173,14 @@ class Pipeline:
     def describe(self, data: TextData) -> str:
         t, test = data.target, data.test.lengths
         kind = {"ordinal": f"scores {t.classes[0]} to {t.classes[-1]}, regressed and rounded", "value": "a value",
-                "values": f"{len(t.columns)} values"}.get(t.kind, f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})")
+                "values": f"{len(t.columns)} values"}.get(
+            t.kind, f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})")
         lines = [f"model          {data.folder}"]
         if data.train is not None:
             n = data.train.lengths
             lines.append(f"train          {len(n)} texts, {int(np.median(n))} tokens at the median, {int(n.max())} at most")
-        lines += [f"test           {len(test)} texts" + ("" if data.train is not None else " (predict mode: no training data here)"),
+        here = "" if data.train is not None else " (predict mode: no training data here)"
+        lines += [f"test           {len(test)} texts{here}",
                   f"target         {kind}, metric {self.spec.metric}"]
         return "\n".join(lines)
 
@@ -190,7 +197,10 @@ class Pipeline:
         axes[0].legend(fontsize=7)
         if data.y is not None and data.y.ndim == 1:
             values, counts = np.unique(data.y, return_counts=True)
-            labels = [str(data.target.classes[int(v)]) for v in values] if data.target.classification else [f"{v:g}" for v in values]
+            if data.target.classification:
+                labels = [str(data.target.classes[int(v)]) for v in values]
+            else:
+                labels = [f"{v:g}" for v in values]
             if len(values) <= 30:
                 axes[1].bar(labels, counts, color="tab:green")
             else:

@@ -310,6 +310,7 @@ def summary_table(result: CVResult) -> str:
         )
     lines.append(
         f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
-        f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}(predicting {result.baseline_name}: {result.baseline:.4f})"
+        f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}"
+        f"(predicting {result.baseline_name}: {result.baseline:.4f})"
     )
     return "\n".join(lines)

@@ -20,7 +20,8 @@ def plot_history(session: Session, cv):
     for f in cv.folds:
         epochs = [r["epoch"] for r in f["history"]]
         line = ax_loss.plot(epochs, [r["train_loss"] for r in f["history"]], label=f"fold {f['fold'] + 1} train")[0]
-        ax_loss.plot(epochs, [r["val_loss"] for r in f["history"]], "--", color=line.get_color(), label=f"fold {f['fold'] + 1} val")
+        ax_loss.plot(epochs, [r["val_loss"] for r in f["history"]], "--", color=line.get_color(),
+                     label=f"fold {f['fold'] + 1} val")
         ax_metric.plot(epochs, [r[cv.metric] for r in f["history"]], color=line.get_color(), label=f"fold {f['fold'] + 1}")
         ax_metric.plot([f["best_epoch"]], [f["best_score"]], "o", color=line.get_color())
     ax_loss.set(title="loss", xlabel="epoch")

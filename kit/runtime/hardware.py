@@ -120,9 +120,11 @@ def detect(device: str = "auto") -> Hardware:
 def precision_note(hw: Hardware, p: Setup, asked: str) -> str:
     """A warning for a precision asked for that the GPU runs slowly, else ""."""
     if asked == "bf16" and hw.device == "cuda" and hw.capability is not None and hw.capability < (8, 0):
-        return f"precision='bf16' on a {hw.gpu_name} (compute {hw.capability[0]}.{hw.capability[1]}) is emulated, with no bf16 tensor cores: fp16 is several times faster there"
+        return (f"precision='bf16' on a {hw.gpu_name} (compute {hw.capability[0]}.{hw.capability[1]}) is emulated, with "
+                "no bf16 tensor cores: fp16 is several times faster there")
     if asked in ("fp16", "bf16") and hw.device == "cpu":
-        return f"precision='{asked}' on the CPU runs much slower than fp32 (CPU autocast); it is there to test the GPU's precision path"
+        return (f"precision='{asked}' on the CPU runs much slower than fp32 (CPU autocast); it is there to test the "
+                "GPU's precision path")
     return ""
 
 

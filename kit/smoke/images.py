@@ -73,7 +73,8 @@ def make_images(spec: Spec, folder: Path, seed: int = 0, classes: int = 6, per_c
 
 
 COLORS = np.array(
-    [[200, 60, 50], [60, 170, 70], [50, 90, 200], [210, 180, 40], [160, 60, 180], [40, 170, 180], [230, 120, 30], [120, 120, 120]],
+    [[200, 60, 50], [60, 170, 70], [50, 90, 200], [210, 180, 40], [160, 60, 180], [40, 170, 180], [230, 120, 30],
+     [120, 120, 120]],
     dtype=np.float32,
 )
 
@@ -173,7 +174,8 @@ def make_tags(spec: Spec, folder: Path, seed: int = 0, train: int = 240, test: i
     for name in hidden:
         sky = str(rng.choice(list(WEATHER), p=list(WEATHER.values())))
         _chip(rng, _tags(rng, sky)).save(test_dir / f"{name}{spec.image_ext}", quality=90)
-    pd.DataFrame({spec.id_column: hidden, spec.target_column: "primary clear"}).to_csv(folder / spec.sample_submission, index=False)
+    sample = pd.DataFrame({spec.id_column: hidden, spec.target_column: "primary clear"})
+    sample.to_csv(folder / spec.sample_submission, index=False)
 
 
 def _tags(rng: np.random.Generator, weather: str) -> list[str]:

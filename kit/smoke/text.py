@@ -21,8 +21,8 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def build_tiny_encoder(texts: Iterable[str], folder: Path, seed: int = 0, vocab_size: int = 400,
                        max_positions: int = 128, hidden: int = 32, layers: int = 2, heads: int = 2) -> Path:
-    """A WordPiece tokenizer with the words of `texts` (and their characters), saved with a randomly initialised (seeded) BERT encoder
-    under `folder`. Returns `folder`."""
+    """A WordPiece tokenizer with the words of `texts` (and their characters), saved with a randomly initialised
+    (seeded) BERT encoder under `folder`. Returns `folder`."""
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast

@@ -109,7 +109,8 @@ def fit(
 
 
 class _Loop:
-    def __init__(self, model, objective, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor, collective):
+    def __init__(self, model, objective, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor,
+                 collective):
         self.model, self.objective, self.train, self.val, self.cfg = model, objective, train, val, cfg
         self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
         self.dist = collective

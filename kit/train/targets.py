@@ -113,7 +113,8 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
     if len(sample_columns) > 1 and len(held) == len(sample_columns) and metric in VALUE_METRICS:
         for column in sample_columns:
             if not pd.api.types.is_numeric_dtype(table[column]):
-                raise KitError(f"{where}, column '{column}': metric {metric} needs numeric targets, found {table[column].iloc[0]!r}")
+                raise KitError(f"{where}, column '{column}': metric {metric} needs numeric targets, "
+                               f"found {table[column].iloc[0]!r}")
         return Target("values", tuple(sample_columns))
     if len(sample_columns) > 1 and len(held) == len(sample_columns):
         if metric not in MULTI_METRICS:

@@ -49,7 +49,8 @@ class FakeKaggle:
                 body = json.loads(raw) if raw else None
                 fake.calls.append(Call(method, body, dict(self.headers)))
                 queue = fake.scripted.get(method)
-                status, answer, *delay = queue.pop(0) if queue else fake.defaults.get(method, (404, {"code": 404, "message": "Not found"}))
+                missing = (404, {"code": 404, "message": "Not found"})
+                status, answer, *delay = queue.pop(0) if queue else fake.defaults.get(method, missing)
                 if delay:
                     time.sleep(delay[0])  # a server that does not answer in time
                 self._send(status, answer(body or {}) if callable(answer) else answer)
@@ -83,7 +84,8 @@ class FakeKaggle:
             "GetKernel": self._kernel,
             "GetKernelSessionStatus": {"status": "COMPLETE"},
             "CreateCodeSubmission": self._create_submission,
-            "ListSubmissions": lambda body: {"submissions": self.submissions[::-1][: body.get("pageSize", 20)], "nextPageToken": ""},
+            "ListSubmissions": lambda body: {"submissions": self.submissions[::-1][: body.get("pageSize", 20)],
+                                             "nextPageToken": ""},
             "GetAcceleratorQuotaStatistics": self.quota(used_h=10),
         }
 
@@ -94,7 +96,8 @@ class FakeKaggle:
             return f"{round(h * 3600)}s"
         accelerator = {"timeUsed": hours(used_h), "timeReserved": hours(reserved_h), "totalTimeAllowed": hours(allowed_h),
                        "minimumTimeAllowed": hours(allowed_h), "isPayToScaleEnabled": False, "hasEverRun": True}
-        tpu = {**accelerator, "timeUsed": "0s", "timeReserved": "0s", "totalTimeAllowed": "72000s", "minimumTimeAllowed": "72000s"}
+        tpu = {**accelerator, "timeUsed": "0s", "timeReserved": "0s", "totalTimeAllowed": "72000s",
+               "minimumTimeAllowed": "72000s"}
         return {"quotaRefreshTime": "2026-11-28T00:00:00Z", "gpuQuota": accelerator, "tpuQuota": tpu}
 
     @staticmethod
@@ -114,7 +117,8 @@ class FakeKaggle:
         return {"message": f"Successfully submitted to {body.get('competitionName')}", "ref": ref}
 
     @staticmethod
-    def submission(ref: int, description: str, status: str, public_score: str = "", date: str = "2026-11-23T10:00:00.000Z") -> dict:
+    def submission(ref: int, description: str, status: str, public_score: str = "",
+                   date: str = "2026-11-23T10:00:00.000Z") -> dict:
         return {"ref": ref, "totalBytes": 0, "date": date, "description": description, "errorDescription": "",
                 "fileName": "submission.csv", "publicScore": public_score, "privateScore": "", "status": status,
                 "submittedBy": "tester", "submittedByRef": "tester", "teamName": "tester",

@@ -48,7 +48,8 @@ def notebook_seconds(executed: Path) -> float:
 
 def test_a_thousand_epochs_in_sixty_seconds(tmp_path, data):
     out = tmp_path / "out"
-    run = subprocess.run(cli(data, out, "epochs=1000", "time_budget_s=60", "patience=0"), capture_output=True, text=True, timeout=300)
+    run = subprocess.run(cli(data, out, "epochs=1000", "time_budget_s=60", "patience=0"), capture_output=True, text=True,
+                         timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert notebook_seconds(out / "executed.ipynb") <= 60.0
     valid_submission(out, data)

@@ -68,7 +68,8 @@ def test_retitled_rebuild_leaves_no_stale_notebook(tmp_path, kaggle_user, write_
 
 def test_official_client_pushes_the_folder(built, fake_kaggle, kaggle_user):
     env = {**os.environ, **fake_kaggle.env()}
-    out = subprocess.run([str(KAGGLE), "kernels", "push", "-p", str(built.folder)], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([str(KAGGLE), "kernels", "push", "-p", str(built.folder)], env=env, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "successfully pushed" in out.stdout
     (call,) = fake_kaggle.called("SaveKernel")
@@ -86,7 +87,8 @@ def test_cli_kernel_errors_are_one_line(tmp_path, kaggle_user, monkeypatch, writ
     env = {**os.environ}
     out = subprocess.run([sys.executable, "-m", "kit", "kernel", str(bad)], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 1
-    assert out.stderr.strip().splitlines() == [f"error: {bad}: [competition]: unknown key 'metrik' (known: slug, template, metric)"]
+    expected = f"error: {bad}: [competition]: unknown key 'metrik' (known: slug, template, metric)"
+    assert out.stderr.strip().splitlines() == [expected]
     assert "Traceback" not in out.stdout + out.stderr
 
 
@@ -94,7 +96,8 @@ def test_cli_missing_username_writes_nothing(tmp_path, kaggle_user, monkeypatch)
     env = {k: v for k, v in os.environ.items() if k != "KAGGLE_USERNAME"}
     target = bundle.kernels_dir() / "dog-breed"
     before = sorted(target.iterdir()) if target.exists() else None
-    out = subprocess.run([sys.executable, "-m", "kit", "kernel", "dog-breed"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run([sys.executable, "-m", "kit", "kernel", "dog-breed"], env=env, capture_output=True, text=True,
+                         cwd=tmp_path)
     assert out.returncode == 1
     assert len(out.stderr.strip().splitlines()) == 1 and "no Kaggle username" in out.stderr
     assert "Traceback" not in out.stderr

@@ -103,7 +103,8 @@ def test_no_trained_model_is_one_line(trained_pair, tmp_path):
     output.mkdir()
     shutil.copy2(root / "kaggle" / "working" / "submission.csv", output)
     attached = f"competitions/dog-breed-identification, notebooks/{smoke.owner()}/dog-breed-efficientnet"
-    with pytest.raises(KitError, match=rf"no trained kit model under .*it holds: {attached}\); attach the training kernel's output"):
+    with pytest.raises(KitError, match=rf"no trained kit model under .*it holds: {attached}\); "
+                                       r"attach the training kernel's output"):
         smoke.run_inference(cfg, tmp_path, output, root / "kaggle" / "input" / cfg.spec.slug, SMALL)
 
 

@@ -111,6 +111,7 @@ def test_batch_trials_that_fail_leave_a_fixed_batch(tmp_path, dog_breed_data):
         log, cv, *_ = run_cnn(tmp_path, dog_breed_data, "fp16", {"autotune": True}, batch_size="auto")
     finally:
         faults.arm("")
-    assert "batch_size auto: the trials failed (RuntimeError: injected failure at fail.autotune); a fixed batch of 32 instead" in log
+    assert ("batch_size auto: the trials failed (RuntimeError: injected failure at fail.autotune); a fixed batch of 32 "
+            "instead") in log
     assert "batch_size auto: 32 (fixed, after failed trials)" in log
     assert cv.finished == [0, 1] and not (run_folder(tmp_path / "out") / "batch.json").exists()

@@ -108,11 +108,13 @@ def test_kit_run_stops_at_a_label_probability_outside_0_1(tmp_path, capsys):
     folder = make(tmp_path, PLANET)
     train = pd.read_csv(folder / "train_v2.csv")
     tags = sorted(PLANET_TAGS)
-    wide = pd.DataFrame({"image_name": train["image_name"], **{t: train["tags"].str.split().map(lambda r, t=t: int(t in r)) for t in tags}})
+    columns = {t: train["tags"].str.split().map(lambda r, t=t: int(t in r)) for t in tags}
+    wide = pd.DataFrame({"image_name": train["image_name"], **columns})
     wide.loc[3, "haze"] = 2
     wide.to_csv(folder / "train_v2.csv", index=False)
     sample = pd.read_csv(folder / "sample_submission_v2.csv")
-    pd.DataFrame({"image_name": sample["image_name"], **{t: 0.5 for t in tags}}).to_csv(folder / "sample_submission_v2.csv", index=False)
+    halves = pd.DataFrame({"image_name": sample["image_name"], **{t: 0.5 for t in tags}})
+    halves.to_csv(folder / "sample_submission_v2.csv", index=False)
     err = run_kit(tmp_path, PLANET, folder, capsys)
     assert err[-1] == ("error: train_v2.csv, column 'haze': 2 (row 5) is not a probability in [0, 1] (1 such rows); "
                        "label columns hold 0 or 1")

@@ -50,7 +50,8 @@ def test_kit_free_kernel_cannot_import_kit(tmp_path):
     import nbformat
 
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import kit")],
-                                            metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}}), nb)
+                                            metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                     "display_name": "Python 3"}}), nb)
     with pytest.raises(KitError, match="ModuleNotFoundError: No module named 'kit'"):
         execute.run(nb, tmp_path / "out.ipynb", {}, cwd=tmp_path)
 
@@ -59,7 +60,8 @@ def test_built_notebook_on_unseen_dog_breed_data(tmp_path, kaggle_user):
     built = bundle.build("dog-breed", tmp_path / "bundle")
     data = dogs.make(tmp_path / "data")
     out = tmp_path / "out"
-    execute.run(built.notebook, tmp_path / "executed.ipynb", {**HELDOUT, "data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path)
+    values = {**HELDOUT, "data_dir": str(data), "output_dir": str(out)}
+    execute.run(built.notebook, tmp_path / "executed.ipynb", values, cwd=tmp_path)
     sub = check_probabilities(out / "submission.csv", data / "sample_submission.csv")
     assert sub.shape == (20, 121)
     unseen = sub[dogs.UNSEEN].to_numpy()
@@ -82,14 +84,16 @@ def assert_one_line_error(out: subprocess.CompletedProcess, tmp_path: Path, expe
 
 
 def test_missing_data_folder(tmp_path):
-    assert_one_line_error(run_cli(tmp_path, tmp_path / "nowhere"), tmp_path, "is not a folder; point it at the competition's data")
+    assert_one_line_error(run_cli(tmp_path, tmp_path / "nowhere"), tmp_path,
+                          "is not a folder; point it at the competition's data")
 
 
 def test_data_not_under_kaggle_input(tmp_path, monkeypatch, kaggle_user):
     (tmp_path / "input" / "some-other-comp").mkdir(parents=True)
     monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path / "input"))
     nb = bundle.build("dog-breed", tmp_path / "bundle").notebook
-    with pytest.raises(KitError, match=r"competition data not found: looked in .*dog-breed-identification .*attached: some-other-comp"):
+    with pytest.raises(KitError, match=r"competition data not found: looked in .*dog-breed-identification "
+                                       r".*attached: some-other-comp"):
         execute.run(nb, tmp_path / "executed.ipynb", {**HELDOUT, "output_dir": str(tmp_path / "out")}, cwd=tmp_path)
 
 
@@ -98,7 +102,8 @@ def test_label_absent_from_sample_submission(tmp_path):
     labels = pd.read_csv(data / "labels.csv")
     labels.loc[4, "breed"] = "cheshire_cat"
     labels.to_csv(data / "labels.csv", index=False)
-    assert_one_line_error(run_cli(tmp_path, data), tmp_path, "class 'cheshire_cat' (row 6) is not a column of the sample submission")
+    assert_one_line_error(run_cli(tmp_path, data), tmp_path,
+                          "class 'cheshire_cat' (row 6) is not a column of the sample submission")
 
 
 def test_corrupt_jpegs_stop_the_run_when_many(tmp_path):

@@ -82,7 +82,8 @@ def test_official_cli_push_of_the_built_folder(env, fake_kaggle):
 @pytest.mark.parametrize(
     "script, expected",
     [
-        ([(401, {"code": 401, "message": f"Unauthorized: bad key {KEY}"})], "Kaggle rejected the credentials (HTTP 401); create a new API token"),
+        ([(401, {"code": 401, "message": f"Unauthorized: bad key {KEY}"})],
+         "Kaggle rejected the credentials (HTTP 401); create a new API token"),
         ([(403, {"code": 403, "message": "You must accept this competition's rules"})], "accept the competition's rules"),
         ([(404, {"code": 404, "message": "Not found"})], "not found on Kaggle (HTTP 404)"),
         ([(429, {"code": 429, "message": "Too many requests"})] * 5, "Kaggle is rate-limiting (HTTP 429) after 5 tries"),
@@ -127,7 +128,8 @@ def test_status_waits_until_complete(env, fake_kaggle):
 
 
 def test_status_error_exits_nonzero_with_kaggles_message(env, fake_kaggle):
-    fake_kaggle.script("GetKernelSessionStatus", (200, {"status": "ERROR", "failureMessage": "Your notebook tried to allocate more memory than is available."}))
+    fake_kaggle.script("GetKernelSessionStatus", (200, {"status": "ERROR", "failureMessage": "Your notebook tried to allocate "
+                                                        "more memory than is available."}))
     line = error_line(kit(env, "status", "dog-breed", "--wait"))
     assert "failed on Kaggle: Your notebook tried to allocate more memory than is available." in line
     assert "make output COMP=dog-breed" in line

@@ -102,7 +102,8 @@ def edit(name: str, fn):
 @pytest.mark.parametrize(
     "change, message",
     [
-        (edit("train.csv", lambda df: df.drop(columns="u_in")), r"^train.csv: no column 'u_in' \(it has: id, breath_id, R, C, time_step, u_out"),
+        (edit("train.csv", lambda df: df.drop(columns="u_in")),
+         r"^train.csv: no column 'u_in' \(it has: id, breath_id, R, C, time_step, u_out"),
         (edit("test.csv", lambda df: df.assign(u_in=df["u_in"].astype(object).where(df.index != 5, "high"))),
          r"^test.csv: feature 'u_in' is not numeric \('high' in row 7\)"),
         (edit("train.csv", lambda df: df.assign(u_out=df["u_out"].where(df.index != 3, np.nan))),
@@ -132,5 +133,6 @@ def test_bad_table_through_the_cli(tmp_path):
             "-p", "device=cpu"]
     out = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert out.stderr.strip().splitlines()[-1] == "error: train.csv: feature 'R' has 1 missing values (first in row 11); fill them before training (kit does not guess)"
+    assert out.stderr.strip().splitlines()[-1] == ("error: train.csv: feature 'R' has 1 missing values (first in row 11); "
+                                                   "fill them before training (kit does not guess)")
     assert not (tmp_path / "out" / "submission.csv").exists()

@@ -23,7 +23,8 @@ def test_submit_sends_the_inference_kernels_latest_version(env, fake_kaggle, pai
     }
     assert fake_kaggle.called("ListSubmissions")[0].body["competitionName"] == "dog-breed-identification"
     lines = out.stdout.splitlines()
-    assert lines[0] == f"submitted {INFERENCE} version 3 to dog-breed-identification: Successfully submitted to dog-breed-identification"
+    assert lines[0] == (f"submitted {INFERENCE} version 3 to dog-breed-identification: Successfully submitted to "
+                        "dog-breed-identification")
     assert lines[1].startswith("submission 50001: 2026-11-23 10:00  PENDING") and lines[1].endswith(f"kit {INFERENCE} v3")
 
 
@@ -124,7 +125,8 @@ def test_push_inference_is_held_to_the_9h_limit_of_a_rerun(env, fake_kaggle, pai
     assert fake_kaggle.called("SaveKernel")[0].body["slug"] == INFERENCE
     fake_kaggle.script("GetAcceleratorQuotaStatistics", (200, fake_kaggle.quota(used_h=22)))  # 8 h left
     line = error_line(kit(env, "push", pair, "--inference"))
-    assert f"push {INFERENCE}: 8.0 GPU hours left" in line and "fewer than the 8.8 h its run may take (a code competition's 9 h limit)" in line
+    assert f"push {INFERENCE}: 8.0 GPU hours left" in line
+    assert "fewer than the 8.8 h its run may take (a code competition's 9 h limit)" in line
 
 
 # -- errors: one line each, for every new verb --------------------------------------------------------------------

@@ -66,7 +66,8 @@ def test_missing_weights_are_one_line(tmp_path, kaggle_user, write_toml):
     smoke.make_dataset(config.load(str(path)).spec, root / "dog-breed-identification")
     from kit.errors import KitError
 
-    with pytest.raises(KitError, match=r"^weights_path 'tiny-effnet/pytorch/default/1/model.safetensors' not found: looked for .* and under .*input \(every attached dataset and model\); attach"):
+    with pytest.raises(KitError, match=r"^weights_path 'tiny-effnet/pytorch/default/1/model.safetensors' not found: "
+                                       r"looked for .* and under .*input \(every attached dataset and model\); attach"):
         execute.run(built.notebook, tmp_path / "executed.ipynb", {"output_dir": str(tmp_path / "out")}, cwd=tmp_path,
                     env={"KIT_KAGGLE_INPUT": str(root)})
     assert not (tmp_path / "out" / "submission.csv").exists()

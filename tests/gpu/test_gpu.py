@@ -59,7 +59,8 @@ def run_smoke_notebook(tmp_path, comp, env=None, **params):
     data = tmp_path / "input" / cfg.spec.slug
     smoke.make_dataset(cfg.spec, data)
     built = tmp_path / "kernel.ipynb"
-    built.write_text(notebook.dumps(notebook.build(cfg.spec.template, {**cfg.parameters(smoke=True), "device": "cuda", **params})))
+    values = {**cfg.parameters(smoke=True), "device": "cuda", **params}
+    built.write_text(notebook.dumps(notebook.build(cfg.spec.template, values)))
     out = tmp_path / "out"
     execute.run(built, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path, env=env)
     assert (out / "submission.csv").exists()

@@ -108,7 +108,8 @@ def _planning_worker(rank, world, port, folder):
         budget = Budget(started, total_s=100.0, predict_rows=10, clock=lambda: time.time() + ahead)
         cfg = FitConfig(epochs=4, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss")
         files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
-        result = fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world), batches(x[64:], y[64:], 32, rank, world),
+        result = fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
+                     batches(x[64:], y[64:], 32, rank, world),
                      cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective)
         collective.barrier()
         (folder / f"rank{rank}.json").write_text(json.dumps({"epochs": result.epochs_run, "planned": result.epochs_planned}))

@@ -45,7 +45,8 @@ def fake_gpus(monkeypatch):
 
 
 def test_a_trial_counts_what_others_hold_on_its_own_gpu(fake_gpus):
-    t = autobatch.run_trial(nn.Linear(8, 3), Classification("x"), toy_batches, CPU32, 16, autobatch.Probe(torch.device("cuda", 1)))
+    probe = autobatch.Probe(torch.device("cuda", 1))
+    t = autobatch.run_trial(nn.Linear(8, 3), Classification("x"), toy_batches, CPU32, 16, probe)
     assert t.peak == pytest.approx((8 + 6) / 16)  # not 8 / 40: device 1's memory, and the 6 GB others hold
     assert not t.fits and not t.oom
 
@@ -185,7 +186,8 @@ def test_workers_that_would_not_fit_in_ram_train_here_instead(monkeypatch, tmp_p
     monkeypatch.setattr(workers, "launch", lambda *a: pytest.fail("workers were launched"))
     cv = folds.train_folds(s, pipe, pipe.load())
     assert cv.finished == [0, 1, 2]
-    assert "2 workers would need about 18.0 GB of RAM for their copies of the data, and 12.0 GB are free" in capsys.readouterr().out
+    expected = "2 workers would need about 18.0 GB of RAM for their copies of the data, and 12.0 GB are free"
+    assert expected in capsys.readouterr().out
 
 
 def test_batch_trials_draw_from_the_training_data_path(tmp_path):

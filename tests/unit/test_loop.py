@@ -89,7 +89,8 @@ class Faulty(Classification):
             if len(batch["x"]) > self.max_rows:
                 raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (fake)")
         out = super().__call__(model, batch)
-        if torch.is_grad_enabled() and (self.calls in self.nan_calls or (self.nan_under_autocast and torch.is_autocast_enabled("cpu"))):
+        autocast_nan = self.nan_under_autocast and torch.is_autocast_enabled("cpu")
+        if torch.is_grad_enabled() and (self.calls in self.nan_calls or autocast_nan):
             out["loss"] = out["loss"] * float("nan")
         return out
 
@@ -146,7 +147,8 @@ def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
 def test_epoch_lines_explain_the_star_once_and_print_a_loss_that_is_the_metric_once(tmp_path, metric):
     _, result, lines = run_toy(tmp_path, Classification("x"), metric=metric)
     epochs = [line for line in lines if " epoch " in line]
-    assert [line.endswith(f"s  (*: a new best {metric}; those weights are kept for prediction)") for line in epochs] == [True, False, False]
+    note = f"s  (*: a new best {metric}; those weights are kept for prediction)"
+    assert [line.endswith(note) for line in epochs] == [True, False, False]
     if metric == "log_loss":  # cross-entropy's mean is the log loss: one number, printed once
         assert all(" | val log_loss " in line and "val loss" not in line for line in epochs), epochs
         assert all(r["val_loss"] == pytest.approx(r["log_loss"], abs=1e-5) for r in result.history)

@@ -44,7 +44,8 @@ def test_fifty_character_title_is_fine(minimal_toml):
 
 
 def test_slug_must_match_title(minimal_toml):
-    with pytest.raises(KitError, match="slug 'other-name' does not match the title, which Kaggle turns into 'some-competition-baseline'"):
+    with pytest.raises(KitError, match="slug 'other-name' does not match the title, which Kaggle turns into "
+                                       "'some-competition-baseline'"):
         metadata.build(load(minimal_toml, kernel='slug = "other-name"'), "alice")
     meta = metadata.build(load(minimal_toml, kernel='slug = "some-competition-baseline"'), "alice")
     assert meta["code_file"] == "some-competition-baseline.ipynb"
@@ -104,7 +105,8 @@ def test_broken_kaggle_json_never_echoes_its_content(monkeypatch, kaggle_user):
 @pytest.mark.parametrize(
     "kernel, message",
     [
-        ('model_sources = ["timm/efficientnet"]', "model_sources: 'timm/efficientnet' is not of the form owner/model/framework/variation/version"),
+        ('model_sources = ["timm/efficientnet"]',
+         "model_sources: 'timm/efficientnet' is not of the form owner/model/framework/variation/version"),
         ('model_sources = ["a/b/pytorch/default/latest"]', "not of the form owner/model/framework/variation/version"),
         ('dataset_sources = ["just-a-name"]', "dataset_sources: 'just-a-name' is not of the form owner/dataset-slug"),
         ('kernel_sources = ["a/b/c/d"]', "kernel_sources: 'a/b/c/d' is not of the form owner/kernel-slug"),

@@ -103,7 +103,8 @@ def test_the_budget_knows_the_average_is_validated_too(tmp_path, monkeypatch):
     from kit.runtime.budget import Budget
 
     seen, real = [], Budget.measure_epoch
-    monkeypatch.setattr(Budget, "measure_epoch", lambda self, train_s, val_s, rows: seen.append(rows) or real(self, train_s, val_s, rows))
+    monkeypatch.setattr(Budget, "measure_epoch",
+                        lambda self, train_s, val_s, rows: seen.append(rows) or real(self, train_s, val_s, rows))
     fit_toy(tmp_path, ema=True, budget=Budget(time.time(), 3600.0, predict_rows=32))
     fit_toy(tmp_path, name="b", budget=Budget(time.time(), 3600.0, predict_rows=32))
     assert seen == [64] * 4 + [32] * 4
@@ -132,7 +133,8 @@ def rendered_digits(side=40):
     from sklearn.datasets import load_digits
 
     d = load_digits()
-    pictures = [Image.fromarray((im * 255 / 16).astype(np.uint8)).convert("RGB").resize((side, side), Image.BICUBIC) for im in d.images]
+    pictures = [Image.fromarray((im * 255 / 16).astype(np.uint8)).convert("RGB").resize((side, side), Image.BICUBIC)
+                for im in d.images]
     return np.stack([np.asarray(p) for p in pictures]), d.target
 
 
@@ -148,7 +150,8 @@ def test_flips_are_off_where_the_classes_look_different_mirrored():
     mirrored[turned] = mirrored[turned][:, :, ::-1]
     assert augment.flip_probability("auto", lambda r: mirrored[r], rows, labels)[0] == augment.HFLIP
     assert augment.flip_probability(0.3, None, rows, labels) == (0.3, "as set")
-    assert augment.mirror_asymmetry(lambda r: mirrored[r], rows, labels) < 0.02 < 0.3 < augment.mirror_asymmetry(lambda r: images[r], rows, labels)
+    flat = augment.mirror_asymmetry(lambda r: mirrored[r], rows, labels)
+    assert flat < 0.02 < 0.3 < augment.mirror_asymmetry(lambda r: images[r], rows, labels)
 
 
 class Cache:

@@ -123,7 +123,8 @@ def test_run_trial_reraises_other_errors():
             raise ValueError("a bug, not memory")
 
     with pytest.raises(ValueError):
-        autobatch.run_trial(nn.Linear(8, 3), Broken("x"), lambda n: iter([{"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)}] * 6),
+        autobatch.run_trial(nn.Linear(8, 3), Broken("x"),
+                            lambda n: iter([{"x": torch.randn(n, 8), "target": torch.zeros(n, dtype=torch.long)}] * 6),
                         Precision("fp32", "cpu"), 4)
 
 
@@ -131,7 +132,8 @@ def test_run_trial_reraises_other_errors():
     "error, oom",
     [
         (RuntimeError("CUDA out of memory. Tried to allocate 20.00 MiB"), True),
-        (RuntimeError("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input."), True),
+        (RuntimeError("cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous "
+                      "input."), True),
         (torch.OutOfMemoryError("CUDA out of memory."), True),
         (RuntimeError("CUDA error: device-side assert triggered"), False),
         (ValueError("CUDA out of memory."), False),
@@ -146,7 +148,8 @@ def test_diagnosis():
     assert monitor.diagnose(95, 0.9, 32) == ""
     assert monitor.diagnose(40, 0.5, 32).startswith("data-bound: the GPU is 40% busy and each step waits 50% of its time")
     assert "raise num_workers" in monitor.diagnose(40, 0.5, 32)
-    assert monitor.diagnose(40, 0.05, 32).startswith("compute-light: the GPU is 40% busy though batches arrive in time; steps of 32")
+    assert monitor.diagnose(40, 0.05, 32).startswith(
+        "compute-light: the GPU is 40% busy though batches arrive in time; steps of 32")
 
 
 def test_cpu_monitor_reports_the_data_wait_only():

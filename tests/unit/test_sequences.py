@@ -107,7 +107,8 @@ def test_sequence_task_counts_scored_rows_only():
         def forward(self, x, cat, mask, lengths=None):
             return torch.zeros(x.shape[0], x.shape[1], 1)
 
-    batch = {"x": torch.zeros(1, 3, 1), "cat": torch.zeros(1, 3, 0, dtype=torch.long), "mask": torch.tensor([[True, True, False]]),
+    batch = {"x": torch.zeros(1, 3, 1), "cat": torch.zeros(1, 3, 0, dtype=torch.long),
+             "mask": torch.tensor([[True, True, False]]),
              "weight": torch.tensor([[1.0, 0.0, 0.0]]), "target": torch.tensor([[5.0, 100.0, 7.0]])}
     out = task(Const(), batch)
     assert out["loss"].item() == pytest.approx(abs(0 - (5 - 1) / 2))

@@ -7,7 +7,7 @@ import jupytext
 import pytest
 
 from kit import params, templates
-from kit.build import notebook, pairing
+from kit.build import cells, notebook, pairing
 from kit.errors import KitError
 from kit.spec import Spec
 
@@ -68,3 +68,26 @@ def test_from_namespace_checks_types_like_the_build():
         params.from_namespace(params.CnnParams, ns)
     p = params.from_namespace(params.CnnParams, {"epochs": 3, "lr": 1, "unrelated_global": object()})
     assert p.epochs == 3 and p.lr == 1.0 and isinstance(p.lr, float)
+
+
+def test_parameters_cells_and_docs_are_written_from_params():
+    """Each notebook's parameters cell and docs/parameters.md's tables say what kit/params.py says (make sync)."""
+    assert cells.differences() == []
+
+
+def test_the_check_sees_a_comment_that_drifted(tmp_path, monkeypatch):
+    folder = tmp_path / "notebooks"
+    shutil.copytree(notebook.NOTEBOOKS, folder)
+    py = folder / "lstm.py"
+    py.write_text(py.read_text().replace("# LSTM units per direction", "# units"))
+    monkeypatch.setattr(cells, "NOTEBOOKS", folder)
+    assert cells.differences() == ["lstm.py differs from kit/params.py: run make sync"]
+
+
+def test_the_sequence_notebooks_differ_only_in_their_model():
+    """lstm and transformer share every step; they differ in the intro, the model's parameters and its description."""
+    lstm, transformer = (jupytext.read(notebook.NOTEBOOKS / f"{t}.py") for t in ("lstm", "transformer"))
+    assert len(lstm.cells) == len(transformer.cells)
+    differ = [(a.cell_type, a.metadata.get("tags", [])) for a, b in zip(lstm.cells, transformer.cells)
+              if a.source.replace("lstm", "T") != b.source.replace("transformer", "T")]
+    assert differ == [("markdown", []), ("code", ["parameters"]), ("markdown", [])]

@@ -41,7 +41,8 @@ def test_find_weights_in_every_layout(kaggle_input, mounted, given):
 
 def test_missing_weights_name_the_path(kaggle_input, tmp_path):
     kaggle_input.mkdir()
-    with pytest.raises(KitError, match=r"weights_path 'effnet/model.pth' not found: looked for effnet/model.pth and under .*input"):
+    with pytest.raises(KitError, match=r"weights_path 'effnet/model.pth' not found: looked for effnet/model.pth and "
+                                       r"under .*input"):
         paths.find_weights("effnet/model.pth")
     absolute = tmp_path / "nope.pth"
     with pytest.raises(KitError, match=f"weights_path '{absolute}' not found: looked for {absolute}; attach"):
