@@ -1,6 +1,6 @@
 """`make bench`'s text section: length-bucketed dynamic padding against plain padding to max_length.
 
-Both modes train the same encoder (built locally by kit.smoke_text, from the same seed) on the same
+Both modes train the same encoder (built locally by kit.smoke.text, from the same seed) on the same
 tokenized essays, whose lengths spread with their score as real essays' do; only the batching differs. The
 padding share is counted on the batches the step actually received, not predicted from the plan.
 """

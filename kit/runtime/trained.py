@@ -1,7 +1,7 @@
 """A training run's output, found and read back for predict mode (the inference kernel of a code competition).
 
 A training kernel leaves <output_dir>/checkpoints/<run>/: run.json (what made the run) and a fold<k>.pt per
-fold. Each fold checkpoint carries its stamp (kit.train.run.stamp): the kit version and checkpoint format,
+fold. Each fold checkpoint carries its stamp (kit.run.folds.stamp): the kit version and checkpoint format,
 the template, the parameters that decide the model, and the pipeline's recipe (target encoding and class
 order, the training prior, feature codes and standardisation, image size and flips), so prediction needs the
 test files and the sample submission only. Kaggle mounts the training kernel's output under /kaggle/input in
