@@ -146,7 +146,7 @@ cv = train_folds(session, pipe, data)
 # %%
 from kit.run import write_submission
 
-submission = write_submission(session, pipe, data, cv)
+submission = write_submission(session, pipe, data)
 submission.head()
 
 # %% [markdown]

@@ -53,6 +53,10 @@ class ToyPipeline:
     def predict_rows(self, data):
         return 50
 
+    def predict(self, model, data, precision, batch_size):
+        with torch.no_grad():
+            return model(self.x[:50]).softmax(-1).double().numpy()
+
     def trial_rows(self, data):
         return np.arange(120)
 
@@ -82,3 +86,10 @@ def run_folder(out: Path) -> Path:
     import json
 
     return out / "checkpoints" / json.loads((out / "checkpoints" / "latest.json").read_text())["run"]
+
+
+def resume_folder(out: Path) -> Path:
+    """Where the latest run's resume states are: in the scratch folder, not the output (kit.train.resume)."""
+    from kit.runtime import paths
+
+    return paths.scratch_dir() / "resume" / run_folder(out).name

@@ -14,8 +14,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from PIL import Image, ImageOps
 import kit
 from kit import files
 from kit.errors import KitError
-from kit.runtime import progress
+from kit.runtime import hardware, paths, progress
 
 CACHE_FORMAT = 2  # bump when `decode` changes what it writes, so stale caches are not reused
 MISSING = "file not found"  # why a row is bad when its file does not exist
@@ -238,25 +236,13 @@ def _check_headers(paths: list[str]) -> dict[int, str]:
 def cache_refusal(nbytes: int, cache_dir: Path) -> str:
     """Why a cache of `nbytes` should not be built under `cache_dir` ("" if it fits): it must leave a tenth
     of the disk free, and fit in a fifth less than the RAM available (or every epoch reads it from disk)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(cache_dir).free
-    if nbytes > 0.9 * free:
-        return f"it needs {nbytes / 2**30:.1f} GB and {cache_dir} has {free / 2**30:.1f} GB free"
-    available = memory_available()
+    refusal = paths.disk_refusal(nbytes, cache_dir)
+    if refusal:
+        return refusal
+    available = hardware.available_ram_bytes()
     if available and nbytes > 0.8 * available:
         return f"it needs {nbytes / 2**30:.1f} GB, more than the {available / 2**30:.1f} GB of RAM available can hold"
     return ""
-
-
-def memory_available() -> int:
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def cache_files(paths: Sequence[Path], side: int, cache_dir: Path) -> tuple[Path, Path]:
@@ -281,11 +267,6 @@ def cache_key(paths: Sequence[Path], side: int) -> str:
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
     return h.hexdigest()[:20]
-
-
-def default_cache_dir() -> Path:
-    # Not under /kaggle/working: Kaggle saves that folder as the kernel's output.
-    return Path(os.environ.get("KIT_CACHE_DIR") or Path(tempfile.gettempdir()) / "kit-cache")
 
 
 def build_cache(

@@ -19,9 +19,8 @@ import pandas as pd
 import torch
 
 from kit import files
-from kit.data.images import default_cache_dir
 from kit.data.loaders import shard_rows
-from kit.runtime import hardware
+from kit.runtime import hardware, paths
 
 CHUNK_BATCHES = 32  # batches per length-sorted chunk: more pads less, fewer keeps the epochs' orders apart
 PAD_MULTIPLE = 8  # padded lengths are a multiple of this: tensor cores take fp16 matrices in multiples of 8
@@ -88,7 +87,7 @@ def tokenize(tokenizer, texts: list[str], max_length: int, key: str, cache_dir: 
     h = hashlib.sha256(f"{key}|{max_length}|{len(texts)}".encode())
     for text in texts:
         h.update(text.encode("utf-8", "surrogatepass") + b"\0")
-    path = (cache_dir or default_cache_dir()) / f"tokens-{h.hexdigest()[:20]}.npz"
+    path = (cache_dir or paths.scratch_dir()) / f"tokens-{h.hexdigest()[:20]}.npz"
     if path.is_file():
         with np.load(path) as saved:
             tokens = Tokens(saved["ids"], saved["offsets"])

@@ -122,7 +122,7 @@ class CnnPipeline:
         """Each split's images decoded once into the uint8 cache (pixel rows resized once), or streamed where
         the disk has no room."""
         s = self.session
-        side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, images.default_cache_dir()
+        side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, paths.scratch_dir()
         need = sum(images.bytes_to_build(src.paths, side, cache_dir) if src.paths is not None
                    else images.pixel_bytes_to_build(src.pixels, side, cache_dir) for src in splits.values())
         refusal = images.cache_refusal(need, cache_dir) if need else ""

@@ -15,10 +15,24 @@ from kit.runtime.session import Session
 from kit.train import autobatch
 
 TUNED = "the fastest that fits"
+BATCH = "batch.json"  # in the run's folder: the tuned batch size, and the GPU it was tuned on
+
+
+def device_name(session: Session) -> str:
+    return session.hardware.gpu_name or session.hardware.device
+
+
+def prediction_batch(session: Session, folder: Path) -> int:
+    """The batch a run's folds predict with (twice it, halved on out-of-memory errors): the parameter, else the
+    size tuned on this kind of device (one process predicts, so a DDP worker's size serves), else the fixed one."""
+    if isinstance(session.params.batch_size, int):
+        return session.params.batch_size
+    saved = checkpoint.load_json(folder / BATCH) if (folder / BATCH).exists() else {}
+    return saved["batch_size"] if saved.get("device") == device_name(session) else autobatch.CPU_BATCH
 
 
 def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, train_rows: int,
-                  peers: Collective | None = None, replicas: int = 1, train: bool = True) -> tuple[int, float]:
+                  peers: Collective | None = None, replicas: int = 1) -> tuple[int, float]:
     """(batch size per worker, learning rate): as given, or for "auto" tuned once where the training runs
     (kept in the run `folder`'s batch.json for later runs and for prediction) with the learning rate scaled to
     the batch of all `replicas`. `peers`: the workers that tune together and agree (kit.runtime.workers)."""
@@ -26,13 +40,13 @@ def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, tra
     peers = peers or Collective()
     if isinstance(p.batch_size, int):
         return p.batch_size, p.lr
-    saved = folder / "batch.json"
-    tuned_on = {"device": session.hardware.gpu_name or session.hardware.device, "ddp": replicas > 1}
+    saved = folder / BATCH
+    tuned_on = {"device": device_name(session), "ddp": replicas > 1}
     earlier = checkpoint.load_json(saved) if saved.exists() else {}
     if peers.broadcast(all(earlier.get(k) == v for k, v in tuned_on.items())):  # rank 0's view: all tune, or none
         size, how = earlier["batch_size"], "chosen by an earlier run"
-    elif not session.setup.autotune or not train:
-        size, how = autobatch.CPU_BATCH, "on the CPU" if train else "nothing tuned yet"
+    elif not session.setup.autotune:
+        size, how = autobatch.CPU_BATCH, "on the CPU"
     else:
         size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
         if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again

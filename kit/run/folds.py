@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -28,7 +27,7 @@ from kit.pipelines.base import Pipeline, prior
 from kit.run import preflight
 from kit.run.batch import resolve_batch
 from kit.run.start import start
-from kit.runtime import checkpoint, hardware, runs, workers
+from kit.runtime import checkpoint, hardware, paths, runs, workers
 from kit.runtime.budget import Budget, total_budget
 from kit.runtime.collective import Collective
 from kit.runtime.monitor import Monitor
@@ -53,7 +52,6 @@ class CVResult:
     monitor: Monitor | None = None
     error: str = ""  # what stopped training early, if something failed after a fold checkpoint existed
     folder: Path | None = None  # the run's folder (kit.runtime.runs), where its fold checkpoints are
-    batch_size: int = 32  # what training took (tuned, or as given): prediction takes twice as much
 
     @property
     def finished(self) -> list[int]:
@@ -61,15 +59,18 @@ class CVResult:
 
 
 def fold_files(folder: Path, fold: int) -> FoldFiles:
-    return FoldFiles(best=folder / f"fold{fold}.pt", last=folder / f"fold{fold}.last.pt")
+    """A fold's files: its best epoch in the run's folder (the output), its resume state in the scratch folder."""
+    resume = paths.scratch_dir() / "resume" / folder.name
+    return FoldFiles(best=folder / f"fold{fold}.pt", last=resume / f"fold{fold}.last.pt")
 
 
 def fold_checkpoints(folder: Path) -> dict[int, Path]:
-    """{fold: path} of the best-epoch checkpoints in the run's folder, finished folds or not."""
+    """{fold: path} of the best-epoch checkpoints in the run's folder, finished folds or not (each with its
+    .meta.pt, written after the weights)."""
     found = {}
     for path in sorted(folder.glob("fold*.pt")):
         m = runs.FOLD.fullmatch(path.name)
-        if m:
+        if m and fold_files(folder, int(m.group(1))).meta.exists():
             found[int(m.group(1))] = path
     return dict(sorted(found.items()))
 
@@ -104,8 +105,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     if session.trained is not None:
         return trained_folds(session, pipe, data)
     splits = pipe.split(data)
-    rec = runs.record(session.template, session.spec, session.params, pipe.identity(data), splits)
-    folder = runs.open_run(session.output_dir, rec, session.log)
+    folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
@@ -128,11 +128,25 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
                              session.hardware.device, session.output_dir / "workers", session.warn)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
-    result = train_local(session, pipe, data, folder, train=False)
-    if failure and not result.folds:
-        raise KitError(f"training failed before any fold finished: {failure}")
-    result.error = failure
-    return result
+    if failure and not fold_checkpoints(folder):
+        raise KitError(f"training failed before any fold had a checkpoint: {failure}")
+    return collect(session, pipe, data, folder, len(splits), failure)
+
+
+def collect(session: Session, pipe: Pipeline, data: Any, folder: Path, planned: int, failure: str = "") -> CVResult:
+    """The folds trained in `folder` by others (the workers, or predict mode's training run): the finished ones
+    as they were summarised, and those a failure stopped after a best epoch was saved (they predict too)."""
+    result = CVResult(metric=session.spec.metric, planned=planned, folder=folder, error=failure)
+    for fold in fold_checkpoints(folder):  # a finished fold has its checkpoint too
+        saved = fold_files(folder, fold)
+        if saved.done.exists():
+            result.folds.append(checkpoint.load_json(saved.done))
+        else:
+            meta = checkpoint.load(saved.meta)
+            why = f"unfinished ({failure[:60]})" if failure else "unfinished"
+            result.folds.append({"fold": fold, "best_score": meta["score"], "best_epoch": meta["epoch"],
+                                 "epochs_run": meta["epoch"], "stopped": why, "history": []})
+    return summarize(session, data, result)
 
 
 def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int) -> dict[str, Any]:
@@ -157,26 +171,39 @@ def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: 
     print(f"worker {rank} done in {time.time() - payload['started']:.0f} s since the notebook started")
 
 
+def run_record(session: Session, pipe: Pipeline, data: Any, splits: list | None = None) -> dict[str, Any]:
+    """What decides this session's training run (kit.runtime.runs): its key names the run's folder."""
+    splits = pipe.split(data) if splits is None else splits
+    return runs.record(session.template, session.spec, session.params, pipe.identity(data), splits)
+
+
+def run_folder(session: Session, pipe: Pipeline, data: Any) -> Path:
+    """The folder of this session's run, whatever cells ran before: the one its settings and data make (a
+    training cell interrupted before it returned still left its folds there), or predict mode's training run."""
+    if session.trained is not None:
+        return session.trained.folder
+    return runs.folder(session.output_dir, run_record(session, pipe, data))
+
+
 def fold_done(folder: Path, fold: int) -> bool:
     saved = fold_files(folder, fold)
     return saved.best.exists() and saved.done.exists()
 
 
 def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds: list[int] | None = None,
-                collective: Collective | None = None, train: bool = True, peers: Collective | None = None) -> CVResult:
-    """Train `folds` (default: all) of the run in `folder` in this process, one after the other; with
-    `train=False`, only collect the folds already finished. In a DDP worker, `collective` joins this process to
-    its peers; in a fold-parallel worker, `peers` are the other workers, with whom only the batch size is agreed."""
+                collective: Collective | None = None, peers: Collective | None = None) -> CVResult:
+    """Train `folds` (default: all) of the run in `folder` in this process, one after the other. In a DDP
+    worker, `collective` joins this process to its peers; in a fold-parallel worker, `peers` are the other
+    workers, with whom only the batch size is agreed."""
     collective = collective or Collective()
     say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
     folder.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
     peers = peers or collective
-    if train and mine:
+    if mine:
         preflight.run(session, pipe, data, peers)
-    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world,
-                             train=train)
+    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world)
     # gradient accumulation: batches of `accumulate` x the batch size, stepped in micro-batches of the batch size
     accumulate = getattr(session.params, "accumulate", 1)
     cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
@@ -184,9 +211,8 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                     other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
     monitor = Monitor("cuda" if session.setup.monitor else "cpu",
                       device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
-    if train:  # collecting finished folds samples nothing
-        monitor.start()
-    result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor, folder=folder, batch_size=size)
+    monitor.start()
+    result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor, folder=folder)
     shard = (collective.rank, collective.world)
     stamped = stamp(session, data)
     try:
@@ -195,11 +221,11 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
             desc = f"fold {fold + 1}/{len(splits)}"
             if fold_done(folder, fold):
                 summary = checkpoint.load_json(saved.done)
-                if train and folds is None:
+                if folds is None:
                     say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
                 result.folds.append(summary)
                 continue
-            if not train or fold not in mine:
+            if fold not in mine:
                 continue
             position = mine.index(fold)  # the budget plans this process's folds
             # rank 0's plan: ranks that skipped on their own clocks would leave the others waiting
@@ -249,7 +275,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                        "history": fitted.history}  # fmt: skip
             if collective.main:
                 checkpoint.save_json(summary, saved.done)
-                os.unlink(saved.last)  # the fold is finished: its resume state is no longer needed
+                saved.last.unlink(missing_ok=True)  # the fold is finished: its resume state is no longer needed
             collective.barrier()
             result.folds.append(summary)
             if fitted.stopped == "time budget":
@@ -266,20 +292,14 @@ def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     size its tuning chose where it ran on this kind of device."""
     folder = session.trained.folder
     session.log(f"predict mode: nothing trains here; the folds of {folder}")
-    size, _ = resolve_batch(session, pipe, data, folder, 0, train=False)
-    result = CVResult(metric=session.spec.metric, planned=len(session.trained.folds), folder=folder, batch_size=size)
-    for fold in session.trained.folds:
-        saved = fold_files(folder, fold)
-        if saved.done.exists():
-            result.folds.append(checkpoint.load_json(saved.done))
-    return summarize(session, data, result)
+    return collect(session, pipe, data, folder, len(session.trained.folds))
 
 
 def summarize(session: Session, data: Any, result: CVResult) -> CVResult:
     """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), against
     the prior's, logged as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
-    rows = [checkpoint.load(fold_files(result.folder, f["fold"]).best)["rows"] for f in result.folds]
+    rows = [checkpoint.load(fold_files(result.folder, f["fold"]).meta)["rows"] for f in result.folds]
     if rows:
         joined = metrics.join_rows(rows)
         multilabel = joined["target"].ndim == 2 and result.metric not in metrics.VALUE_METRICS  # not several values

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,8 @@ import pandas as pd
 from kit import files
 from kit.errors import KitError
 from kit.pipelines.base import Pipeline, prior, validate
-from kit.run.folds import CVResult, fold_checkpoints
+from kit.run.batch import prediction_batch
+from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, halving
@@ -18,24 +20,25 @@ from kit.runtime.session import Session
 from kit.train import metrics
 
 
-def ensemble(session: Session, pipe: Pipeline, data: Any, cv: CVResult,
+def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path,
              oof: list | None = None) -> tuple[np.ndarray | None, list[int]]:
-    """Mean of the test predictions of every fold checkpoint in the run's folder, and which folds took part
+    """Mean of the test predictions of every fold checkpoint in the run's `folder`, and which folds took part
     (their validation rows appended to `oof`, when given). Each fold predicts in the precision it was trained
     in (a fold that fell back to fp32 may overflow in fp16)."""
     total, used = None, []
-    for fold, path in fold_checkpoints(cv.folder).items():
-        state = checkpoint.load(path)
+    size = 2 * prediction_batch(session, folder)  # no gradients, no optimizer state: twice the training batch
+    for fold, path in fold_checkpoints(folder).items():
+        state = checkpoint.load(fold_files(folder, fold).meta)
         if session.trained is not None:  # another run's checkpoint: it must be one this notebook can rebuild
             trained.compatible(state.get("kit") or {}, path, session.template)
         model = pipe.model(data, pretrained=False)
         try:
-            model.load_state_dict(state["model"])
+            model.load_state_dict(checkpoint.load(path)["model"])
         except RuntimeError as e:  # another model or other sizes: never a state_dict traceback
             first = str(e).splitlines()[1].strip() if len(str(e).splitlines()) > 1 else str(e)
             raise KitError(f"{path} does not fit this run's model ({first}); delete {path.parent} to train it afresh") from None
         precision = Precision(state.get("precision", session.precision.name), session.precision.device_type)
-        pred = predict_fold(session, pipe, data, model, precision, 2 * cv.batch_size, f"fold {fold + 1}")
+        pred = predict_fold(session, pipe, data, model, precision, size, f"fold {fold + 1}")
         del model
         free_memory()
         if pred is None:
@@ -65,11 +68,12 @@ def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: 
         precision = precision.fallback()
 
 
-def write_submission(session: Session, pipe: Pipeline, data: Any, cv: CVResult) -> pd.DataFrame:
-    """Ensemble the fold checkpoints of `cv`'s run (or fall back to the training prior when there are none),
-    build the submission in the sample's id and column order, validate it, and write it atomically."""
+def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
+    """Ensemble the fold checkpoints of this session's run (kit.run.folds.run_folder: whatever the training cell
+    did, interrupted or not), or fall back to the training prior when there are none; build the submission in
+    the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
-    pred, used = ensemble(session, pipe, data, cv, oof)
+    pred, used = ensemble(session, pipe, data, run_folder(session, pipe, data), oof)
     if pred is None:
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
         pred = np.tile(prior(data), (len(data.sample), 1))

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from kit.errors import KitError
 
 KAGGLE_WORKING = Path("/kaggle/working")
+KAGGLE_TEMP = Path("/kaggle/temp")
+DISK_SHARE = 0.9  # what kit writes to a disk leaves at least a tenth of its free space free
 
 
 def on_kaggle() -> bool:
@@ -51,6 +55,25 @@ def output_dir(given: str) -> Path:
     except OSError as e:
         raise KitError(f"output_dir '{path}' cannot be created ({e.strerror}); choose a writable folder") from None
     return path
+
+
+def scratch_dir() -> Path:
+    """Where kit keeps what need not be saved with the output: decoded caches, tokens, resume state, unpacked
+    archives. KIT_CACHE_DIR where set; else Kaggle's /kaggle/temp, else the system's temp folder; never
+    /kaggle/working, which Kaggle saves as the kernel's output (20 GB, shared with the checkpoints)."""
+    if os.environ.get("KIT_CACHE_DIR"):
+        return Path(os.environ["KIT_CACHE_DIR"])
+    return (KAGGLE_TEMP if KAGGLE_TEMP.is_dir() else Path(tempfile.gettempdir())) / "kit-cache"
+
+
+def disk_refusal(nbytes: int, folder: Path) -> str:
+    """Why `nbytes` should not be written under `folder` ("" if they fit): they must leave a tenth of the disk's
+    free space free."""
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    if nbytes > DISK_SHARE * free:
+        return f"it needs {nbytes / 2**30:.1f} GB and {folder} has {free / 2**30:.1f} GB free"
+    return ""
 
 
 def require_file(folder: Path, name: str, what: str) -> Path:

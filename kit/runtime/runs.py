@@ -25,7 +25,8 @@ from kit.params import TrainParams
 from kit.runtime import checkpoint
 from kit.spec import Spec
 
-FORMAT = 3  # what fold files hold; bump when a checkpoint written before could not be read the same way (3: stamped)
+FORMAT = 4  # what fold files hold; bump when a checkpoint written before could not be read the same way
+# (3: stamped; 4: the weights apart from the epoch, rows and stamp, and the resume state in the scratch folder)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
                       "world_size", "mode", "model_dir")
 RECORD, LATEST = "run.json", "latest.json"
@@ -58,6 +59,11 @@ def digest(*arrays) -> str:
         h.update(f"{a.dtype.str}{a.shape}".encode())
         h.update(a.tobytes())
     return h.hexdigest()[:16]
+
+
+def folder(output_dir: Path, rec: dict[str, Any]) -> Path:
+    """Where the run `rec` describes keeps its files (its folds, resume states aside), created or not."""
+    return output_dir / "checkpoints" / key(rec)
 
 
 def open_run(output_dir: Path, rec: dict[str, Any], log: Callable[[str], None]) -> Path:

@@ -104,7 +104,7 @@ def read(folder: Path) -> Trained:
     if record.get("format") != runs.FORMAT:
         raise KitError(f"{folder} was written in kit's checkpoint format {record.get('format')}, and this kit reads "
                        f"format {runs.FORMAT}; run the training kernel again with this kit")
-    stamp = checkpoint.load(folder / f"fold{folds[0]}.pt").get("kit") or {}
+    stamp = checkpoint.load(folder / f"fold{folds[0]}.meta.pt").get("kit") or {}  # the stamp, without the weights
     compatible(stamp, folder / f"fold{folds[0]}.pt", record["template"])
     return Trained(folder, record["template"], stamp["params"], stamp["recipe"], stamp["version"], folds)
 

@@ -30,6 +30,7 @@ from kit.train import ema as averaging
 from kit.train import metrics
 from kit.train.evaluate import evaluate, unwrap
 from kit.train.objectives import Objective
+from kit.train.resume import ResumeState
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
 from kit.train.tracking import Losses, epoch_line
 
@@ -69,9 +70,14 @@ class FitResult:
 
 @dataclass
 class FoldFiles:
-    best: Path  # the best epoch: weights, score and validation rows (what prediction uses)
-    last: Path  # the latest epoch: everything needed to resume
+    best: Path  # the best epoch's weights: what prediction loads
+    last: Path  # the latest epoch: everything needed to resume (kit.train.resume; in the scratch folder)
     stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.run.folds.stamp)
+
+    @property
+    def meta(self) -> Path:
+        """The best epoch's epoch, score, precision, validation rows and stamp: read without the weights."""
+        return self.best.with_suffix(".meta.pt")
 
     @property
     def done(self) -> Path:
@@ -121,6 +127,7 @@ class _Loop:
         self.ema = averaging.create(unwrap(model)) if cfg.ema else None
         self.val_passes = 2 if self.ema else 1  # the average of the weights is validated too
         self.scaler = precision.grad_scaler()
+        self.resume = ResumeState(files.last, collective, self.log)
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
         self.micro = cfg.micro
         self.step = 0
@@ -132,24 +139,19 @@ class _Loop:
 
     # -- checkpoints --------------------------------------------------------------------------------------
     def save_last(self) -> None:
-        if not self.dist.main:
-            return
-        checkpoint.save(
-            {
-                "model": _state_dict(self.model),
-                "ema": _state_dict(self.ema.module) if self.ema else None,
-                "optimizer": self.optimizer.state_dict(),
-                "scaler": self.scaler.state_dict(),
-                "step": self.step,
-                "micro": self.micro,
-                "precision": self.precision.name,
-                "result": dataclasses.asdict(self.result),
-            },
-            self.files.last,
-        )
+        self.resume.save(lambda: {
+            "model": _state_dict(self.model),
+            "ema": _state_dict(self.ema.module) if self.ema else None,
+            "optimizer": _on_host(self.optimizer.state_dict()),
+            "scaler": self.scaler.state_dict(),
+            "step": self.step,
+            "micro": self.micro,
+            "precision": self.precision.name,
+            "result": dataclasses.asdict(self.result),
+        })
 
     def load_last(self) -> None:
-        state = checkpoint.load(self.files.last)
+        state = self.resume.load()
         unwrap(self.model).load_state_dict(state["model"])
         if self.ema:
             self.ema.module.load_state_dict(state["ema"])
@@ -162,7 +164,7 @@ class _Loop:
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self) -> FitResult:
-        if self.dist.broadcast(self.files.last.exists()):  # rank 0's view, so every rank resumes or none
+        if self.resume.exists():  # rank 0's view, so every rank resumes or none
             self.load_last()
             r = self.result
             self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name} ({r.precision})")
@@ -262,10 +264,10 @@ class _Loop:
         improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
         if improved:
             r.best_score, r.best_epoch = score, epoch
-            if self.dist.main:
-                checkpoint.save({"model": _state_dict(kept), "epoch": epoch, "score": score, "rows": rows,
-                                 "ema": kept is not self.model, "precision": self.precision.name, "kit": self.files.stamp},
-                                self.files.best)
+            if self.dist.main:  # the weights, then what is read without them
+                checkpoint.save({"model": _state_dict(kept)}, self.files.best)
+                checkpoint.save({"epoch": epoch, "score": score, "rows": rows, "ema": kept is not self.model,
+                                 "precision": self.precision.name, "kit": self.files.stamp}, self.files.meta)
         record = {
             "epoch": epoch,
             "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),
@@ -397,4 +399,16 @@ def _compiled(model: nn.Module) -> bool:
 
 
 def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v.detach().cpu() for k, v in unwrap(model).state_dict().items()}
+    return _on_host(unwrap(model).state_dict())
+
+
+def _on_host(state):
+    """A nested state with its tensors copied to host memory: copies, even of tensors already there, so that a
+    state held in memory (kit.train.resume) does not change with the model."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().to("cpu", copy=True)
+    if isinstance(state, dict):
+        return {k: _on_host(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [_on_host(v) for v in state]
+    return state

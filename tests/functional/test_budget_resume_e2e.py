@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from toys import run_folder
+from toys import resume_folder, run_folder
 
 from kit import config, smoke
 
@@ -74,8 +74,8 @@ def test_sigkill_mid_fold_then_rerun_reuses_finished_folds(tmp_path, data):
     os.kill(kernel, signal.SIGKILL)  # the kernel, mid-fold, as Kaggle's session ending would
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    ckpt = run_folder(out)
-    assert (ckpt / "fold0.json").exists() and (ckpt / "fold1.last.pt").exists()
+    ckpt, resume = run_folder(out), resume_folder(out)
+    assert (ckpt / "fold0.json").exists() and (resume / "fold1.last.pt").exists()
     assert not (ckpt / "fold1.json").exists() and not (out / "submission.csv").exists()
     fold0 = hashlib.sha256((ckpt / "fold0.pt").read_bytes()).hexdigest()
     fold0_time = (ckpt / "fold0.pt").stat().st_mtime_ns
@@ -87,6 +87,6 @@ def test_sigkill_mid_fold_then_rerun_reuses_finished_folds(tmp_path, data):
     assert re.search(r"fold 2/2: resuming after epoch ([2-9]|[12]\d) from fold1.last.pt", again.stdout)
     assert hashlib.sha256((ckpt / "fold0.pt").read_bytes()).hexdigest() == fold0
     assert (ckpt / "fold0.pt").stat().st_mtime_ns == fold0_time
-    assert (ckpt / "fold1.json").exists() and not (ckpt / "fold1.last.pt").exists()
+    assert (ckpt / "fold1.json").exists() and not (resume / "fold1.last.pt").exists()
     assert "from folds [1, 2]" in again.stdout
     valid_submission(out, data)

@@ -125,7 +125,8 @@ def fake_run(folder, template="cnn", fmt=runs.FORMAT, stamp=True, name="abc123")
     run.mkdir(parents=True)
     checkpoint.save_json({"format": fmt, "template": template, "params": {}}, run / "run.json")
     kit_stamp = {"format": fmt, "version": "0", "template": template, "params": {"image_size": 64}, "recipe": {}}
-    checkpoint.save({"model": {}, **({"kit": kit_stamp} if stamp else {})}, run / "fold0.pt")
+    checkpoint.save({"model": {}}, run / "fold0.pt")
+    checkpoint.save({"epoch": 1, "score": 0.5, **({"kit": kit_stamp} if stamp else {})}, run / "fold0.meta.pt")
     checkpoint.save_json({"run": name}, folder / "checkpoints" / "latest.json")
     return run
 

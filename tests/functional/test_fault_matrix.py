@@ -42,7 +42,7 @@ def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
     pipe = create_pipeline(session)
     data = pipe.load()
     cv = train_folds(session, pipe, data)
-    sub = write_submission(session, pipe, data, cv)
+    sub = write_submission(session, pipe, data)
     return (session.output_dir / "kit.log").read_text(), cv, sub, folder, session
 
 

@@ -35,7 +35,7 @@ def test_streaming_fallback_trains_and_submits(tmp_path, data, monkeypatch, caps
     assert isinstance(loaded.train_cache, images.ImageFiles) and isinstance(loaded.test_cache, images.ImageFiles)
     assert "no decoded-image cache: it needs 9.0 GB and /tmp has 1.0 GB free; streaming" in capsys.readouterr().out
     cv = train_folds(session, pipe, loaded)
-    sub = write_submission(session, pipe, loaded, cv)
+    sub = write_submission(session, pipe, loaded)
     assert cv.finished == [0, 1] and len(sub) == len(pd.read_csv(data / "sample_submission.csv"))
 
 

@@ -42,7 +42,7 @@ def test_smoke_dog_breed(tmp_path, monkeypatch):
     assert "out-of-fold log_loss over 2 of 2 folds" in executed
     working = result.submission.parent
     assert (working / "history.png").is_file() and (working / "samples.png").is_file()
-    assert sorted(p.name for p in run_folder(working).glob("*.pt")) == ["fold0.pt", "fold1.pt"]
+    assert sorted(p.name for p in run_folder(working).glob("*.pt")) == ["fold0.meta.pt", "fold0.pt", "fold1.meta.pt", "fold1.pt"]
 
 
 def test_kit_free_kernel_cannot_import_kit(tmp_path):

@@ -65,3 +65,13 @@ def test_a_failing_worker_stops_the_others_and_the_submission_is_still_written(t
         assert "[worker 1] injected C-level failure in worker 1: NCCL error: unhandled system error" in text
     pids = worker_pids(text)
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+
+
+def test_a_ddp_holdout_that_fails_after_its_first_epoch_still_submits(tmp_path, built):
+    """folds=1 trains under DDP on T4 x2, where an out-of-memory error stops every rank: the fold's best checkpoint
+    from epoch 1 is on disk, so the submission comes from it (it used to raise 'training failed before any fold
+    finished'). Each rank runs 2 steps an epoch here: the third forward is epoch 2's first."""
+    text, out = run(tmp_path, built, env={"KIT_FAULTS": "oom.forward:3-"}, parallel="ddp", world_size=2, folds=1)
+    assert "a worker failed (" in text and "out of memory at" in text
+    assert "predicting with the folds that exist" in text and "from folds [1]" in text
+    assert "training failed before any fold finished" not in text

@@ -5,7 +5,7 @@ import dataclasses
 import pandas as pd
 import pytest
 import torch
-from toys import run_folder
+from toys import resume_folder
 
 from kit import files
 from kit.build import execute, notebook
@@ -76,11 +76,11 @@ def test_a_cnn_fold_falls_back_to_fp32_and_resumes_in_fp32(tmp_path, dog_breed_d
         train_folds(session, pipe, data)
     log = (out / "kit.log").read_text()
     assert "non-finite losses keep coming under fp16; falling back to fp32 and redoing epoch 1" in log
-    assert (run_folder(out) / "fold0.last.pt").exists()
+    assert (resume_folder(out) / "fold0.last.pt").exists()
 
     session, pipe, data = session_for(cfg, folder, out)  # the notebook run again: fp16 asked for, fold 1 is fp32
     cv = train_folds(session, pipe, data)
-    write_submission(session, pipe, data, cv)
+    write_submission(session, pipe, data)
     log = (out / "kit.log").read_text()
     assert "fold 1/2: resuming after epoch 1 from fold0.last.pt (fp32)" in log
     assert cv.finished == [0, 1] and cv.folds[0]["precision"] == "fp32" and cv.folds[1]["precision"] == "fp16"
@@ -108,10 +108,10 @@ def test_prediction_halves_its_batch_when_out_of_memory(tmp_path, dog_breed_data
     out = tmp_path / "out"
     session, pipe, data = session_for(cfg, folder, out)
     session.setup = dataclasses.replace(session.setup, precision="fp32")
-    cv = train_folds(session, pipe, data)
+    train_folds(session, pipe, data)
     model = pipe.model
     pipe.model = lambda d, pretrained=True, fit_rows=None: OomAbove(model(d, pretrained, fit_rows), rows=8)
-    write_submission(session, pipe, data, cv)  # 2 x 16 rows at first: 32, then 16, then 8
+    write_submission(session, pipe, data)  # 2 x 16 rows at first: 32, then 16, then 8
     log = (out / "kit.log").read_text()
     assert "fold 1: out of memory predicting; now batches of 16" in log and "now batches of 8" in log
     check_submission(out, folder)

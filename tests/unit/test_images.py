@@ -12,6 +12,7 @@ import dogs  # noqa: E402
 
 from kit.data import images  # noqa: E402
 from kit.errors import KitError  # noqa: E402
+from kit.runtime import hardware, paths  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", range(6))
@@ -135,9 +136,9 @@ def test_streaming_reads_the_same_rows_as_the_cache(tmp_path):
 
 def test_cache_refusal_reasons(tmp_path, monkeypatch):
     assert images.cache_refusal(10**6, tmp_path) == ""
-    monkeypatch.setattr(images.shutil, "disk_usage", lambda p: type("U", (), {"free": 5 * 2**30})())
+    monkeypatch.setattr(paths.shutil, "disk_usage", lambda p: type("U", (), {"free": 5 * 2**30})())
     assert images.cache_refusal(8 * 2**30, tmp_path) == f"it needs 8.0 GB and {tmp_path} has 5.0 GB free"
-    monkeypatch.setattr(images, "memory_available", lambda: 2 * 2**30)
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 2 * 2**30)
     assert images.cache_refusal(2 * 2**30, tmp_path) == "it needs 2.0 GB, more than the 2.0 GB of RAM available can hold"
 
 

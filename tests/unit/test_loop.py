@@ -65,7 +65,7 @@ def test_fit_learns_keeps_best_and_stops_early(tmp_path):
                  files, log=lines.append, desc="toy")
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] * 0.5
     assert result.best_score == min(r["log_loss"] for r in result.history)
-    saved = checkpoint.load(tmp_path / "best.pt")
+    saved = checkpoint.load(files.meta)  # the epoch, score and rows, apart from the weights
     assert saved["epoch"] == result.best_epoch and saved["score"] == result.best_score
     assert len(saved["rows"]["pred"]) == 64 and saved["rows"]["target"].dtype.kind == "i"
     last = checkpoint.load(tmp_path / "last.pt")

@@ -87,7 +87,7 @@ def test_the_average_of_the_weights_is_validated_and_the_better_kept(tmp_path):
     for r in result.history:
         assert r["accuracy"] == max(r["weights"], r["ema"])
     assert any(r["ema"] != r["weights"] for r in result.history)
-    best = checkpoint.load(files.best)
+    best = checkpoint.load(files.meta)
     chosen = result.history[result.best_epoch - 1]
     assert best["ema"] == (chosen["ema"] > chosen["weights"]) and best["score"] == result.best_score
     assert " | accuracy " in lines[0] and " | ema " in lines[0] and "of the weights or of their moving average (ema)" in lines[0]
@@ -125,7 +125,7 @@ def test_a_resumed_fold_goes_on_with_its_average(tmp_path):
     assert lines[0].startswith("toy: resuming after epoch 2")
     expected, got = checkpoint.load(whole.last)["ema"], checkpoint.load(cut.last)["ema"]
     assert all(torch.allclose(expected[k], got[k], atol=1e-6) for k in expected)
-    assert math.isclose(checkpoint.load(whole.best)["score"], checkpoint.load(cut.best)["score"])
+    assert math.isclose(checkpoint.load(whole.meta)["score"], checkpoint.load(cut.meta)["score"])
 
 
 def rendered_digits(side=40):

@@ -48,4 +48,4 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_one_line(tmp_path):
     wider.model = lambda data, pretrained=True, fit_rows=None: __import__("torch").nn.Linear(6, 4)
     s = dataclasses.replace(s)
     with pytest.raises(KitError, match=r"fold0\.pt does not fit this run's model \(size mismatch for weight"):
-        ensemble(s, wider, data, cv)
+        ensemble(s, wider, data, cv.folder)
