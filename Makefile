@@ -20,7 +20,7 @@ FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 override MESSAGE := $(value MESSAGE)
 export MESSAGE
 
-.PHONY: help venv kernel kernels push status output submit submissions quota smoke run bench quality test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -83,6 +83,9 @@ bench: venv ## measure kit's data path against the naive loader, side by side (B
 
 quality: venv ## kit's default recipe against plain training loops, per template: one table (QUALITY_OUT=output/quality.json)
 	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)"
+
+gpu-report: venv ## on a CUDA GPU: pytest -m gpu and make bench's CUDA sections in under 9 min, one JSON and table (REPORT_OUT=output)
+	@$(PY) bench/gpu_report.py --out-dir "$(or $(REPORT_OUT),output)"
 
 test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
 	$(PY) -m pytest

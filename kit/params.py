@@ -118,7 +118,9 @@ class TextParams(TrainParams):
     }
 
     model_path: str = setting("", doc="Hugging Face model folder (config, weights, tokenizer); a path or a name")
-    max_length: int = setting(512, minimum=8, doc="tokens per text at most (longer texts are cut)")
+    max_length: int | str = setting("auto", choices=("auto",), minimum=8,
+                                    doc="tokens per text at most (longer are cut); auto: the model's, at most 512, "
+                                        "and the longest text's")
     layer_decay: float = setting(0.9, minimum=0.0, maximum=1.0,
                                  doc="each layer down learns at this times the rate of the one above; 1 is off")
     gradient_checkpointing: bool = setting(False, doc="recompute activations in backward: a third slower, much less memory")

@@ -31,12 +31,14 @@ class Template:
     # it reads a Hugging Face model folder from an attached dataset or model: the hub stays offline, the
     # inference kernel is attached to the same sources, and the build warns when none is attached
     model_folder: bool = False
+    channels_last: bool = False  # its batches are images, which convolutions read faster in channels_last
+    prefetch: bool = True  # its loaders copy the next batch on a side stream (text builds its batches in place)
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
-             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset"),
+             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True),
     Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset"),
     Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
@@ -44,7 +46,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("text", params.TextParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
              "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
-             model_folder=True),
+             model_folder=True, prefetch=False),
 )}
 
 

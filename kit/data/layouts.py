@@ -15,7 +15,7 @@ import itertools
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,7 @@ class Source:
     names: list[str]  # each row as messages name it: the file under the data folder, or the table's line
     paths: list[Path] | None = None
     pixels: np.ndarray | None = None
+    sample: pd.DataFrame | None = None  # predict mode: the submission's rows, where the test table made them
 
     @property
     def count(self) -> int:
@@ -95,9 +96,11 @@ def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str,
     return Source([f"{spec.train_images}/{i}{ext}" for i in ids], paths=[folder / f"{i}{ext}" for i in ids])
 
 
-def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, columns: list[str] | None = None) -> Source:
+def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, columns: list[str] | None = None,
+                rows_of: Callable[[Sequence[str]], pd.DataFrame] | None = None) -> Source:
     """The image of each sample submission row. `columns`: the training table's pixel columns, which the test
-    table must have (None in predict mode, where no training table is read)."""
+    table must have (None in predict mode, where no training table is read). `rows_of(ids)`: predict mode's
+    submission rows from a test table whose rows the sample does not list (a hidden test set's)."""
     ids = sample[spec.id_column].to_numpy(dtype=str)
     if spec.layout != "pixels":
         folder = image_dir(data_dir, spec.test_images, "test_images")
@@ -113,6 +116,10 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
         raise KitError(f"{path.name}: {len(found)} pixel columns ({found[0]} ... {found[-1]}), not the "
                        f"{len(columns)} of {spec.train} ({columns[0]} ... {columns[-1]}); the test images must be the "
                        "training images' size")
+    if rows_of is not None and not _rows_match(table, spec.id_column, ids):
+        new = rows_of(_ids_of_table(table, spec.id_column, ids, path.name, sample_path.name))
+        return Source([f"{spec.test} line {i + 2}" for i in table.index], pixels=pixel_images(table[found], path.name),
+                      sample=new)
     if spec.id_column in table.columns:  # ids in the table: the sample's rows are found by id
         tables.require_unique(table, spec.id_column, path)
         where = pd.Index(table[spec.id_column].astype(str))
@@ -125,6 +132,23 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
         raise KitError(f"{path.name} has {len(table)} rows and {sample_path.name} {len(sample)}: without an "
                        f"'{spec.id_column}' column in {path.name}, its row k is the sample's row k")
     return Source([f"{spec.test} line {i + 2}" for i in table.index], pixels=pixel_images(table[found], path.name))
+
+
+def _rows_match(table: pd.DataFrame, id_column: str, ids: np.ndarray) -> bool:
+    """Whether the sample's ids are the test table's: by its id column, else by count (row k is the sample's k)."""
+    if id_column in table.columns:
+        return bool((pd.Index(table[id_column].astype(str)).get_indexer(ids) >= 0).all()) and len(table) == len(ids)
+    return len(table) == len(ids)
+
+
+def _ids_of_table(table: pd.DataFrame, id_column: str, ids: np.ndarray, test: str, sample: str) -> list[str]:
+    """The test table's ids: its id column, else numbers that go on from the sample's first (ImageId 1, 2, ...)."""
+    if id_column in table.columns:
+        return table[id_column].astype(str).tolist()
+    if len(ids) and str(ids[0]).lstrip("-").isdigit():
+        return [str(int(ids[0]) + k) for k in range(len(table))]
+    raise KitError(f"{test} has {len(table)} rows and {sample} {len(ids)}, and neither names the rows: add the "
+                   f"'{id_column}' column to {test}")
 
 
 def pixel_columns(table: pd.DataFrame, others: list[str], where: str) -> list[str]:

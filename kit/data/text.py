@@ -110,21 +110,30 @@ def tokenize(tokenizer, texts: list[str], max_length: int, key: str, cache_dir: 
 
 
 def bucketed(lengths: np.ndarray, rows: np.ndarray, batch_size: int, generator: np.random.Generator | None,
-             chunk_batches: int = CHUNK_BATCHES) -> list[np.ndarray]:
+             chunk_batches: int = CHUNK_BATCHES, group: int = 1, full_only: bool = False) -> list[np.ndarray]:
     """`rows` in batches of texts of about one length. Training (`generator`): shuffled, sorted by length
-    within chunks of `chunk_batches` batches, and the batches shuffled; prediction (None): sorted by length,
+    within chunks of `chunk_batches` batches, and the batches shuffled in groups of `group` neighbours of one
+    sorted chunk (under DDP, `group` is the number of ranks and rank r takes the r-th batch of each group: the
+    ranks' batches of a step are of about one length, so neither waits for the other's longer one);
+    `full_only` leaves out a batch of fewer than `batch_size` rows. Prediction (None): sorted by length,
     longest first (the first batch shows at once whether the longest fits)."""
     if generator is None:
         order = rows[np.argsort(-lengths[rows], kind="stable")]
         return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     order = rows[generator.permutation(len(rows))]
     chunk = batch_size * chunk_batches
-    batches = []
+    groups, spare = [], []
     for start in range(0, len(order), chunk):
         part = order[start : start + chunk]
         part = part[np.argsort(-lengths[part], kind="stable")]
-        batches += [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
-    return [batches[i] for i in generator.permutation(len(batches))]
+        batches = [part[i : i + batch_size] for i in range(0, len(part), batch_size)]
+        batches = [b for b in batches if len(b) == batch_size] if full_only else batches
+        whole = len(batches) - len(batches) % group
+        groups += [batches[i : i + group] for i in range(0, whole, group)]
+        spare += batches[whole:]
+    spare.sort(key=lambda b: -int(lengths[b].max()))  # the chunks' leftovers, grouped by length too
+    groups += [spare[i : i + group] for i in range(0, len(spare), group)]
+    return [b for i in generator.permutation(len(groups)) for b in groups[i]]
 
 
 def padding_share(lengths: np.ndarray, batches: list[np.ndarray], multiple: int = PAD_MULTIPLE) -> float:
@@ -153,16 +162,17 @@ class TextBatches:
     def plan(self) -> list[np.ndarray]:
         """This epoch's batches of rows (this rank's share; under DDP every rank gets as many)."""
         lengths = self.tokens.lengths
+        rank, world = self.shard
+        # DDP: every rank's step must hold as many rows (with accumulation, as many micro-batches), so the
+        # epoch's one short batch is left out
+        full_only = world > 1 and self.shuffle
         if self.bucket:
-            batches = bucketed(lengths, self.rows, self.batch_size, self.generator if self.shuffle else None)
+            batches = bucketed(lengths, self.rows, self.batch_size, self.generator if self.shuffle else None,
+                               group=world, full_only=full_only)
         else:
             order = self.rows[self.generator.permutation(len(self.rows))] if self.shuffle else self.rows
             batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        rank, world = self.shard
-        if world > 1 and self.shuffle:
-            # DDP: every rank's step must hold as many rows (with accumulation, as many micro-batches, each an
-            # all-reduce), so the epoch's one short batch is left out
-            batches = [b for b in batches if len(b) == self.batch_size]
+            batches = [b for b in batches if len(b) == self.batch_size] if full_only else batches
         if world > 1:  # whole batches per rank: a rank's batch keeps its length bucket
             index = shard_rows(torch.arange(len(batches)), self.shard, even=self.shuffle).tolist()
             batches = [batches[i] for i in index]

@@ -20,7 +20,7 @@ from kit.errors import KitError
 from kit.pipelines import base
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
-from kit.train import cv, targets
+from kit.train import cv, metrics, targets
 from kit.train.objectives import Classification, MultiLabel, Regression
 from kit.train.targets import Target
 
@@ -46,6 +46,7 @@ class CnnPipeline:
         self.p = session.params
         self._pretrained_failed = False
         self._weights: Path | None = None
+        self._takes_image_size: bool | None = None
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
@@ -95,7 +96,9 @@ class CnnPipeline:
         the target columns must be those the model was trained for."""
         s, spec = self.session, self.session.spec
         sample, sample_path, target = base.trained_sample(s)
-        test = layouts.test_source(spec, s.data_dir, sample, sample_path)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path, rows_of=lambda ids: base.rows_of_the_test(
+            sample, ids, spec.id_column, spec.test, s.log))
+        sample = test.sample if test.sample is not None else sample
         (test_cache,) = self._decode({"test": test})
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         none = np.zeros(0, np.int64)
@@ -194,6 +197,8 @@ class CnnPipeline:
 
         s, p = self.session, self.p
         kwargs = dict(num_classes=data.target.outputs)
+        if self.takes_image_size():  # ViT, DeiT, Swin: position embeddings (and windows) resized to image_size
+            kwargs["img_size"] = p.image_size
         if pretrained and p.weights_path:
             weights = paths.find_weights(p.weights_path)
             if self._weights is None:
@@ -215,6 +220,23 @@ class CnnPipeline:
         memory_format = torch.channels_last if s.setup.channels_last else torch.preserve_format
         return model.to(s.device, memory_format=memory_format)
 
+    def takes_image_size(self) -> bool:
+        """Whether the timm model is built for one input size (`img_size`: Vision Transformers, Swin), asked once
+        of a model built on the meta device (no memory, no weights); set-up says so."""
+        if self._takes_image_size is None:
+            import timm
+
+            try:
+                with torch.device("meta"):
+                    timm.create_model(self.p.model_name, pretrained=False, num_classes=1, img_size=self.p.image_size)
+                self._takes_image_size = True
+            except TypeError:  # a model of any input size (CNNs): no img_size in its constructor
+                self._takes_image_size = False
+            if self._takes_image_size:
+                self.session.log(f"image size     {self.p.model_name} is built for {self.p.image_size} px (img_size); timm "
+                                 "resizes its position embeddings, pretrained ones too")
+        return self._takes_image_size
+
     def normalization(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
         """The mean and std the model's pretrained weights expect (ImageNet's when timm names none)."""
         import timm
@@ -228,7 +250,9 @@ class CnnPipeline:
         if data.target.classification:
             return Classification()
         if data.target.multilabel:
-            return MultiLabel()
+            # a threshold is chosen on the validation rows: they average the test-time views as the test set does
+            thresholded = self.session.spec.metric in metrics.THRESHOLDED
+            return MultiLabel(views=tuple(v for _, v in self.prediction_views(data)) if thresholded else ())
         return Regression(data.recipe["y_mean"], data.recipe["y_std"], self.session.spec.metric)  # per column
 
     # -- batches ----------------------------------------------------------------------------------------
@@ -316,9 +340,9 @@ def sample_label(target: Target, y) -> str:
     """A training image's label as the grid titles it: its class, its labels, or its value."""
     if target.classification:
         return str(target.classes[y])
-    if target.multilabel:
-        return " ".join(str(c) for c, on in zip(target.classes, y) if on > 0.5)
-    return f"{y:.3g}"
+    if target.multilabel:  # an image may carry none of the labels the submission scores (RANZCR's)
+        return " ".join(str(c) for c, on in zip(target.classes, y) if on > 0.5) or "(no label)"
+    return " ".join(f"{v:.3g}" for v in np.atleast_1d(y))  # one value, or one per value column
 
 
 def sample_title(label: str, width: int = 24) -> tuple[str, float]:
@@ -329,5 +353,5 @@ def sample_title(label: str, width: int = 24) -> tuple[str, float]:
         cuts = [i + 1 for i, ch in enumerate(label[:-1]) if ch in "_- "] or [len(label) // 2]
         cut = min(cuts, key=lambda i: max(i, len(label) - i))
         label = label[:cut].rstrip() + "\n" + label[cut:]
-    longest = max(len(line) for line in label.split("\n"))
+    longest = max(1, *(len(line) for line in label.split("\n")))
     return label, max(5.0, 8.0 * min(1.0, width / longest))

@@ -148,9 +148,7 @@ class SequencePipeline:
         scored = ""
         if self.spec.score_mask:
             scored = f", {float((tr.weight > 0).sum()) / rows:.0%} of rows scored ({self.spec.score_mask})"
-        kind = "value"
-        if t.classification:
-            kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})"
+        kind = base.describe_target(t)
         return (f"train          {len(tr.ids)} sequences, {rows} rows, up to {tr.length} steps{scored}\n"
                 f"test           {len(data.test.ids)} sequences\n"
                 f"features       {len(self.spec.features)} numeric, {len(self.spec.categorical)} categorical\n"

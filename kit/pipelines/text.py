@@ -26,6 +26,7 @@ from kit.train import cv, targets
 from kit.train.objectives import Classification, MultiLabel, Regression
 from kit.train.targets import Target
 
+AUTO_LENGTH = 512  # max_length = "auto": the model's positions, but no more than this (and the longest text)
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
@@ -86,9 +87,10 @@ class TextPipeline:
             raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
                            "saved with the model's save_pretrained")
         limit = positions(folder)
-        if limit and p.max_length > limit:
+        if p.max_length != "auto" and limit and p.max_length > limit:
             raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
                            f"(its config.json); set max_length to {limit} or less")
+        cut = min(limit or AUTO_LENGTH, AUTO_LENGTH) if p.max_length == "auto" else p.max_length
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
         sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
         train = tables.read_csv(train_path, spec.id_column)
@@ -105,12 +107,17 @@ class TextPipeline:
             target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'")
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
         texts = self._texts(train, train_path, tokenizer, strict=True)
-        data_test, test_positions = self._test(sample, sample_path, tokenizer, p.max_length, key)
-        tokens = text.tokenize(tokenizer, texts, p.max_length, key, log=s.log, what="train")
+        data_test, test_positions, sample = self._test(sample, sample_path, tokenizer, cut, key)
+        tokens = text.tokenize(tokenizer, texts, cut, key, log=s.log, what="train")
+        max_length = cut
+        if p.max_length == "auto":  # no longer than the longest text: nothing is cut that a longer length would keep
+            max_length = int(max(tokens.lengths.max(initial=1), data_test.lengths.max(initial=1)))
+            s.log(f"max_length     auto: {max_length} tokens, the longest text (the model has "
+                  f"{f'{limit} positions' if limit else 'no position limit'}; at most {AUTO_LENGTH} when it is auto)")
         regression = not (target.classification or target.multilabel)
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, y),
                   "y_mean": np.atleast_1d(y.mean(0)).tolist() if regression else [0.0],
-                  "y_std": np.atleast_1d(y.std(0)).tolist() if regression else [1.0], "max_length": p.max_length,
+                  "y_std": np.atleast_1d(y.std(0)).tolist() if regression else [1.0], "max_length": max_length,
                   "tokenizer": key}
         # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
@@ -136,14 +143,20 @@ class TextPipeline:
         sep = tokenizer.sep_token or tokenizer.eos_token or "\n"
         return text.join_columns(table, self.spec.text_columns, f" {sep} ")
 
-    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int, key: str) -> tuple[Tokens, np.ndarray]:
-        """The test texts, tokenized, and the sample row each goes to; the ids on both sides must match."""
+    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int,
+              key: str) -> tuple[Tokens, np.ndarray, pd.DataFrame]:
+        """The test texts, tokenized, the sample row each goes to, and the sample: the ids on both sides must
+        match, but in predict mode the test table's rows make the submission's where they do not."""
         spec = self.spec
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
         test = tables.read_csv(test_path, spec.id_column)
         tables.require_columns(test, [spec.id_column, *spec.text_columns], test_path)
         tables.require_unique(test, spec.id_column, test_path)
-        where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(test[spec.id_column].astype(str))
+        ids = test[spec.id_column].astype(str)
+        where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(ids)
+        if ((where < 0).any() or len(test) != len(sample)) and self.session.trained is not None:
+            sample = base.rows_of_the_test(sample, ids, spec.id_column, f"{test_path.name}", self.session.log)
+            where = np.arange(len(test))
         if (where < 0).any() or len(test) != len(sample):
             missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
             if len(missing):
@@ -153,7 +166,7 @@ class TextPipeline:
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         texts = self._texts(test, test_path, tokenizer, strict=False)
         tokens = text.tokenize(tokenizer, texts, max_length, key, log=self.session.log, what="test")
-        return tokens, where.astype(np.int64)
+        return tokens, where.astype(np.int64), sample
 
     def _load_test(self, recipe: dict, folder: Path, tokenizer, key: str) -> TextData:
         """Predict mode: the test table and the sample submission, tokenized as the training run did."""
@@ -162,7 +175,7 @@ class TextPipeline:
             raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
                            "model folder the training kernel had (its ids would mean other words)")
         sample, sample_path, target = base.trained_sample(s)
-        tokens, where = self._test(sample, sample_path, tokenizer, recipe["max_length"], key)
+        tokens, where, sample = self._test(sample, sample_path, tokenizer, recipe["max_length"], key)
         data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe)
         s.log(self.describe(data))
         return data
@@ -172,16 +185,13 @@ class TextPipeline:
 
     def describe(self, data: TextData) -> str:
         t, test = data.target, data.test.lengths
-        kind = {"ordinal": f"scores {t.classes[0]} to {t.classes[-1]}, regressed and rounded", "value": "a value",
-                "values": f"{len(t.columns)} values"}.get(
-            t.kind, f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})")
         lines = [f"model          {data.folder}"]
         if data.train is not None:
             n = data.train.lengths
             lines.append(f"train          {len(n)} texts, {int(np.median(n))} tokens at the median, {int(n.max())} at most")
         here = "" if data.train is not None else " (predict mode: no training data here)"
         lines += [f"test           {len(test)} texts{here}",
-                  f"target         {kind}, metric {self.spec.metric}"]
+                  f"target         {base.describe_target(t)}, metric {self.spec.metric}"]
         return "\n".join(lines)
 
     def show_samples(self, data: TextData, n: int = 3):

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from kit.pipelines.base import Pipeline
+from kit.run.preflight import Probe
 from kit.runtime import checkpoint, faults
 from kit.runtime.collective import Collective
 from kit.runtime.recovery import describe_error, free_memory
@@ -32,7 +33,7 @@ def prediction_batch(session: Session, folder: Path) -> int:
 
 
 def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, train_rows: int,
-                  peers: Collective | None = None, replicas: int = 1) -> tuple[int, float]:
+                  peers: Collective | None = None, replicas: int = 1, probe: Probe | None = None) -> tuple[int, float]:
     """(batch size per worker, learning rate): as given, or for "auto" tuned once where the training runs
     (kept in the run `folder`'s batch.json for later runs and for prediction) with the learning rate scaled to
     the batch of all `replicas`. `peers`: the workers that tune together and agree (kit.runtime.workers)."""
@@ -48,7 +49,8 @@ def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, tra
     elif not session.setup.autotune:
         size, how = autobatch.CPU_BATCH, "on the CPU"
     else:
-        size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1)
+        size, how = tune_batch(session, pipe, data, train_rows, peers, ddp=replicas > 1,
+                               probe=probe or Probe(session, pipe, data))
         if peers.main and how == TUNED:  # a fixed batch after failed trials is not kept: the next run tries again
             checkpoint.save_json({"batch_size": size, **tuned_on}, saved)
     total = size * replicas * getattr(p, "accumulate", 1)  # rows per optimizer step
@@ -64,7 +66,7 @@ def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, tra
 
 
 def tune_batch(session: Session, pipe: Pipeline, data: Any, train_rows: int, peers: Collective,
-               ddp: bool = False) -> tuple[int, str]:
+               ddp: bool = False, probe: Probe | None = None) -> tuple[int, str]:
     """batch_size="auto" on this GPU: trials on the real model and data path (kit.train.autobatch), with DDP's
     share added when the batch is for DDP. Trials that fail for another reason than memory leave a fixed
     batch, with one line: the run goes on."""
@@ -76,15 +78,19 @@ def tune_batch(session: Session, pipe: Pipeline, data: Any, train_rows: int, pee
         rows = np.resize(pool, n * 6)
         return pipe.batches(data, rows, train=True, batch_size=n, seed=session.params.seed, workers=0)
 
-    model = pipe.model(data, pretrained=False, fit_rows=pool)
+    model = (probe or Probe(session, pipe, data)).model
     failure = ""
     try:
         faults.fail("fail.autotune")
+        # what the run holds beside the trial's model: DDP's buckets, the moving average of the weights
+        extra = (autobatch.ddp_extra(model) if ddp else 0) + (autobatch.ema_extra(model) if session.params.ema else 0)
         size = autobatch.autotune(model, pipe.objective(data), batches, session.precision, train_rows, say,
-                                  autobatch.Probe(session.device), peers, autobatch.ddp_extra(model) if ddp else 0)
+                                  autobatch.Probe(session.device), peers, extra)
     except Exception as e:  # noqa: BLE001 - an accelerant that fails is turned off, whatever the error
         failure = describe_error(e)
     del model
+    if probe is not None:
+        probe.discard()
     free_memory()
     failed = peers.any(bool(failure))  # every worker keeps the same batch
     if not failed:

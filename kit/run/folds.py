@@ -201,9 +201,12 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     folder.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
     peers = peers or collective
+    probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
     if mine:
-        preflight.run(session, pipe, data, peers)
-    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world)
+        preflight.run(session, pipe, data, probe, peers)
+    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world,
+                             probe=probe)
+    probe.discard()
     # gradient accumulation: batches of `accumulate` x the batch size, stepped in micro-batches of the batch size
     accumulate = getattr(session.params, "accumulate", 1)
     cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
@@ -239,8 +242,11 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
             say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
             try:
+                built = time.time()
+                model = pipe.model(data, fit_rows=train_idx)
+                budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
                 fitted = fit(
-                    maybe_compile(session, collective.wrap(pipe.model(data, fit_rows=train_idx))),
+                    maybe_compile(session, collective.wrap(model)),
                     pipe.objective(data),
                     pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
                                  shard=shard, precision=precision),

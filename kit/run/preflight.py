@@ -23,36 +23,38 @@ from kit.runtime import faults
 from kit.runtime.collective import Collective
 from kit.runtime.monitor import Source
 from kit.runtime.precision import Precision
-from kit.runtime.recovery import describe_error, free_memory
+from kit.runtime.recovery import describe_error, free_memory, halving, is_oom
 from kit.runtime.session import Session, maybe_compile
 from kit.train.step import make_optimizer, train_step
 
 PROBE_BATCH = 8  # rows of the batch each accelerant is tried on
 
 
-def run(session: Session, pipe: Pipeline, data: Any, peers: Collective | None = None) -> list[str]:
-    """Try each accelerant the session plans to use; returns the lines of what was turned off."""
+def run(session: Session, pipe: Pipeline, data: Any, probe: Probe, peers: Collective | None = None) -> list[str]:
+    """Try each accelerant the session plans to use on the `probe` model; returns the lines of what was turned
+    off. An out-of-memory error says nothing about an accelerant: the probe is retried on fewer rows, and at two
+    rows the accelerant stays on (the batch-size trials that follow size the batch)."""
     peers = peers or Collective()
     p, plan = session.params, session.setup
 
-    def batches(precision=None):
+    def batches(precision=None, size=PROBE_BATCH):
         # inputs come in the dtype of the precision tried: an fp32 probe fed the session's fp16 images fails
         pool = pipe.trial_rows(data)
-        size = max(2, min(PROBE_BATCH, len(pool)))
+        size = max(2, min(size, len(pool)))  # BatchNorm trains on two rows at least
         return pipe.batches(data, np.resize(pool, size * 2), train=True, batch_size=size, seed=p.seed, workers=0,
                             precision=precision)
 
     checks: list[tuple[str, bool, Callable[[], None], Callable[[], None], str]] = [
         ("channels_last", plan.channels_last,
-         lambda: _step(session, pipe, data, batches, Precision("fp32", session.device.type), site="fail.channels_last"),
+         lambda: probe.step(batches, Precision("fp32", session.device.type), site="fail.channels_last"),
          lambda: _set(session, channels_last=False), "the default memory layout"),
         (f"{session.precision.name} training step", session.precision.name != "fp32",
-         lambda: _step(session, pipe, data, batches, session.precision),
+         lambda: probe.step(batches, session.precision),
          lambda: _set(session, precision="fp32"), "fp32"),
         ("side-stream prefetch", plan.prefetch, lambda: _prefetch(batches),
          lambda: _set(session, prefetch=False), "copies on the default stream"),
         ("torch.compile", p.compile and plan.compile_ok,
-         lambda: _step(session, pipe, data, batches, session.precision, compiled=True),
+         lambda: probe.step(batches, session.precision, compiled=True),
          lambda: _set(session, compile_ok=False), "eager mode"),
         ("GPU monitor (NVML)", plan.monitor, lambda: _monitor(session),
          lambda: _set(session, monitor=False), "no GPU utilisation figures"),
@@ -65,32 +67,52 @@ def run(session: Session, pipe: Pipeline, data: Any, peers: Collective | None = 
         try:
             attempt()
         except Exception as e:  # noqa: BLE001 - whatever breaks an optional accelerant turns it off
-            failure = describe_error(e)
+            failure = "" if is_oom(e) else describe_error(e)  # out of memory even on one row: inconclusive
         free_memory()
         if peers.any(bool(failure)):
             turn_off()
+            probe.discard()  # built with what was just turned off
             line = f"preflight: {name} failed ({failure or 'on another worker'}); off, {instead} instead"
             session.warn(line)
             off.append(line)
     return off
 
 
-def _step(session: Session, pipe: Pipeline, data: Any, batches, precision: Precision, site: str = "",
-          compiled: bool = False) -> None:
-    """One training step of a fresh model on a real batch, as training will take it."""
-    faults.fail(site or ("fail.compile" if compiled else "fail.precision"))
-    model = pipe.model(data, pretrained=False, fit_rows=pipe.trial_rows(data))
-    if compiled:
-        model = maybe_compile(session, model)
-    optimizer = make_optimizer(model, 1e-6, 0.0)
-    batch = next(iter(batches(precision)))
-    try:
-        float(train_step(model, pipe.objective(data), batch, optimizer, precision.grad_scaler(), precision, 1.0))
-    finally:
-        if compiled:  # Dynamo would remember this batch's shape and compile the training model for any batch size
-            import torch._dynamo
+class Probe:
+    """The model the preflight and the batch-size trials run on: built once (from its config, not its
+    pretrained weights) and shared, built again after a check turns something off that it was built with."""
 
-            torch._dynamo.reset()
+    def __init__(self, session: Session, pipe: Pipeline, data: Any):
+        self.session, self.pipe, self.data, self._model = session, pipe, data, None
+
+    @property
+    def model(self) -> torch.nn.Module:
+        if self._model is None:
+            self._model = self.pipe.model(self.data, pretrained=False, fit_rows=self.pipe.trial_rows(self.data))
+        return self._model
+
+    def step(self, batches, precision: Precision, site: str = "", compiled: bool = False) -> None:
+        """Training steps on a real batch as training takes them, on fewer rows while they run out of memory."""
+        faults.fail(site or ("fail.compile" if compiled else "fail.precision"))
+        model = maybe_compile(self.session, self.model) if compiled else self.model
+        objective = self.pipe.objective(self.data)
+
+        def attempt(size: int) -> None:
+            batch = next(iter(batches(precision, size)))
+            optimizer = make_optimizer(model, 1e-6, 0.0)
+            float(train_step(model, objective, batch, optimizer, precision.grad_scaler(), precision, 1.0))
+
+        try:
+            halving(attempt, PROBE_BATCH, before_retry=lambda: model.zero_grad(set_to_none=True))
+        finally:
+            if compiled:  # Dynamo would remember this batch's shape and compile the training model for any batch size
+                import torch._dynamo
+
+                torch._dynamo.reset()
+
+    def discard(self) -> None:
+        self._model = None
+        free_memory()
 
 
 def _prefetch(batches) -> None:

@@ -43,7 +43,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         p = trained.apply(found, p, notes.append)
     hw = hardware.detect(p.device)
     hardware.check_arch(hw)
-    setup = hardware.setup(hw, p.num_workers, p.precision)
+    setup = accelerants(hardware.setup(hw, p.num_workers, p.precision), record)
     out = paths.output_dir(p.output_dir)
     session = Session(
         template=template,
@@ -101,6 +101,13 @@ def _process_start_time() -> float:
         return started if 0 <= time.time() - started < 120 else time.time()
     except (OSError, ValueError, IndexError, StopIteration):
         return time.time()
+
+
+def accelerants(setup: hardware.Setup, record: templates.Template) -> hardware.Setup:
+    """What the machine offers, less what the template's data path has no use for: the preflight probes, and
+    the set-up shows, only what will run (text batches are neither images nor prefetched on a side stream)."""
+    return dataclasses.replace(setup, channels_last=setup.channels_last and record.channels_last,
+                               prefetch=setup.prefetch and record.prefetch)
 
 
 def check_choices(p: params.TrainParams) -> None:

@@ -96,8 +96,10 @@ class Budget:
         """When training steps must stop so validation, prediction with `models` models and the tail fit."""
         return self.deadline - self.predict_s(models) - RESERVE_SAFETY * self.val_s
 
-    def measure_epoch(self, train_s: float, val_s: float, val_rows: int) -> None:
-        self.epoch_s = train_s + val_s
+    def measure_epoch(self, train_s: float, val_s: float, val_rows: int, save_s: float = 0.0) -> None:
+        """An epoch's measured times; `val_rows`: the rows one process validated in `val_s` (prediction runs in one
+        process on one GPU); `save_s`: its checkpoint writes (20-60 s a save for a large model on Kaggle)."""
+        self.epoch_s = train_s + val_s + save_s
         self.val_s = val_s
         if val_rows and val_s > 0:
             self.eval_rows_per_s = val_rows / val_s

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
 SITES = {
     # out of memory where a training step, validation, prediction or a batch-size trial allocates
     "oom.forward", "oom.backward", "oom.unscale", "oom.step", "oom.validation", "oom.predict", "oom.autotune",
     "nan.loss",  # a non-finite loss
     "nan.amp",  # a non-finite loss under mixed precision only (fp16's overflow): fp32 then trains
+    "overflow.forward",  # activations overflow inside the forward, before a BatchNorm layer updates its statistics
     "error.compile",  # torch.compile's backend fails (as Triton does on a GPU it cannot compile for)
     # the preflight's probe of each optional accelerant fails
     "fail.precision", "fail.channels_last", "fail.prefetch", "fail.compile", "fail.monitor", "fail.autotune",
@@ -68,6 +72,21 @@ def oom(site: str) -> None:
     """Raise what CUDA raises when an allocation fails, on the armed hits of `site`."""
     if hit(site):
         raise torch.cuda.OutOfMemoryError(f"CUDA out of memory. Tried to allocate 2.00 GiB (injected at {site})")
+
+
+@contextmanager
+def overflow(site: str, model: nn.Module) -> Iterator[None]:
+    """On the armed hits of `site`, the input of the model's first BatchNorm layer is infinite during the block:
+    what an fp16 forward that overflows does to the layer's running statistics."""
+    norm = next((m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)), None)
+    if norm is None or not hit(site):
+        yield
+        return
+    handle = norm.register_forward_pre_hook(lambda module, args: (args[0] * float("inf"), *args[1:]))
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def fail(site: str) -> None:

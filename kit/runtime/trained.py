@@ -22,6 +22,9 @@ from kit.runtime import checkpoint, paths, runs
 MAX_DEPTH = 12  # folders below the search root: the deepest layout (models/...) with a nested output in it
 # what a person may choose at prediction: everything else that made the model comes from its checkpoints
 PREDICT_TIME = ("mode", "model_dir", "tta", "batch_size", "precision", "seed", *runs.WHERE_AND_HOW_FAST)
+# where an attached model folder is mounted, which an inference kernel may differ in; not what the model is (the
+# tokenizer's key in the recipe guards that): the cell's value, the training run's where the cell leaves it empty
+LOCATIONS = ("model_path",)
 
 
 @dataclass
@@ -122,6 +125,7 @@ def apply(trained: Trained, p: Any, log) -> Any:
     """`p` with the training run's values for everything but what a person chooses at prediction; the values
     of this notebook's cell that the checkpoints override are logged."""
     names = set(fields.names(type(p))) - set(PREDICT_TIME)
+    names -= {k for k in LOCATIONS if getattr(p, k, "")}
     taken = {k: v for k, v in trained.params.items() if k in names}
     taken = {k: tuple(v) if isinstance(v, list) else v for k, v in taken.items()}
     differ = [f"{k} {getattr(p, k)!r} -> {v!r}" for k, v in taken.items() if getattr(p, k) != v]

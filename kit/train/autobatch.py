@@ -127,6 +127,11 @@ class Probe:
         return max(total - free - torch.cuda.memory_reserved(self.device), 0)
 
 
+def ema_extra(model: nn.Module) -> int:
+    """Bytes a moving average of the weights adds (kit.train.ema): a copy of the model's state, on its device."""
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
 def ddp_extra(model: nn.Module) -> int:
     """Bytes DDP adds to a bare model's training step: its gradient buckets, a copy of the fp32 gradients
     that the all-reduce works on (SyncBatchNorm's gathered statistics are small beside them)."""
@@ -185,7 +190,8 @@ def autotune(model: nn.Module, objective: Objective, batches: Callable[[int], It
     With a `collective` of several ranks, every rank runs the same trials and they agree: a batch fits if it
     fits on every rank, and rank 0's speed decides; an error on any rank is raised on all of them (a rank
     that left alone would pair its next collective with another's). `extra`: bytes DDP adds (`ddp_extra`)."""
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    # in host memory: a copy on the GPU would count in every trial as memory the run will not use
+    saved = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
     world = collective.world if collective is not None else 1
 
     def trial(b: int) -> Trial:

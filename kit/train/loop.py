@@ -128,6 +128,8 @@ class _Loop:
         self.val_passes = 2 if self.ema else 1  # the average of the weights is validated too
         self.scaler = precision.grad_scaler()
         self.resume = ResumeState(files.last, collective, self.log)
+        self.last_lr = math.inf  # the rate of the latest step after the warm-up: the schedule never rises above it
+        self.last_save_s = 0.0  # how long the latest resume state took to write
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
         self.micro = cfg.micro
         self.step = 0
@@ -139,6 +141,7 @@ class _Loop:
 
     # -- checkpoints --------------------------------------------------------------------------------------
     def save_last(self) -> None:
+        started = time.time()
         self.resume.save(lambda: {
             "model": _state_dict(self.model),
             "ema": _state_dict(self.ema.module) if self.ema else None,
@@ -147,8 +150,10 @@ class _Loop:
             "step": self.step,
             "micro": self.micro,
             "precision": self.precision.name,
+            "lr": self.last_lr,
             "result": dataclasses.asdict(self.result),
         })
+        self.last_save_s = time.time() - started
 
     def load_last(self) -> None:
         state = self.resume.load()
@@ -161,6 +166,7 @@ class _Loop:
         self.stepped = bool(self.optimizer.state)
         self.scaler.load_state_dict(state["scaler"])
         self.step, self.micro, self.result = state["step"], state["micro"], FitResult(**state["result"])
+        self.last_lr = state.get("lr", math.inf)
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self) -> FitResult:
@@ -192,9 +198,16 @@ class _Loop:
         return self.result
 
     def lr_at(self, step: int) -> float:
+        """The schedule's rate at `step` for the epochs planned now. After the warm-up it never rises: a plan that
+        gives back epochs (the first plan times a few steps; later ones measure whole epochs) stretches the
+        decay ahead, holding the rate until the new curve comes down to it, rather than raising it."""
         total = self.result.epochs_planned * self.steps_per_epoch
-        warmup = round(self.cfg.warmup_epochs * self.steps_per_epoch)
-        return self.cfg.lr * warmup_cosine(step, total, min(warmup, max(total - 1, 0)))
+        warmup = min(round(self.cfg.warmup_epochs * self.steps_per_epoch), max(total - 1, 0))
+        lr = self.cfg.lr * warmup_cosine(step, total, warmup)
+        if step >= warmup:
+            lr = min(lr, self.last_lr)
+            self.last_lr = lr
+        return lr
 
     def epoch(self, epoch: int) -> None:
         r, cfg = self.result, self.cfg
@@ -218,8 +231,9 @@ class _Loop:
             if (self.dist.world == 1 or steps % CHECK_EVERY == 0) and self.dist.any(t1 > deadline):
                 deadline_hit = True
                 break
+            lr = self.lr_at(self.step)
             for group in self.optimizer.param_groups:
-                group["lr"] = self.lr_at(self.step) * group.get("lr_scale", 1.0)  # layer-wise decay's share
+                group["lr"] = lr * group.get("lr_scale", 1.0)  # layer-wise decay's share
             losses.add(self.step_with_recovery(batch))
             self.step += 1
             if self.ema:
@@ -262,12 +276,14 @@ class _Loop:
                 kept, rows, score = self.ema.module, ema_rows, averaged["ema"]
         val_s = time.time() - v0
         improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
+        saving = time.time()
         if improved:
             r.best_score, r.best_epoch = score, epoch
             if self.dist.main:  # the weights, then what is read without them
                 checkpoint.save({"model": _state_dict(kept)}, self.files.best)
                 checkpoint.save({"epoch": epoch, "score": score, "rows": rows, "ema": kept is not self.model,
                                  "precision": self.precision.name, "kit": self.files.stamp}, self.files.meta)
+        save_s = time.time() - saving + self.last_save_s  # this epoch's best and the previous epoch's resume state
         record = {
             "epoch": epoch,
             "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),
@@ -294,7 +310,9 @@ class _Loop:
         elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience and epoch >= self.patient_until():
             r.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
         if self.budget and r.stopped == "completed":
-            self.budget.measure_epoch(train_s, val_s, len(rows.get("target", [])) * self.val_passes)  # rows val_s covers
+            # rows val_s covers, gathered from every rank; one process predicts the test set on one GPU
+            validated = len(rows.get("target", [])) * self.val_passes / self.dist.world
+            self.budget.measure_epoch(train_s, val_s, validated, save_s)
             self.replan(epoch)
         self.save_last()
         self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them

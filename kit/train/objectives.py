@@ -2,6 +2,7 @@
 knowing which it runs."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import torch
@@ -45,15 +46,23 @@ class Classification:
 
 class MultiLabel:
     """Any number of labels per image: binary cross-entropy on each label's logit (targets 0/1, or soft);
-    predictions are each label's sigmoid probability."""
+    predictions are each label's sigmoid probability. With `views` (the test-time views prediction averages:
+    kit.data.augment.views), validation predicts as the test set is predicted, the average of the views'
+    probabilities, so that a threshold chosen on the out-of-fold rows fits the submission's; the loss stays
+    the plain view's."""
 
-    def __init__(self, input_key: str = "image"):
-        self.input_key = input_key
+    def __init__(self, input_key: str = "image", views: tuple[Callable[[torch.Tensor], torch.Tensor], ...] = ()):
+        self.input_key, self.views = input_key, views
         self.loss_metric = None  # log_loss of a multi-label target is this loss, but the F-scores and AUC are not
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
-        logits = model(batch[self.input_key])
+        x = batch[self.input_key]
+        logits = model(x)
         loss = F.binary_cross_entropy_with_logits(logits.float(), batch["target"].float())
+        if len(self.views) > 1 and not torch.is_grad_enabled():  # validation: the views' mean, as a logit
+            others = [model(view(x)).float().sigmoid() for view in self.views[1:]]  # views[0] is the plain one
+            mean = torch.stack([logits.float().sigmoid(), *others])
+            logits = torch.logit(mean.mean(0), eps=1e-7)
         return {"loss": loss, "output": logits}
 
     def predict(self, output: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,7 @@ Pure enough to test with exact numbers; the epoch loop (`kit.train.loop`) and th
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 
 import torch
 from torch import nn
@@ -25,6 +26,25 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
     span = max(total - warmup, 1)
     done = min(max(step - warmup, 0) / span, 1.0)
     return 0.5 * (1.0 + math.cos(math.pi * done))
+
+
+class RunningStats:
+    """A model's BatchNorm running statistics as they were before a step. An fp16 forward that overflows leaves
+    them NaN although the scaler then skips the step, and every later validation (and the EMA, which copies
+    them) would be NaN: they are put back, on the device, without the host waiting to know."""
+
+    def __init__(self, model: nn.Module):
+        self.buffers = [b for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+                        for b in (m.running_mean, m.running_var) if b is not None]
+        self.saved = torch._foreach_mul(self.buffers, 1.0) if self.buffers else []  # copies, in one fused launch
+
+    def restore_unless_finite(self, loss: torch.Tensor) -> None:
+        if not self.buffers:
+            return
+        with torch.no_grad():  # a norm is finite only if every value is (inf and NaN propagate)
+            finite = torch.isfinite(loss) & torch.isfinite(torch.stack(torch._foreach_norm(self.buffers))).all()
+            for b, saved in zip(self.buffers, self.saved):
+                b.copy_(torch.where(finite, b, saved))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float, layer_decay: float = 1.0) -> torch.optim.Optimizer:
@@ -58,17 +78,22 @@ def train_step(model: nn.Module, objective: Objective, batch: Batch, optimizer: 
     since the gradients are averaged). The host reads the loss later, every few steps (`kit.train.loop`)."""
     n = batch_size_of(batch)
     optimizer.zero_grad(set_to_none=True)
+    stats = RunningStats(model)  # BatchNorm's, before this step's forwards move them
+    chunks = split_batch(batch, micro) if 0 < micro < n else [batch]
     total = None
-    for chunk in split_batch(batch, micro) if 0 < micro < n else [batch]:
-        with precision.autocast():
-            loss = objective(model, chunk)["loss"] * (batch_size_of(chunk) / n)
-        faults.oom("oom.forward")
-        loss = faults.nan("nan.loss", loss)
-        if precision.name != "fp32":
-            loss = faults.nan("nan.amp", loss)
-        scaler.scale(loss).backward()
+    for i, chunk in enumerate(chunks):
+        # under DDP the gradients are all-reduced once, in the last micro-batch's backward (no_sync before it)
+        with nullcontext() if i == len(chunks) - 1 or not hasattr(model, "no_sync") else model.no_sync():
+            with precision.autocast(), faults.overflow("overflow.forward", model):
+                loss = objective(model, chunk)["loss"] * (batch_size_of(chunk) / n)
+            faults.oom("oom.forward")
+            loss = faults.nan("nan.loss", loss)
+            if precision.name != "fp32":
+                loss = faults.nan("nan.amp", loss)
+            scaler.scale(loss).backward()
         faults.oom("oom.backward")
         total = loss.detach() if total is None else total + loss.detach()
+    stats.restore_unless_finite(total)
     scaler.unscale_(optimizer)  # records, on the device, whether every gradient is finite
     faults.oom("oom.unscale")
     if grad_clip > 0:

@@ -186,3 +186,45 @@ def test_the_text_inference_kernel_gets_the_model_folder_the_training_kernel_had
         assert json.loads((folder / "kernel-metadata.json").read_text())["dataset_sources"] == ["tester/deberta-v3-small"]
     assert not metadata.warnings_for(config.load(str(path)))
     assert metadata.warnings_for(config.load("learning-agency-lab-automated-essay-scoring-2"))  # the shipped one names none
+
+
+def kit_run(comp: str, data, out, *params: str) -> None:
+    from kit import cli
+
+    cfg = config.load(comp)
+    values = {**cfg.smoke, "epochs": 1, **dict(p.split("=", 1) for p in params)}
+    args = ["run", comp, "--data", str(data), "--output", str(out)]
+    pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items()]
+    assert cli.main(args + [a for p in pairs for a in ("-p", p)]) == 0
+
+
+@pytest.mark.parametrize("comp", ["digit-recognizer", "learning-agency-lab-automated-essay-scoring-2"])
+def test_a_rerun_whose_test_table_lists_rows_the_sample_does_not_predicts_them(tmp_path, comp):
+    """A code competition's rerun may swap test.csv alone: the inference kernel that passed its commit stopped
+    on Kaggle ("the test table and the sample submission must list the same ids"). In predict mode the test
+    table's rows make the submission's, with one line."""
+    cfg = config.load(comp)
+    data = tmp_path / "input" / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, data, seed=4)
+    extra = []
+    if cfg.spec.template == "text":
+        from kit.smoke.text import make_model_folder
+
+        extra = [f"model_path={make_model_folder(cfg.spec, data, tmp_path / 'input', {'model_path': 'tiny'}, seed=4)}"]
+    kit_run(comp, data, tmp_path / "trained", *extra)
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    test = pd.read_csv(data / cfg.spec.test, dtype={cfg.spec.id_column: str})
+    more = test.iloc[:3].copy()
+    if cfg.spec.id_column in more:
+        more[cfg.spec.id_column] = [f"hidden{k}" for k in range(3)]
+    pd.concat([test, more]).to_csv(hidden / cfg.spec.test, index=False)
+    shutil.copy(data / cfg.spec.sample_submission, hidden / cfg.spec.sample_submission)  # the public sample, unchanged
+    kit_run(comp, hidden, tmp_path / "rerun", "mode=predict", f"model_dir={tmp_path / 'trained'}", *extra)
+    sub = pd.read_csv(tmp_path / "rerun" / "submission.csv", dtype={cfg.spec.id_column: str})
+    assert len(sub) == len(test) + 3 and list(sub.columns) == list(pd.read_csv(hidden / cfg.spec.sample_submission).columns)
+    if cfg.spec.id_column in more:
+        assert sub[cfg.spec.id_column].tolist()[-3:] == ["hidden0", "hidden1", "hidden2"]
+    else:  # ImageId 1, 2, ... go on past the sample's
+        assert sub[cfg.spec.id_column].astype(int).tolist() == list(range(1, len(test) + 4))
+    assert "rows are the test table's" in (tmp_path / "rerun" / "kit.log").read_text()

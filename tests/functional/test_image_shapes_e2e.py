@@ -1,6 +1,7 @@
 """The new image competition shapes end to end: each shipped config's smoke in its competition's Kaggle
 layout (pixel tables, Planet's tags, class folders), and their bad inputs stopped in one line by `kit run`."""
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -169,3 +170,60 @@ def test_a_cnn_reads_several_value_columns_from_its_table(tmp_path):
     assert data.target.kind == "values" and data.y.shape == (len(labels), 2)
     mean = pipe.objective(data).mean.tolist()
     assert mean == pytest.approx(data.y.mean(0).tolist(), abs=1e-5) and mean[1] > 10 > mean[0]  # per column
+
+
+def test_two_value_columns_train_draw_and_predict_the_same_in_the_inference_kernel(tmp_path):
+    """Two value columns on scales 0-1 and 100-200, through the built notebooks: the training notebook draws its
+    sample grid (a row's values were formatted as one number, a TypeError) and the predict-mode notebook reads
+    each column's scale back from the checkpoints (one pooled mean and std made every prediction ~75)."""
+    from kit.build import execute, notebook
+    from kit.smoke import same_predictions
+
+    cfg = config.load("dog-breed")
+    folder = tmp_path / "data"
+    smoke.make_dataset(cfg.spec, folder, seed=1)
+    rng = np.random.default_rng(0)
+    labels = pd.read_csv(folder / cfg.spec.train)[["id"]]
+    labels.assign(small=rng.random(len(labels)), big=100 + 100 * rng.random(len(labels))).to_csv(folder / cfg.spec.train,
+                                                                                                  index=False)
+    pd.read_csv(folder / cfg.spec.sample_submission)[["id"]].assign(small=0.0, big=0.0).to_csv(
+        folder / cfg.spec.sample_submission, index=False)
+    values = {**cfg.parameters(smoke=True), "epochs": 1, "image_size": 32}
+    values["competition"] = {**values["competition"], "metric": "rmse"}
+    out, subs = tmp_path / "out", []
+    for mode in ("train", "predict"):
+        built = tmp_path / f"{mode}.ipynb"
+        built.write_text(notebook.dumps(notebook.build("cnn", {**values, "mode": mode})))
+        work = tmp_path / mode
+        extra = {"model_dir": str(out)} if mode == "predict" else {}
+        execute.run(built, tmp_path / f"{mode}-executed.ipynb",
+                    {"data_dir": str(folder), "output_dir": str(work), **extra}, cwd=tmp_path)
+        if mode == "train":
+            shutil.copytree(work, out)
+        subs.append(work / "submission.csv")
+    same_predictions(subs[0], subs[1], cfg.spec)
+    predicted = pd.read_csv(subs[1])
+    assert predicted["small"].between(-1, 2).all() and predicted["big"].between(50, 250).all()
+
+
+def test_a_label_column_image_without_any_of_the_sample_labels_is_drawn(tmp_path, capsys):
+    """RANZCR's shape: 0/1 label columns under auc, and images carrying none of the scored labels. The sample
+    grid titles such an image by its empty label set (it divided by the empty title's length)."""
+    folder = make(tmp_path, PLANET)
+    train = pd.read_csv(folder / "train_v2.csv")
+    tags = sorted(PLANET_TAGS)
+    columns = {t: train["tags"].str.split().map(lambda r, t=t: int(t in r)) for t in tags}
+    wide = pd.DataFrame({"image_name": train["image_name"], **columns})
+    wide.loc[0, tags] = 0  # the first row is always in the grid
+    wide.to_csv(folder / "train_v2.csv", index=False)
+    sample = pd.read_csv(folder / "sample_submission_v2.csv")
+    pd.DataFrame({"image_name": sample["image_name"], **{t: 0.5 for t in tags}}).to_csv(
+        folder / "sample_submission_v2.csv", index=False)
+    toml = tmp_path / "ranzcr-like.toml"
+    toml.write_text((config.resolve(PLANET)).read_text().replace('metric = "f2_samples"', 'metric = "auc"'))
+    cfg = config.load(str(toml))
+    smoke_params = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in {**cfg.smoke, "epochs": 1}.items()]
+    args = ["run", str(toml), "--data", str(folder), "--output", str(tmp_path / "out")]
+    assert cli.main(args + [a for p in smoke_params for a in ("-p", p)]) == 0, capsys.readouterr().err[-2000:]
+    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
+    assert list(sub.columns) == ["image_name", *tags] and sub[tags].to_numpy().max() <= 1

@@ -110,3 +110,29 @@ def test_text_trains_under_ddp_on_two_workers(tmp_path):
     log = (result.submission.parent / "kit.log").read_text()
     assert "parallel: ddp on 2 workers" in log and "from folds [1, 2]" in log
     assert "out-of-fold qwk over 2 of 2 folds" in log
+
+
+def test_a_text_regression_of_one_value_column_runs(tmp_path):
+    """us-patent-phrase-to-phrase-matching's shape: one value column under pearson. The data step's line about
+    the target read the first and last class of every kind, and a single value has none (an IndexError)."""
+    folder, model = essays_and_model(tmp_path)
+    pearson = tmp_path / "pearson.toml"
+    pearson.write_text(config.resolve(ESSAYS).read_text().replace('metric = "qwk"', 'metric = "pearson"'))
+    assert cli.main(kit_run_args(tmp_path, str(pearson), folder, model)) == 0
+    log = (tmp_path / "out" / "kit.log").read_text()
+    assert "target         a value, metric pearson" in log
+    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
+    assert sub["score"].nunique() > 1 and sub["score"].dtype.kind == "f"  # values, not whole scores
+
+
+def test_max_length_auto_takes_a_short_encoders_positions(tmp_path):
+    """A 128-position encoder with the default max_length stopped at set-up ("max_length 512 is beyond the 128
+    token positions"); auto takes the model's positions, and no more than the longest text needs."""
+    from kit.smoke.text import build_tiny_encoder
+
+    folder, _ = essays_and_model(tmp_path)
+    train = pd.read_csv(folder / "train.csv")
+    short = build_tiny_encoder(train["full_text"], tmp_path / "short-encoder", seed=2, max_positions=128)
+    assert cli.main(kit_run_args(tmp_path, ESSAYS, folder, short, "max_length=auto")) == 0
+    log = (tmp_path / "out" / "kit.log").read_text()
+    assert "max_length     auto: 128 tokens, the longest text (the model has 128 positions" in log

@@ -99,13 +99,26 @@ def test_only_a_ddp_batch_adds_the_reducers_share(monkeypatch, tmp_path):
     from kit.run.batch import resolve_batch
 
     (tmp_path / "out").mkdir()
-    s = session(tmp_path, batch_size="auto")
+    s = session(tmp_path, batch_size="auto", ema=False)
     s.setup = dataclasses.replace(s.setup, autotune=True)
     extras = []
     monkeypatch.setattr(autobatch, "autotune", lambda *args: extras.append(args[-1]) or 16)
     resolve_batch(s, ToyPipeline(), None, s.output_dir, 80, replicas=2)
     resolve_batch(s, ToyPipeline(), None, s.output_dir, 80, replicas=1)  # fold-parallel workers, or one process
     assert extras == [autobatch.ddp_extra(nn.Linear(6, 3)), 0] and extras[0] == 4 * 21
+
+
+def test_the_trials_count_the_moving_average(monkeypatch, tmp_path):
+    """A fold with ema on holds a second copy of the model's state on the GPU, which the trials did not count."""
+    from kit.run.batch import resolve_batch
+
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, batch_size="auto")  # ema on: the default
+    s.setup = dataclasses.replace(s.setup, autotune=True)
+    extras = []
+    monkeypatch.setattr(autobatch, "autotune", lambda *args: extras.append(args[-1]) or 16)
+    resolve_batch(s, ToyPipeline(), None, s.output_dir, 80)
+    assert extras == [autobatch.ema_extra(nn.Linear(6, 3))] and extras[0] == 4 * 21
 
 
 def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):

@@ -85,3 +85,17 @@ def test_describe_mentions_every_decision():
     text = hardware.describe(t4, hardware.setup(t4))
     assert "2 x Tesla T4 (compute 7.5, 14.7 GB)" in text and "fp16 autocast with loss scaling (GradScaler) (auto)" in text
     assert "channels_last  on" in text and "loader workers 4" in text
+
+
+def test_a_template_probes_only_the_accelerants_its_data_path_uses():
+    """On a T4 text batches are neither images (channels_last) nor copied on a side stream: the preflight used
+    to try both on every text run."""
+    from kit import templates
+    from kit.run.start import accelerants
+
+    t4 = hardware.setup(Hardware("cuda", "Tesla T4", 2, (7, 5), 15.0, 4, 29.0))
+    assert t4.channels_last and t4.prefetch
+    text = accelerants(t4, templates.get("text"))
+    assert not text.channels_last and not text.prefetch and text.precision == "fp16"
+    assert accelerants(t4, templates.get("cnn")) == t4
+    assert not accelerants(t4, templates.get("lstm")).channels_last and accelerants(t4, templates.get("lstm")).prefetch

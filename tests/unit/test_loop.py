@@ -154,3 +154,29 @@ def test_epoch_lines_explain_the_star_once_and_print_a_loss_that_is_the_metric_o
         assert all(r["val_loss"] == pytest.approx(r["log_loss"], abs=1e-5) for r in result.history)
     else:
         assert all(" | val loss " in line and " | accuracy " in line for line in epochs), epochs
+
+
+def test_an_overflowing_forward_leaves_batchnorm_statistics_as_they_were():
+    """fp16 activations that overflow inside the forward make BatchNorm's running statistics NaN before the
+    scaler skips the step; every later validation was NaN and the fold was lost. They are put back, on the device."""
+    from kit.runtime import faults
+    from kit.runtime.precision import Precision
+    from kit.train.step import make_optimizer, train_step
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    fp16 = Precision("fp16", "cpu")
+    batch = {"x": torch.randn(16, 4), "target": torch.randint(0, 3, (16,))}
+    optimizer, scaler = make_optimizer(model, 1e-2, 0.0), fp16.grad_scaler()
+    train_step(model, Classification("x"), batch, optimizer, scaler, fp16, 1.0)
+    before = {k: v.clone() for k, v in model[1].state_dict().items() if k.startswith("running")}
+    faults.arm("overflow.forward:1")
+    try:
+        loss = train_step(model, Classification("x"), batch, optimizer, scaler, fp16, 1.0)
+    finally:
+        faults.arm("")
+    assert not torch.isfinite(loss)  # the step overflowed, and the scaler skipped it
+    for name, value in before.items():
+        assert torch.equal(model[1].state_dict()[name], value), name
+    model.eval()
+    assert torch.isfinite(model(batch["x"])).all()

@@ -226,3 +226,28 @@ def test_flips_and_turns_are_checked(values, message):
     with pytest.raises(KitError, match=message):
         check(CnnParams, values, "[params]")
     assert (CnnParams().vflip, CnnParams().rotate90) == (0.0, False)
+
+
+def test_a_threshold_is_chosen_on_validation_rows_predicted_as_the_test_set_is(tmp_path):
+    """Planet's F2 threshold was chosen on plain centre-crop validation rows and applied to the average over the
+    test-time views, which is less extreme: validation of a thresholded multi-label target averages the views."""
+    import pandas as pd
+
+    from kit.pipelines.cnn import ImageData
+    from kit.train.targets import Target
+
+    pipe = cnn_pipeline(tmp_path)
+    pipe.session = dataclasses.replace(pipe.session, spec=dataclasses.replace(pipe.session.spec, metric="f2_samples"))
+    target = Target("tags", ("tags",), ("clear", "haze", "road"))
+    images = np.random.default_rng(0).integers(0, 255, (4, 36, 36, 3), dtype=np.uint8)
+    data = ImageData(np.arange(4), np.zeros((4, 3), np.float32), np.arange(4), target, pd.DataFrame(), Cache(images),
+                     Cache(images), {"hflip": 0.5, "prior": [0.5] * 3})
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.LazyLinear(3))
+    x = torch.randn(4, 3, 32, 32)
+    with torch.no_grad():
+        model(x)
+        rows = pipe.objective(data).rows(pipe.objective(data)(model, {"image": x, "target": torch.zeros(4, 3)})["output"],
+                                         {"target": torch.zeros(4, 3)})
+        expected = (model(x).sigmoid() + model(x.flip(-1)).sigmoid()) / 2
+    assert torch.allclose(rows["pred"], expected, atol=1e-5)

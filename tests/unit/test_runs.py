@@ -1,5 +1,6 @@
 """Run fingerprints: what decides the trained folds makes a new run; where and how fast a run goes does not."""
 import dataclasses
+from pathlib import Path
 
 import pytest
 from toys import ToyPipeline, session
@@ -49,3 +50,17 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_one_line(tmp_path):
     s = dataclasses.replace(s)
     with pytest.raises(KitError, match=r"fold0\.pt does not fit this run's model \(size mismatch for weight"):
         ensemble(s, wider, data, cv.folder)
+
+
+def test_predict_mode_keeps_the_cells_model_path():
+    """The model folder's location is not the model: an inference kernel that mounts it elsewhere says so in its
+    cell (the training run's absolute path would not be found); an empty cell takes the training run's."""
+    from kit.params import TextParams
+    from kit.runtime.trained import Trained, apply
+
+    trained = Trained(Path("run"), "text", {"model_path": "/kaggle/input/deberta/v3", "max_length": 256, "epochs": 3},
+                      {}, "0.1.0")
+    notes = []
+    p = apply(trained, TextParams(model_path="deberta-v3-small"), notes.append)
+    assert p.model_path == "deberta-v3-small" and p.max_length == 256 and p.epochs == 3
+    assert apply(trained, TextParams(), notes.append).model_path == "/kaggle/input/deberta/v3"

@@ -2,8 +2,8 @@
 import time
 
 import numpy as np
-import torch
 import pytest
+import torch
 from toys import ToyPipeline, session
 
 from kit.run import train_folds

@@ -67,3 +67,18 @@ def test_model_loads_the_weights_file_without_the_hub(kaggle_input, tmp_path, mo
     assert torch.all(model.conv_stem.weight == 0.125)
     assert model.get_classifier().out_features == 3
     assert logs == [f"pretrained weights: {file}"]
+
+
+@pytest.mark.parametrize("name", ["vit_tiny_patch16_224", "swin_tiny_patch4_window7_224"])
+def test_a_vision_transformer_is_built_for_the_image_size(tmp_path, name):
+    """A ViT or Swin of 224 px asked for 64 px images failed at its first forward ("Input height (64) doesn't
+    match model (224)"): timm builds it for image_size when given img_size."""
+    hw = Hardware("cpu", cpu_count=2)
+    params = CnnParams(model_name=name, pretrained=False, image_size=64)
+    logs = []
+    session = Session("cnn", params, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
+    session.log = logs.append
+    data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")))
+    model = CnnPipeline(session).model(data, pretrained=False)
+    assert model(torch.zeros(2, 3, 64, 64)).shape == (2, 3)
+    assert [line for line in logs if "is built for 64 px" in line]
