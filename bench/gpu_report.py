@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
@@ -38,7 +38,7 @@ def figure(section: str, name: str, value: float, unit: str, note: str = "") -> 
 def report(gpu: str, versions: dict[str, str], tests: dict, figures: list[dict], errors: list[str], seconds: float,
            date: str | None = None) -> dict:
     """The report's JSON: what ran where, and each figure (`figure`)."""
-    return {"gpu": gpu, "date": date or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    return {"gpu": gpu, "date": date or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "python": platform.python_version(), "versions": versions, "tests": tests, "figures": figures,
             "errors": errors, "seconds": round(seconds, 1)}
 
@@ -80,8 +80,9 @@ def gpu_tests(timeout_s: float) -> dict:
 
 
 def sections(count: int) -> list[tuple[str, Callable[[], list[dict]]]]:
-    import bench
     from text_bench import bench_text
+
+    import bench
 
     device = torch.device("cuda")
     paths = bench.make_photos(ROOT / ".bench" / "photos", count)
