@@ -117,7 +117,6 @@ def trained_sample(session: Session) -> tuple[pd.DataFrame, Path, Target]:
     return sample, path, target
 
 
-@torch.inference_mode()  # as a decorator, torch enters the mode around each step of the generator only
 def rows_of_the_test(sample: pd.DataFrame, ids: Sequence[str], id_column: str, where: str,
                      log: Callable[[str], None]) -> pd.DataFrame:
     """Predict mode, where the test table lists ids the sample submission does not (a rerun on a hidden test
@@ -133,6 +132,7 @@ def rows_of_the_test(sample: pd.DataFrame, ids: Sequence[str], id_column: str, w
     return rows[list(sample.columns)]
 
 
+@torch.inference_mode()  # as a decorator, torch enters the mode around each step of the generator only
 def predictions(model: nn.Module, batches: Iterable[Batch], precision: Precision,
                 forward: Callable[[nn.Module, Batch], torch.Tensor]) -> Iterator[tuple[Batch, np.ndarray]]:
     """Each batch with `forward(model, batch)`'s predictions as float numpy rows, in eval mode, without

@@ -235,3 +235,15 @@ def test_a_bare_cuda_device_is_the_current_gpu_with_its_index(monkeypatch):
     assert hardware.indexed(torch.device("cpu")) == torch.device("cpu")
     tables = {"x": torch.zeros(3, 2, 1), "mask": torch.ones(3, 2, dtype=torch.bool)}
     assert sequences.SequenceBatches(tables, np.arange(3), 2, False, torch.device("cuda")).device == torch.device("cuda", 1)
+
+
+def test_the_preflight_and_the_batch_trials_build_one_model(tmp_path):
+    """A large encoder takes 10-30 s to build: the preflight's checks and the batch trials each built their own."""
+    (tmp_path / "out").mkdir()
+    s = session(tmp_path, batch_size="auto", precision="fp16")  # fp16: the preflight tries its step on the CPU
+    s.setup = dataclasses.replace(s.setup, autotune=True, precision="fp16")
+    from kit.run import train_folds
+
+    pipe = ToyPipeline()
+    cv = train_folds(s, pipe, pipe.load())
+    assert cv.finished == [0, 1, 2] and pipe.models == 1 + 3  # the probes' one, and each fold's
