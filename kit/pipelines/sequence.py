@@ -74,8 +74,9 @@ class Pipeline:
             labels = train[spec.target_column]
         else:
             labels = train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
-        columns = [c for c in sample.columns if c != spec.id_column]
-        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'")
+        columns = base.sample_targets(sample, spec, sample_path, test.columns)
+        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'",
+                               spec.target_range)
         y = targets.encode(target, train[spec.target_column])
         codes = sequences.category_codes([train, test], spec.categorical)
         length = int(max(train.groupby(spec.sequence_column).size().max(), test.groupby(spec.sequence_column).size().max()))
