@@ -154,6 +154,9 @@ def fold_keys(spec: Spec, table: pd.DataFrame, path: Path) -> tuple[np.ndarray |
             raise KitError(f"{path.name}: {key} '{column}' is empty in row {table.index[np.flatnonzero(empty)[0]] + 2} "
                            f"({int(empty.sum())} such rows); give every training row its {key.split('_')[0]}")
         keys.append(table[column].astype(str).to_numpy())
+    if keys[1] is not None and len(np.unique(keys[1])) < 2:
+        raise KitError(f"{path.name}: fold_column '{spec.fold_column}' holds one fold ('{keys[1][0]}') for every row; it "
+                       "needs two or more to validate on one and train on the others (or leave fold_column empty)")
     return keys[0], keys[1]
 
 

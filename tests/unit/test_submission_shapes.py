@@ -140,3 +140,34 @@ def test_target_range_and_folds_keys_are_checked_in_one_line():
     assert spec(target_range=[1, 100]).target_range == (1.0, 100.0)
     with pytest.raises(KitError, match=r"^competition: group_column and fold_column are both set; the folds come from one"):
         spec(group_column="patient", fold_column="fold")
+
+
+def test_fold_and_group_columns_and_identities_are_checked_in_one_line():
+    table = pd.DataFrame({"id": ["a", "b", "c"], "patient": ["p1", None, "p2"], "fold": [0, 0, 0], "target": [0.1, 0.9, 0.4]})
+    with pytest.raises(KitError, match=r"^train.csv: no column 'subject' \(it has: id, patient, fold, target\); fix \[data\] "
+                                       r"group_column in the config$"):
+        base.fold_keys(spec(group_column="subject"), table, Path("train.csv"))
+    with pytest.raises(KitError, match=r"^train.csv: group_column 'patient' is empty in row 3 \(1 such rows\); give every "
+                                       r"training row its group$"):
+        base.fold_keys(spec(group_column="patient"), table, Path("train.csv"))
+    with pytest.raises(KitError, match=r"^train.csv: fold_column 'fold' holds one fold \('0'\) for every row; it needs two"):
+        base.fold_keys(spec(fold_column="fold"), table, Path("train.csv"))
+    groups, folds = base.fold_keys(spec(fold_column="fold"), table.assign(fold=[1, 0, 1]), Path("train.csv"))
+    assert groups is None and folds.tolist() == ["1", "0", "1"]
+    with pytest.raises(KitError, match=r"^train.csv: no column 'male' for metric bias_auc \(1 such\); fix target_column or "
+                                       r"identity_columns in \[data\]$"):
+        targets.multi("bias_auc", table, ["prediction"], "target", "train.csv", identities=("male",))
+    with pytest.raises(KitError, match=r"^train.csv: metric bias_auc scores one probability column, but the sample "):
+        targets.multi("bias_auc", table, ["prediction", "toxicity"], "target", "train.csv", identities=("patient",))
+    with pytest.raises(KitError, match=r"^train.csv, column 'target': 1.5 \(row 3\) is not a probability in \[0, 1\]"):
+        targets.multi("bias_auc", table.assign(target=[0.1, 1.5, 0.0], male=np.nan), ["prediction"], "target", "train.csv",
+                      identities=("male",))
+
+
+def test_bias_auc_learns_the_identities_as_outputs_and_writes_one_column():
+    table = pd.DataFrame({"id": [1, 2, 3], "target": [0.8, 0.0, 0.3], "male": [np.nan, 1.0, 0.6], "muslim": [np.nan] * 3})
+    target = targets.multi("bias_auc", table, ["prediction"], "target", "train.csv", identities=("male", "muslim"))
+    assert (target.kind, target.columns, target.outputs, target.multilabel) == ("multi", ("prediction",), 3, True)
+    assert targets.encode(target, table).ravel().tolist() == pytest.approx([0.8, 0, 0, 0, 1, 0, 0.3, 0.6, 0])  # empty: 0
+    sub = submission_frame(pd.DataFrame({"id": [7, 8], "prediction": 0.0}), target, np.array([[0.7, 0.1, 0.2], [0.2, 0.9, 0.0]]))
+    assert sub.columns.tolist() == ["id", "prediction"] and sub["prediction"].tolist() == [0.7, 0.2]
