@@ -56,6 +56,9 @@ class Pipeline:
             raise KitError("[data] needs sequence_column, order_column and features for a sequence template")
         if not spec.test:
             raise KitError("[data] test is empty: a sequence template needs the test table's file name")
+        if not spec.id_column:
+            raise KitError("[data] id_column is empty; a sequence template matches its predictions to the sample "
+                           "submission's rows by id: name that column")
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from kit import cli, config, smoke
+from kit.errors import KitError
 from kit.pipelines import create_pipeline
 from kit.run import start
 from kit.smoke.text import essays, make_model_folder
@@ -166,3 +167,52 @@ def test_bias_auc_learns_the_identities_beside_the_toxicity_and_moves_its_cut_to
                     r"bias_auc", log)
     assert oof and cut, log[-3000:]
     assert "target         multi (target, male, female, christian ...), metric bias_auc" in log
+
+
+def insults(folder: Path, seed: int = 0, train: int = 160, test: int = 30) -> None:
+    """detecting-insults-in-social-commentary's layout at smoke size: train.csv Insult,Date,Comment (no id),
+    test.csv Date,Comment, sample_submission_null.csv Insult,Date,Comment in test.csv's order (a Date may be
+    empty, a comment may repeat)."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    texts, scores = essays(train + test, rng, scores=(1, 6))
+    texts = [f'"{t}"' for t in texts]  # the comments come quoted, quotes and all
+    texts[-1] = texts[-2]
+    dates = [f"201206{d:02d}192155Z" if d % 5 else np.nan for d in rng.integers(1, 29, train + test)]
+    table = pd.DataFrame({"Insult": (np.array(scores) == 6).astype(int), "Date": dates, "Comment": texts})
+    table[:train].to_csv(folder / "train.csv", index=False)
+    table[train:][["Date", "Comment"]].to_csv(folder / "test.csv", index=False)
+    table[train:].assign(Insult=0).to_csv(folder / "sample_submission_null.csv", index=False)
+
+
+INSULTS = {"train": "train.csv", "test": "test.csv", "sample_submission": "sample_submission_null.csv", "id_column": "",
+           "target_column": "Insult", "text_columns": ["Comment"]}
+
+
+def test_a_sample_without_ids_keeps_its_rows_and_copies_the_test_tables_columns(tmp_path):
+    folder = tmp_path / "input" / "detecting-insults-in-social-commentary"
+    insults(folder)
+    comp = write_config(tmp_path, "learning-agency-lab-automated-essay-scoring-2", "auc", INSULTS)
+    spec = config.load(str(comp)).spec
+    model = make_model_folder(spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
+    assert kit_run(tmp_path, comp, folder, model_path=str(model), epochs=2, max_length=256) == 0
+    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
+    sample = pd.read_csv(folder / "sample_submission_null.csv")
+    assert list(sub.columns) == ["Insult", "Date", "Comment"] and sub["Insult"].between(0, 1).all()
+    assert sub["Comment"].equals(sample["Comment"]) and sub["Date"].equals(sample["Date"])  # copied, in the sample's order
+    log = (tmp_path / "out" / "kit.log").read_text()
+    assert "target         binary (0, 1), metric auc" in log and "out-of-fold auc over 2 of 2 folds" in log
+
+
+def test_a_test_table_without_ids_must_list_the_samples_rows(tmp_path):
+    folder = tmp_path / "input" / "detecting-insults-in-social-commentary"
+    insults(folder)
+    test = pd.read_csv(folder / "test.csv")
+    test[:-1].to_csv(folder / "test.csv", index=False)
+    comp = write_config(tmp_path, "learning-agency-lab-automated-essay-scoring-2", "auc", INSULTS)
+    cfg = config.load(str(comp))
+    model = make_model_folder(cfg.spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
+    values = {**cfg.parameters(smoke=True), "model_path": str(model), "data_dir": str(folder), "output_dir": str(tmp_path / "o")}
+    with pytest.raises(KitError, match=r"^test.csv: 29 rows, sample_submission_null.csv 30; with no id_column the test "
+                                       r"table's row k is the sample's row k, so both must list the same rows$"):
+        create_pipeline(start("text", values)).load()
