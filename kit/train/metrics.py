@@ -16,6 +16,7 @@ LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (
 # taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
 THRESHOLDED = (*LABEL_SETS, "bias_auc")
 VALUE_METRICS = ("mae", "rmse", "pearson", "spearman", "rmsle")  # what scores one or several values per row (mean over columns)
+CORRELATIONS = ("pearson", "spearman")
 THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric's threshold is looked for
 
 
@@ -26,7 +27,11 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
     if target.ndim == 2 and metric in VALUE_METRICS:  # several value columns: the mean of their scores
-        return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in range(target.shape[1])]))
+        # a correlation is undefined on a column whose truth is constant (a rare label's validation rows): left out
+        columns = [k for k in range(target.shape[1]) if metric not in CORRELATIONS or np.ptp(target[:, k]) > 0]
+        if not columns:
+            return float("nan")
+        return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in columns]))
     if target.ndim == 2:
         return multilabel(metric, pred, target, weight)
     if metric == "log_loss":

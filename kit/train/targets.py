@@ -102,7 +102,7 @@ def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str,
         if not pd.api.types.is_numeric_dtype(labels):
             raise KitError(f"{where}: metric {metric} needs numeric targets, found {labels.iloc[0]!r}")
         if metric != "qwk":
-            return Target("value", (column,), limits=(bounds(metric, labels, target_range, where),))
+            return Target("value", (column,), limits=limits(metric, [labels], target_range, [where]))
         scores = np.arange(np.rint(labels.min()), np.rint(labels.max()) + 1).astype(int).tolist()
         if len(scores) < 2:
             raise KitError(f"{where}: the scores hold a single value ({scores[0]}); nothing to learn")
@@ -118,6 +118,14 @@ def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str,
     if len(classes) < 2:
         raise KitError(f"{where}: the labels hold a single class ({classes[0]!r}); nothing to learn")
     return Target("label", (column,), classes, top=top_k(metric))
+
+
+def limits(metric: str, columns: list[pd.Series], target_range: tuple[float, ...], wheres: list[str]) -> tuple:
+    """Each column's [low, high] its predictions are clipped to; none under spearman (unless `target_range` says),
+    a ranking, where clipping would only tie predictions."""
+    if metric == "spearman" and not target_range:
+        return ()
+    return tuple(bounds(metric, values.dropna(), target_range, where) for values, where in zip(columns, wheres))
 
 
 def bounds(metric: str, values: pd.Series, target_range: tuple[float, ...], where: str) -> tuple[float, float]:
@@ -155,8 +163,9 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
             if not pd.api.types.is_numeric_dtype(table[column]):
                 raise KitError(f"{where}, column '{column}': metric {metric} needs numeric targets, "
                                f"found {table[column].iloc[0]!r}")
-        limits = tuple(bounds(metric, table[c], target_range, f"{where}, column '{c}'") for c in sample_columns)
-        return Target("values", tuple(sample_columns), limits=limits)
+        wheres = [f"{where}, column '{c}'" for c in sample_columns]
+        bounded = limits(metric, [table[c] for c in sample_columns], target_range, wheres)
+        return Target("values", tuple(sample_columns), limits=bounded)
     if len(sample_columns) > 1 and len(held) == len(sample_columns):
         if metric not in MULTI_METRICS:
             raise KitError(f"{where}: {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} ...) with "

@@ -187,3 +187,15 @@ def test_bias_auc_needs_its_identity_columns_named():
 def test_the_metrics_drive_early_stopping_in_their_direction():
     for metric in ("macro_f1", "f1_micro", "map@5", "spearman", "weighted_auc", "bias_auc"):
         assert metrics.better(metric, 0.8, 0.7) and not metrics.better(metric, 0.6, 0.7)
+
+
+def test_a_column_whose_truth_is_constant_leaves_the_correlations_mean():
+    """google-quest: a rare target (question_type_spelling) may be 0 in every validation row of a fold; its
+    correlation is undefined there, and the other columns still score (not NaN, which stops no epoch)."""
+    rng = np.random.default_rng(8)
+    target = rng.random((50, 3))
+    target[:, 2] = 0.0
+    pred = target + rng.normal(scale=0.2, size=(50, 3))
+    expected = np.mean([stats.spearmanr(pred[:, j], target[:, j]).statistic for j in range(2)])
+    assert metrics.score("spearman", pred, target) == pytest.approx(expected)
+    assert np.isnan(metrics.score("spearman", pred, np.zeros((50, 3))))

@@ -171,3 +171,13 @@ def test_bias_auc_learns_the_identities_as_outputs_and_writes_one_column():
     assert targets.encode(target, table).ravel().tolist() == pytest.approx([0.8, 0, 0, 0, 1, 0, 0.3, 0.6, 0])  # empty: 0
     sub = submission_frame(pd.DataFrame({"id": [7, 8], "prediction": 0.0}), target, np.array([[0.7, 0.1, 0.2], [0.2, 0.9, 0.0]]))
     assert sub.columns.tolist() == ["id", "prediction"] and sub["prediction"].tolist() == [0.7, 0.2]
+
+
+def test_a_ranking_metric_is_not_clipped_unless_a_range_is_stated():
+    """Under spearman only the order counts: clipping to the training range would tie the predictions beyond it."""
+    table = pd.DataFrame({"qa_id": [1, 2, 3], "a": [0.0, 0.5, 1.0], "b": [0.3, 0.3, 0.6]})
+    assert targets.multi("spearman", table, ["a", "b"], "target", "train.csv").limits == ()
+    stated = targets.multi("spearman", table, ["a", "b"], "target", "train.csv", target_range=(0.0, 1.0))
+    assert stated.limits == ((0.0, 1.0),) * 2
+    one = targets.infer("spearman", table["b"], ["b"], "t")
+    assert targets.to_columns(one, np.array([[1.4], [-0.2]]))["b"].tolist() == [1.4, -0.2]
