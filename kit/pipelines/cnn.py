@@ -42,7 +42,7 @@ class ImageData:
     assigned: np.ndarray | None = None  # [data] fold_column's value of each id
 
 
-class Pipeline:
+class CnnPipeline:
     def __init__(self, session: Session):
         self.session = session
         self.p = session.params
