@@ -102,9 +102,10 @@ def iterative_folds(labels: np.ndarray, shares: np.ndarray, seed: int) -> np.nda
             want[f, labels_of[row]] -= 1
             want_rows[f] -= 1
             left[labels_of[row]] -= 1
-    for row in rng.permutation(np.flatnonzero(fold < 0)):
-        best = np.flatnonzero(want_rows == want_rows.max())
-        f = int(best[rng.integers(len(best))])
-        fold[row] = f
-        want_rows[f] -= 1
+    rest = rng.permutation(np.flatnonzero(fold < 0))  # dealt at once: a million unlabelled rows in a Python loop take long
+    need = np.maximum(want_rows, 0.0)
+    share = need / need.sum() * len(rest) if need.sum() > 0 else np.full(len(shares), len(rest) / len(shares))
+    quota = np.floor(share).astype(np.int64)
+    quota[np.argsort(quota - share, kind="stable")[: len(rest) - quota.sum()]] += 1  # the largest remainders
+    fold[rest] = np.repeat(np.arange(len(shares)), quota)
     return fold
