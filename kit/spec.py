@@ -6,6 +6,7 @@ into a `Spec` with `Spec.from_dict`, so the same checks run on a laptop and insi
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +15,42 @@ from kit import fields, templates
 from kit.errors import KitError
 from kit.fields import setting
 
-METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson")
+# "map@k" is a family: map@5 is the mean average precision of each row's 5 labels, best first
+METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson", "macro_f1", "f1_micro",
+           "map@k", "spearman", "rmsle", "weighted_auc", "bias_auc")
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
-                     "f2_samples": True, "qwk": True, "pearson": True}
+                     "f2_samples": True, "qwk": True, "pearson": True, "macro_f1": True, "f1_micro": True, "map@k": True,
+                     "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True}
 LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
+
+
+def metric_family(metric: str) -> str:
+    """The metric's name without its k: "map@5" -> "map@k"."""
+    return "map@k" if re.fullmatch(r"map@[1-9][0-9]*", metric) else metric
+
+
+def top_k(metric: str) -> int:
+    """How many labels a row's prediction lists: the k of map@k, else 1."""
+    return int(metric.split("@")[1]) if metric_family(metric) == "map@k" else 1
+
+
+def greater_is_better(metric: str) -> bool:
+    return GREATER_IS_BETTER[metric_family(metric)]
+
+
+def metric_name(metric: str) -> str:
+    """`metric` if kit knows it, else ValueError listing what it knows."""
+    if metric_family(metric) in METRICS and metric != "map@k":
+        return metric
+    known = ", ".join(m if m != "map@k" else "map@k (such as map@5)" for m in METRICS)
+    raise ValueError(f"is not a metric kit knows ({known})")
+
+
+def value_range(bounds: tuple[float, ...]) -> tuple[float, ...]:
+    """[low, high], low below high, or () for the training targets' range."""
+    if bounds and (len(bounds) != 2 or not bounds[0] < bounds[1]):
+        raise ValueError("must be [low, high] with low below high (or [] for the training targets' range)")
+    return bounds
 
 
 def image_extension(ext: str) -> str:
@@ -32,7 +65,7 @@ def image_extension(ext: str) -> str:
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
     template: str = setting("cnn", choices=templates.names())
-    metric: str = setting("log_loss", choices=METRICS)
+    metric: str = setting("log_loss", normalize=metric_name)
 
 
 @dataclass(frozen=True)
@@ -57,6 +90,14 @@ class Data:
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
     score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
     text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
+    # the sample submission's columns the model fills, where they cannot be told from the columns copied through
+    # (every other column but the id: a blank-headed index, a Date the test table has); () infers them
+    submission_columns: tuple[str, ...] = ()
+    # regression: predictions are clipped to [low, high]; () clips them to the training targets' range
+    target_range: tuple[float, ...] = setting((), normalize=value_range)
+    group_column: str = ""  # cnn, text: rows sharing its value (a patient, a prompt) stay in one fold
+    fold_column: str = ""  # cnn, text: each row's fold, the competitor's own (its distinct values are the folds)
+    identity_columns: tuple[str, ...] = ()  # bias_auc: the training table's identity columns (subgroups)
 
 
 @dataclass(frozen=True)
@@ -68,6 +109,13 @@ class Spec(Data, Competition):
         spec = fields.build(cls, values, where)
         if not spec.slug:
             raise KitError(f"{where}: slug is empty; set it to the Kaggle competition slug")
+        if spec.group_column and spec.fold_column:
+            raise KitError(f"{where}: group_column and fold_column are both set; the folds come from one of them")
+        if spec.metric == "bias_auc" and not spec.identity_columns:
+            raise KitError(f"{where}: metric bias_auc needs identity_columns, the training table's columns that mark "
+                           "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
+        if spec.identity_columns and spec.metric != "bias_auc":
+            raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
         return spec
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,4 +130,4 @@ class Spec(Data, Competition):
 
     @property
     def greater_is_better(self) -> bool:
-        return GREATER_IS_BETTER[self.metric]
+        return greater_is_better(self.metric)

@@ -11,6 +11,7 @@ A pipeline's `load` returns its data: any object with at least
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,11 +26,13 @@ from kit.errors import KitError
 from kit.runtime import faults, paths
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.session import Session
+from kit.spec import Spec
 from kit.train import targets
 from kit.train.objectives import Objective
 from kit.train.targets import Target
 
 Batch = dict[str, torch.Tensor]
+UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a column whose header is blank (an index written with a frame)
 
 
 class Pipeline(Protocol):
@@ -84,7 +87,8 @@ class Pipeline(Protocol):
 
 def target_record(target: Target) -> dict[str, Any]:
     """A target as a recipe keeps it (plain values, as checkpoints store them)."""
-    return {"kind": target.kind, "columns": target.columns, "classes": target.classes}
+    return {"kind": target.kind, "columns": target.columns, "classes": target.classes, "top": target.top,
+            "limits": target.limits}
 
 
 def describe_target(t: Target) -> str:
@@ -101,18 +105,46 @@ def prior(data: Any) -> np.ndarray:
     return np.asarray(data.recipe["prior"])
 
 
+def read_sample(session: Session) -> tuple[pd.DataFrame, Path]:
+    """The sample submission, its ids (where [data] names an id column) present and unique."""
+    spec = session.spec
+    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
+    sample = tables.read_csv(path, spec.id_column or None)
+    if spec.id_column:
+        tables.require_columns(sample, [spec.id_column], path)
+        tables.require_unique(sample, spec.id_column, path)
+    return sample, path
+
+
+def sample_targets(sample: pd.DataFrame, spec: Spec, path: Path, test_columns: Iterable[str] = ()) -> list[str]:
+    """The sample's columns the model fills: [data] submission_columns, else every column but the id, a
+    blank-headed index and the columns the test table holds (`test_columns`: a Date, a text), which are copied
+    through from the sample as they are."""
+    if spec.submission_columns:
+        tables.require_columns(sample, spec.submission_columns, path, "[data] submission_columns")
+        if spec.id_column in spec.submission_columns:
+            raise KitError(f"{path.name}: '{spec.id_column}' is the id column and in [data] submission_columns; "
+                           "list only the columns the model fills")
+        return list(spec.submission_columns)
+    through = set(test_columns)
+    columns = [c for c in sample.columns if c != spec.id_column and not UNNAMED.fullmatch(str(c)) and c not in through]
+    if not columns:
+        kept = [c for c in sample.columns if c != spec.id_column]
+        detail = f"its other columns ({', '.join(kept[:4])}) are in the test table or unnamed" if kept else "only an id column"
+        raise KitError(f"{path.name}: {detail}; the sample submission needs target columns (name them in "
+                       "[data] submission_columns)")
+    return columns
+
+
 def trained_sample(session: Session) -> tuple[pd.DataFrame, Path, Target]:
     """Predict mode: the sample submission, checked, and the target the model was trained for, whose columns
     it must have (a hidden test set changes the rows, never the columns)."""
-    spec = session.spec
-    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
-    sample = tables.read_csv(path, spec.id_column)
-    tables.require_columns(sample, [spec.id_column], path)
-    tables.require_unique(sample, spec.id_column, path)
+    sample, path = read_sample(session)
     target = Target(**session.trained.recipe["target"])
-    columns = tuple(c for c in sample.columns if c != spec.id_column)
-    if columns != target.columns:
-        raise KitError(f"{path.name}: target columns {list(columns)[:4]} are not the {len(target.columns)} the model "
+    absent = [c for c in target.columns if c not in sample.columns]
+    if absent:
+        columns = [c for c in sample.columns if c != session.spec.id_column]
+        raise KitError(f"{path.name}: target columns {columns[:4]} are not the {len(target.columns)} the model "
                        f"was trained for ({list(target.columns)[:4]}); predict with this competition's model")
     return sample, path, target
 
@@ -121,15 +153,35 @@ def rows_of_the_test(sample: pd.DataFrame, ids: Sequence[str], id_column: str, w
                      log: Callable[[str], None]) -> pd.DataFrame:
     """Predict mode, where the test table lists ids the sample submission does not (a rerun on a hidden test
     set that swapped the test table alone): the submission's rows are the test table's, in its order, with the
-    sample's columns. Training stops at the mismatch instead (one line); an inference kernel that passed its
-    commit must not fail on Kaggle's rerun."""
-    rows = pd.DataFrame({id_column: list(ids)})
+    sample's columns (with no id_column, as many rows as the test table has). Training stops at the mismatch
+    instead (one line); an inference kernel that passed its commit must not fail on Kaggle's rerun."""
+    rows = pd.DataFrame({id_column: list(ids)}) if id_column else pd.DataFrame(index=range(len(ids)))
     for column in sample.columns:
         if column != id_column:
             rows[column] = sample[column].iloc[0] if len(sample) else 0
     log(f"{where}: the submission's {len(rows)} rows are the test table's (the sample submission lists other ids, as "
         "a rerun on a hidden test set may)")
     return rows[list(sample.columns)]
+
+
+def fold_keys(spec: Spec, table: pd.DataFrame, path: Path) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(groups, folds) of the training table's rows: [data] group_column's values (rows sharing one stay in one
+    fold) and fold_column's (the competitor's own folds); None where not set. An empty cell is one line."""
+    keys = []
+    for key, column in (("group_column", spec.group_column), ("fold_column", spec.fold_column)):
+        if not column:
+            keys.append(None)
+            continue
+        tables.require_columns(table, [column], path, f"[data] {key}")
+        empty = table[column].isna().to_numpy()
+        if empty.any():
+            raise KitError(f"{path.name}: {key} '{column}' is empty in row {table.index[np.flatnonzero(empty)[0]] + 2} "
+                           f"({int(empty.sum())} such rows); give every training row its {key.split('_')[0]}")
+        keys.append(table[column].astype(str).to_numpy())
+    if keys[1] is not None and len(np.unique(keys[1])) < 2:
+        raise KitError(f"{path.name}: fold_column '{spec.fold_column}' holds one fold ('{keys[1][0]}') for every row; it "
+                       "needs two or more to validate on one and train on the others (or leave fold_column empty)")
+    return keys[0], keys[1]
 
 
 @torch.inference_mode()  # as a decorator, torch enters the mode around each step of the generator only
@@ -146,7 +198,8 @@ def predictions(model: nn.Module, batches: Iterable[Batch], precision: Precision
 
 
 def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:
-    """The sample's id column(s) and its target columns filled from `pred`, in the sample's column order."""
+    """The sample's columns, its target columns filled from `pred` (the others, ids and columns copied through,
+    as the sample has them), in the sample's column order."""
     filled = targets.to_columns(target, pred)
     sub = sample.copy()
     for column, values in filled.items():
@@ -154,32 +207,35 @@ def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> 
     return sub[list(sample.columns)]
 
 
+def csv_text(sub: pd.DataFrame) -> str:
+    """The submission as CSV, a blank-headed column of the sample (an index pandas wrote) blank-headed again."""
+    return sub.rename(columns=lambda c: "" if UNNAMED.fullmatch(str(c)) else c).to_csv(index=False)
+
+
 def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column: str) -> None:
-    """Raise KitError unless `sub` has the sample's columns, ids in the sample's order, and sane values."""
+    """Raise KitError unless `sub` has the sample's columns, ids in the sample's order (rows in its order where
+    there is no id column), and sane values."""
     if list(sub.columns) != list(sample.columns):
         raise KitError(f"submission columns {list(sub.columns)[:5]}... differ from the sample's {list(sample.columns)[:5]}...")
     if len(sub) != len(sample):
         raise KitError(f"submission has {len(sub)} rows, the sample submission {len(sample)}")
-    if not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
+    if id_column and not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
     values = sub[list(target.columns)]
-    if target.kind == "tags":
-        allowed = set(target.classes)
-        wrong = [t for v in values.iloc[:, 0].astype(str) for t in v.split() if t not in allowed]
-        if wrong:
-            raise KitError(f"submission holds tags that are not labels: {wrong[:3]}")
-        return
-    if target.kind == "label":
+    if target.kind in ("tags", "label"):
         allowed = set(map(str, target.classes))
-        wrong = [v for v in values.iloc[:, 0] if str(v) not in allowed]
+        cells = values.iloc[:, 0].astype(str)
+        wrong = list(dict.fromkeys(t for v in cells for t in (v.split() if target.kind == "tags" or target.top > 1 else [v])
+                                   if t not in allowed))
         if wrong:
-            raise KitError(f"submission holds labels that are not classes: {wrong[:3]}")
+            raise KitError(f"submission holds {'tags' if target.kind == 'tags' else 'labels'} that are not "
+                           f"{'labels' if target.kind == 'tags' else 'classes'}: {wrong[:3]}")
         return
     numbers = values.to_numpy(dtype=np.float64)
     if not np.isfinite(numbers).all():
         raise KitError(f"submission holds {int((~np.isfinite(numbers)).sum())} NaN or infinite values")
-    if target.kind in ("probs", "binary", "multi"):
+    if target.kind in ("probs", "onehot", "binary", "multi"):
         if numbers.min() < 0 or numbers.max() > 1:
             raise KitError("submission probabilities fall outside [0, 1]")
-        if target.kind == "probs" and not np.allclose(numbers.sum(1), 1.0, atol=1e-3):
+        if target.kind in ("probs", "onehot") and not np.allclose(numbers.sum(1), 1.0, atol=1e-6):
             raise KitError("submission class probabilities do not sum to 1 in every row")

@@ -21,7 +21,7 @@ from kit.pipelines import base
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, metrics, targets
-from kit.train.objectives import Classification, MultiLabel, Regression
+from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.targets import Target
 
 MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
@@ -38,6 +38,8 @@ class ImageData:
     test_cache: images.ImageCache | images.ImageFiles  # one row per sample submission row
     recipe: dict  # what prediction needs from the training data (recipe_of); the training run's in predict mode
     identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
+    groups: np.ndarray | None = None  # [data] group_column's value of each id
+    assigned: np.ndarray | None = None  # [data] fold_column's value of each id
 
 
 class CnnPipeline:
@@ -55,22 +57,23 @@ class CnnPipeline:
         s, spec = self.session, self.session.spec
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        sample = tables.read_csv(sample_path, spec.id_column)
-        tables.require_columns(sample, [spec.id_column], sample_path)
-        tables.require_unique(sample, spec.id_column, sample_path)
-        target_columns = [c for c in sample.columns if c != spec.id_column]
-        if not target_columns:
-            raise KitError(f"{sample_path.name}: only an id column; the sample submission needs target columns")
+        if not spec.id_column:
+            raise KitError("[data] id_column is empty; the cnn template finds each test image by the sample "
+                           "submission's id: name that column")
+        sample, sample_path = base.read_sample(s)
+        target_columns = base.sample_targets(sample, spec, sample_path)
         table, where = layouts.training_table(spec, s.data_dir)
-        target = targets.multi(spec.metric, table, target_columns, spec.target_column, where)
+        target = targets.multi(spec.metric, table, target_columns, spec.target_column, where, spec.identity_columns,
+                               spec.target_range)
         if target is None or target.kind == "tags":  # a row without labels is left out, not trained as "none"
             tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
             table = table[table[spec.target_column].notna()]  # the index keeps each row's line for messages
         if target is None:
             labels = where if spec.layout == "folders" else f"{where}, column '{spec.target_column}'"
-            target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels)
-        others = [spec.id_column, spec.target_column, *(target.columns if target.by_column else ())]
+            target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels, spec.target_range)
+        groups, assigned = base.fold_keys(spec, table, s.data_dir / spec.train)
+        others = [spec.id_column, spec.target_column, *(target.sources if target.by_column else ()),
+                  *(c for c in (spec.group_column, spec.fold_column) if c)]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
         train = layouts.training_source(spec, s.data_dir, table, where, pixels)
         test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
@@ -83,7 +86,7 @@ class CnnPipeline:
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
         data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, self.recipe_of(target, y[usable], flip),
-                         identity)
+                         identity, groups, assigned)
         s.log(self.describe(data))
         if self.p.hflip == "auto":
             s.log(f"hflip auto     {flip:g}: {why}")
@@ -112,8 +115,7 @@ class CnnPipeline:
         (of each column, for several)."""
         return {"target": base.target_record(target), "prior": targets.prior(target, y), "hflip": hflip,
                 "vflip": self.p.vflip, "rotate90": self.p.rotate90,
-                "y_mean": np.atleast_1d(y.mean(0)).tolist() if len(y) else [0.0],
-                "y_std": np.atleast_1d(y.std(0)).tolist() if len(y) else [1.0]}
+                **dict(zip(("y_mean", "y_std"), moments(y, self.session.spec.metric)))}
 
     def augmentation(self, data: ImageData) -> tuple[float, float, bool]:
         """(hflip, vflip, rotate90): the flips and turns training makes, which prediction's views follow (a
@@ -184,10 +186,13 @@ class CnnPipeline:
         return data.identity
 
     def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Folds over the usable training rows (stratified by class for classification)."""
-        classes = data.y[data.usable] if data.target.classification else None
-        folds = cv.make_folds(len(data.usable), self.p.folds, self.p.seed, classes=classes)
-        return [(data.usable[t], data.usable[v]) for t, v in folds]
+        """Folds over the usable training rows: [data] fold_column's, or grouped by group_column, stratified by
+        class (by label for multi-label) where they can be."""
+        t, rows = data.target, data.usable
+        keys = {k: None if v is None else v[rows] for k, v in (("groups", data.groups), ("assigned", data.assigned))}
+        folds = cv.make_folds(len(rows), self.p.folds, self.p.seed, classes=data.y[rows] if t.classification else None,
+                              labels=data.y[rows] if t.multilabel else None, **keys)
+        return [(rows[tr], rows[v]) for tr, v in folds]
 
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: ImageData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
@@ -253,7 +258,8 @@ class CnnPipeline:
             # a threshold is chosen on the validation rows: they average the test-time views as the test set does
             thresholded = self.session.spec.metric in metrics.THRESHOLDED
             return MultiLabel(views=tuple(v for _, v in self.prediction_views(data)) if thresholded else ())
-        return Regression(data.recipe["y_mean"], data.recipe["y_std"], self.session.spec.metric)  # per column
+        return Regression(data.recipe["y_mean"], data.recipe["y_std"], self.session.spec.metric,  # per column
+                          limits=data.target.limits)
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,

@@ -56,6 +56,9 @@ class SequencePipeline:
             raise KitError("[data] needs sequence_column, order_column and features for a sequence template")
         if not spec.test:
             raise KitError("[data] test is empty: a sequence template needs the test table's file name")
+        if not spec.id_column:
+            raise KitError("[data] id_column is empty; a sequence template matches its predictions to the sample "
+                           "submission's rows by id: name that column")
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
@@ -74,8 +77,9 @@ class SequencePipeline:
             labels = train[spec.target_column]
         else:
             labels = train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
-        columns = [c for c in sample.columns if c != spec.id_column]
-        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'")
+        columns = base.sample_targets(sample, spec, sample_path, test.columns)
+        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'",
+                               spec.target_range)
         y = targets.encode(target, train[spec.target_column])
         codes = sequences.category_codes([train, test], spec.categorical)
         length = int(max(train.groupby(spec.sequence_column).size().max(), test.groupby(spec.sequence_column).size().max()))

@@ -23,7 +23,7 @@ from kit.pipelines import base
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
-from kit.train.objectives import Classification, MultiLabel, Regression
+from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.targets import Target
 
 AUTO_LENGTH = 512  # max_length = "auto": the model's positions, but no more than this (and the longest text)
@@ -44,6 +44,8 @@ class TextData:
     # scale, max_length and the tokenizer's key (the training run's in predict mode)
     recipe: dict
     identity: str = ""
+    groups: np.ndarray | None = None  # [data] group_column's value of each training text
+    assigned: np.ndarray | None = None  # [data] fold_column's value of each training text
 
 
 def load_tokenizer(folder: Path):
@@ -92,22 +94,23 @@ class TextPipeline:
                            f"(its config.json); set max_length to {limit} or less")
         cut = min(limit or AUTO_LENGTH, AUTO_LENGTH) if p.max_length == "auto" else p.max_length
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        train = tables.read_csv(train_path, spec.id_column)
-        sample = tables.read_csv(sample_path, spec.id_column)
+        train = tables.read_csv(train_path, spec.id_column or None)
         tables.require_columns(train, spec.text_columns, train_path)
-        tables.require_columns(sample, [spec.id_column], sample_path)
-        tables.require_unique(sample, spec.id_column, sample_path)
-        columns = [c for c in sample.columns if c != spec.id_column]
+        sample, sample_path = base.read_sample(s)
+        test, test_path = self._test_table()
+        columns = base.sample_targets(sample, spec, sample_path, test.columns)
         where = f"{train_path.name}"
-        target = targets.multi(spec.metric, train, columns, spec.target_column, where)
+        target = targets.multi(spec.metric, train, columns, spec.target_column, where, spec.identity_columns,
+                               spec.target_range)
         if target is None:
             tables.require_columns(train, [spec.target_column], train_path)
             tables.require_filled(train, spec.target_column, train_path)
-            target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'")
+            target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'",
+                                   spec.target_range)
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
+        groups, assigned = base.fold_keys(spec, train, train_path)
         texts = self._texts(train, train_path, tokenizer, strict=True)
-        data_test, test_positions, sample = self._test(sample, sample_path, tokenizer, cut, key)
+        data_test, test_positions, sample = self._test(test, test_path, sample, sample_path, tokenizer, cut, key)
         tokens = text.tokenize(tokenizer, texts, cut, key, log=s.log, what="train")
         max_length = cut
         if p.max_length == "auto":  # no longer than the longest text: nothing is cut that a longer length would keep
@@ -115,20 +118,20 @@ class TextPipeline:
             s.log(f"max_length     auto: {max_length} tokens, the longest text (the model has "
                   f"{f'{limit} positions' if limit else 'no position limit'}; at most {AUTO_LENGTH} when it is auto)")
         regression = not (target.classification or target.multilabel)
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y),
-                  "y_mean": np.atleast_1d(y.mean(0)).tolist() if regression else [0.0],
-                  "y_std": np.atleast_1d(y.std(0)).tolist() if regression else [1.0], "max_length": max_length,
-                  "tokenizer": key}
+        mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y), "y_mean": mean, "y_std": std,
+                  "max_length": max_length, "tokenizer": key}
         # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
                                                           index=False).to_numpy(), np.array(target.columns),
                                np.array([fingerprint(folder, key)]))
-        data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, recipe, identity)
+        data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, recipe, identity,
+                        groups, assigned)
         s.log(self.describe(data))
         return data
 
     def _target_columns(self, target: Target) -> list[str]:
-        return list(target.columns) if target.by_column else [self.spec.target_column]
+        return list(target.sources) if target.by_column else [self.spec.target_column]
 
     def _texts(self, table: pd.DataFrame, path: Path, tokenizer, strict: bool) -> list[str]:
         """The rows' texts; an empty one is an error in training data (`strict`), a warning in the test table."""
@@ -143,27 +146,41 @@ class TextPipeline:
         sep = tokenizer.sep_token or tokenizer.eos_token or "\n"
         return text.join_columns(table, self.spec.text_columns, f" {sep} ")
 
-    def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int,
-              key: str) -> tuple[Tokens, np.ndarray, pd.DataFrame]:
-        """The test texts, tokenized, the sample row each goes to, and the sample: the ids on both sides must
-        match, but in predict mode the test table's rows make the submission's where they do not."""
+    def _test_table(self) -> tuple[pd.DataFrame, Path]:
         spec = self.spec
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
-        test = tables.read_csv(test_path, spec.id_column)
-        tables.require_columns(test, [spec.id_column, *spec.text_columns], test_path)
-        tables.require_unique(test, spec.id_column, test_path)
-        ids = test[spec.id_column].astype(str)
-        where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(ids)
-        if ((where < 0).any() or len(test) != len(sample)) and self.session.trained is not None:
-            sample = base.rows_of_the_test(sample, ids, spec.id_column, f"{test_path.name}", self.session.log)
+        test = tables.read_csv(test_path, spec.id_column or None)
+        tables.require_columns(test, [*([spec.id_column] if spec.id_column else []), *spec.text_columns], test_path)
+        if spec.id_column:
+            tables.require_unique(test, spec.id_column, test_path)
+        return test, test_path
+
+    def _test(self, test: pd.DataFrame, test_path: Path, sample: pd.DataFrame, sample_path: Path, tokenizer,
+              max_length: int, key: str) -> tuple[Tokens, np.ndarray, pd.DataFrame]:
+        """The test texts, tokenized, the sample row each goes to, and the sample: found by id, or the same row
+        where [data] id_column is empty (the test table and the sample list the rows in one order). The two must
+        match, but in predict mode the test table's rows make the submission's where they do not."""
+        spec, trained = self.spec, self.session.trained is not None
+        if not spec.id_column:
+            if len(test) != len(sample) and not trained:
+                raise KitError(f"{test_path.name}: {len(test)} rows, {sample_path.name} {len(sample)}; with no id_column "
+                               "the test table's row k is the sample's row k, so both must list the same rows")
+            if len(test) != len(sample):
+                sample = base.rows_of_the_test(sample, range(len(test)), "", test_path.name, self.session.log)
             where = np.arange(len(test))
-        if (where < 0).any() or len(test) != len(sample):
-            missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
-            if len(missing):
-                detail = f"id '{missing[0]}' is not in {sample_path.name}"
-            else:
-                detail = f"{len(test)} rows, the sample {len(sample)}"
-            raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
+        else:
+            ids = test[spec.id_column].astype(str)
+            where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(ids)
+            if ((where < 0).any() or len(test) != len(sample)) and trained:
+                sample = base.rows_of_the_test(sample, ids, spec.id_column, test_path.name, self.session.log)
+                where = np.arange(len(test))
+            if (where < 0).any() or len(test) != len(sample):
+                missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
+                if len(missing):
+                    detail = f"id '{missing[0]}' is not in {sample_path.name}"
+                else:
+                    detail = f"{len(test)} rows, the sample {len(sample)}"
+                raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         texts = self._texts(test, test_path, tokenizer, strict=False)
         tokens = text.tokenize(tokenizer, texts, max_length, key, log=self.session.log, what="test")
         return tokens, where.astype(np.int64), sample
@@ -175,7 +192,8 @@ class TextPipeline:
             raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
                            "model folder the training kernel had (its ids would mean other words)")
         sample, sample_path, target = base.trained_sample(s)
-        tokens, where, sample = self._test(sample, sample_path, tokenizer, recipe["max_length"], key)
+        test, test_path = self._test_table()
+        tokens, where, sample = self._test(test, test_path, sample, sample_path, tokenizer, recipe["max_length"], key)
         data = TextData(None, tokens, None, target, sample, where, tokenizer.pad_token_id, folder, recipe)
         s.log(self.describe(data))
         return data
@@ -221,10 +239,12 @@ class TextPipeline:
         return fig
 
     def split(self, data: TextData) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Folds stratified by class, or by whole score under qwk."""
+        """Folds: [data] fold_column's, or grouped by group_column, stratified by class (by whole score under
+        qwk, by label for multi-label) where they can be."""
         t = data.target
         classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.kind == "ordinal" else None
-        return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes)
+        return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes, groups=data.groups,
+                             labels=data.y if t.multilabel else None, assigned=data.assigned)
 
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: TextData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
@@ -244,7 +264,7 @@ class TextPipeline:
         if t.multilabel:
             return MultiLabel(input_key="input_ids")
         mean, std = (r["y_mean"][0], r["y_std"][0]) if t.kind != "values" else (r["y_mean"], r["y_std"])
-        return Regression(mean, std, self.spec.metric, input_key="input_ids")
+        return Regression(mean, std, self.spec.metric, input_key="input_ids", limits=t.limits)
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: TextData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,

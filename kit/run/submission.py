@@ -10,7 +10,7 @@ import pandas as pd
 
 from kit import files
 from kit.errors import KitError
-from kit.pipelines.base import Pipeline, prior, validate
+from kit.pipelines.base import Pipeline, csv_text, prior, validate
 from kit.run.batch import prediction_batch
 from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
@@ -78,23 +78,23 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
         pred = np.tile(prior(data), (len(data.sample), 1))
     if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
-        pred = metrics.binarize(pred, label_cut(session, oof))
+        pred = metrics.apply_cut(session.spec.metric, pred, label_cut(session, oof))
     sub = pipe.submission(data, pred)
     validate(sub, data.sample, data.target, session.spec.id_column)
     path = session.output_dir / "submission.csv"
-    files.write_text(path, sub.to_csv(index=False))
+    files.write_text(path, csv_text(sub))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
     return sub
 
 
 def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
-    """Where the ensemble's label probabilities become label sets: the threshold that maximises the F-score
-    over the out-of-fold rows of the folds that predict (0.5 with none)."""
+    """Where the ensemble's label probabilities become label sets (or, under bias_auc, toxic): the threshold
+    that maximises the metric over the out-of-fold rows of the folds that predict (0.5 with none)."""
     if not oof:
-        session.warn("no out-of-fold predictions to choose a threshold on: labels above 0.5 (and the likeliest)")
-        return metrics.Cut()
+        session.warn("no out-of-fold predictions to choose a threshold on: the cut is 0.5")
+        return metrics.Cut(at_least_one=session.spec.metric != "bias_auc")
     joined = metrics.join_rows(oof)
     cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
-    session.log(f"labels above {cut.threshold:.2f}{' (at least the likeliest one)' if cut.at_least_one else ''}: "
-                f"the threshold with the best out-of-fold {session.spec.metric}, {value:.4f}")
+    session.log(f"{metrics.describe_cut(session.spec.metric, cut)}: the threshold with the best out-of-fold "
+                f"{session.spec.metric}, {value:.4f}")
     return cut

@@ -110,8 +110,8 @@ def owner() -> str:
 
 def same_predictions(a: Path, b: Path, spec: Spec, tolerance: float = 1e-4) -> None:
     """A KitError unless two submissions hold the same labels and values within `tolerance`."""
-    x, y = (pd.read_csv(p, dtype={spec.id_column: str}) for p in (a, b))
-    if list(x.columns) != list(y.columns) or not x[spec.id_column].equals(y[spec.id_column]):
+    x, y = (pd.read_csv(p, dtype={spec.id_column: str} if spec.id_column else None) for p in (a, b))
+    if list(x.columns) != list(y.columns) or not same_rows(x, y, spec):
         raise KitError(f"{a} and {b} differ in their columns or ids")
     for column in x.columns:
         if pd.api.types.is_numeric_dtype(x[column]) and pd.api.types.is_numeric_dtype(y[column]):
@@ -126,15 +126,19 @@ def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
     """Rows in the submission, after checking ids, order and columns against the sample submission."""
     if not path.is_file():
         raise KitError(f"the notebook finished without writing {path}")
-    sub = pd.read_csv(path, dtype={spec.id_column: str})
-    sample = pd.read_csv(sample_path, dtype={spec.id_column: str})
+    sub, sample = (pd.read_csv(p, dtype={spec.id_column: str} if spec.id_column else None) for p in (path, sample_path))
     if list(sub.columns) != list(sample.columns):
         raise KitError(f"{path}: columns differ from {sample_path.name}'s")
-    if not sub[spec.id_column].equals(sample[spec.id_column]):
+    if not same_rows(sub, sample, spec):
         raise KitError(f"{path}: ids differ from {sample_path.name}'s, or are in another order")
-    if sub.isna().any().any():
+    if (sub.isna() & sample.notna()).any().any():  # a column copied through may be empty where the sample's is
         raise KitError(f"{path}: empty values")
     return len(sub)
+
+
+def same_rows(a: pd.DataFrame, b: pd.DataFrame, spec: Spec) -> bool:
+    """The same ids in the same order; with no id column, as many rows."""
+    return a[spec.id_column].equals(b[spec.id_column]) if spec.id_column else len(a) == len(b)
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:

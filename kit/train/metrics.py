@@ -1,15 +1,22 @@
-"""Competition metrics on (prediction, target) rows, with optional weights (a score mask is 0/1 weights)."""
+"""Competition metrics on (prediction, target) rows, with optional weights (a score mask is 0/1 weights).
+
+Each is computed as the competition's grader computes it (MLE-bench's grade.py where it differs from Kaggle's
+page), so that the out-of-fold score, early stopping and the thresholds aim at what is graded."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 from sklearn import metrics as skm
 
-from kit.spec import GREATER_IS_BETTER
+from kit.spec import greater_is_better, metric_family, top_k
 
-THRESHOLDED = ("f1_samples", "f2_samples")  # metrics of label sets, taken at a threshold
-VALUE_METRICS = ("mae", "rmse", "pearson")  # what scores one or several values per row
+LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (tags, or 0/1 label columns)
+# taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
+THRESHOLDED = (*LABEL_SETS, "bias_auc")
+VALUE_METRICS = ("mae", "rmse", "pearson", "spearman", "rmsle")  # what scores one or several values per row (mean over columns)
+CORRELATIONS = ("pearson", "spearman")
 THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric's threshold is looked for
 
 
@@ -20,7 +27,11 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
     if target.ndim == 2 and metric in VALUE_METRICS:  # several value columns: the mean of their scores
-        return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in range(target.shape[1])]))
+        # a correlation is undefined on a column whose truth is constant (a rare label's validation rows): left out
+        columns = [k for k in range(target.shape[1]) if metric not in CORRELATIONS or np.ptp(target[:, k]) > 0]
+        if not columns:
+            return float("nan")
+        return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in columns]))
     if target.ndim == 2:
         return multilabel(metric, pred, target, weight)
     if metric == "log_loss":
@@ -29,6 +40,12 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         return float(-np.average(np.log(p[np.arange(len(target)), target]), weights=weight))
     if metric == "accuracy":
         return float(np.average(pred.argmax(1) == target, weights=weight))
+    if metric == "macro_f1":  # over the classes in the truth or the predictions, as sklearn's default labels
+        return float(skm.f1_score(target, pred.argmax(1), average="macro", sample_weight=weight, zero_division=0))
+    if metric_family(metric) == "map@k":
+        return mean_average_precision(pred, target, top_k(metric), weight)
+    if metric == "weighted_auc":
+        return weighted_auc(target, pred[:, -1] if pred.ndim == 2 else pred, weight)
     if metric == "auc":
         if len(np.unique(target)) < 2:
             return float("nan")
@@ -47,11 +64,53 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         if np.std(values) == 0 or np.std(target) == 0:
             return float("nan")
         return float(np.corrcoef(values, target)[0, 1]) if weight is None else weighted_pearson(values, target, weight)
+    if metric == "spearman":  # scipy's rank correlation (score masks are 0/1: the kept rows, unweighted)
+        if np.ptp(values) == 0 or np.ptp(target) == 0:
+            return float("nan")
+        return float(stats.spearmanr(values, target).statistic)
     if metric == "mae":
         return float(np.average(np.abs(values - target), weights=weight))
     if metric == "rmse":
         return float(np.sqrt(np.average((values - target) ** 2, weights=weight)))
+    if metric == "rmsle":  # kit's predictions under rmsle are never below 0 (targets.py clips them there)
+        gap = np.log1p(np.maximum(values, 0.0)) - np.log1p(target)
+        return float(np.sqrt(np.average(gap**2, weights=weight)))
     raise ValueError(f"unknown metric {metric}")
+
+
+def ranked(pred: np.ndarray, k: int) -> np.ndarray:
+    """(N, min(k, C)) the k most probable classes of each row, best first (the lower class first among equals)."""
+    k = min(k, pred.shape[1])
+    top = np.argpartition(-pred, k - 1, axis=1)[:, :k] if k < pred.shape[1] else np.tile(np.arange(k), (len(pred), 1))
+    order = np.lexsort((top, -np.take_along_axis(pred, top, 1)), axis=1)
+    return np.take_along_axis(top, order, 1)
+
+
+def mean_average_precision(pred: np.ndarray, target: np.ndarray, k: int, weight: np.ndarray | None = None) -> float:
+    """MAP@k of one true class per row: 1/rank of the true class among the row's k best, 0 beyond them."""
+    hits = ranked(pred, k) == target[:, None]
+    precision = (hits / np.arange(1, hits.shape[1] + 1)).sum(1)
+    return float(np.average(precision, weights=weight))
+
+
+def weighted_auc(truth: np.ndarray, score: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """ALASKA2's weighted AUC: the ROC curve's area in horizontal bands of the true-positive rate, 0 to 0.4
+    weighted 2 and 0.4 to 1 weighted 1, over the weighted total (1.4); 1 perfect, 0 inverted."""
+    if len(np.unique(truth)) < 2:
+        return float("nan")
+    fpr, tpr, _ = skm.roc_curve(truth, score, sample_weight=weight)
+    bands, weights = (0.0, 0.4, 1.0), (2.0, 1.0)
+    for level in bands:  # each band's edge on the curve, its false-positive rate interpolated
+        if level not in tpr and (tpr > level).any():
+            i = int(np.argmax(tpr > level))
+            fpr = np.insert(fpr, i, fpr[i - 1] + (fpr[i] - fpr[i - 1]) * (level - tpr[i - 1]) / (tpr[i] - tpr[i - 1]))
+            tpr = np.insert(tpr, i, level)
+    total = 0.0
+    for low, high, w in zip(bands[:-1], bands[1:], weights):
+        inside = (tpr >= low) & (tpr <= high)
+        if inside.any():  # the band's curve, closed to the right at its top
+            total += w * skm.auc(np.append(fpr[inside], 1.0), np.append(tpr[inside], high) - low)
+    return float(total / np.dot(np.diff(bands), weights))
 
 
 def whole_scores(values: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -69,7 +128,7 @@ def better(metric: str, a: float, b: float | None) -> bool:
     """Whether score `a` beats `b` (None: nothing yet)."""
     if b is None or np.isnan(b):
         return not np.isnan(a)
-    return a > b if GREATER_IS_BETTER[metric] else a < b
+    return a > b if greater_is_better(metric) else a < b
 
 
 def join_rows(parts: list[dict]) -> dict[str, np.ndarray]:
@@ -79,8 +138,8 @@ def join_rows(parts: list[dict]) -> dict[str, np.ndarray]:
 
 def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
     """auc: the mean of each label's ROC AUC (labels with one class in `target` left out); log_loss: the mean
-    binary log loss over every (row, label); f1_samples, f2_samples: the mean F-beta of each row's label set,
-    at the threshold that maximises it (`decide`)."""
+    binary log loss over every (row, label); f1_samples, f2_samples, f1_micro, bias_auc: the score at the
+    threshold that maximises it (`decide`)."""
     truth = target > 0.5
     if metric == "auc":
         scored = [j for j in range(truth.shape[1]) if 0 < truth[:, j].sum() < len(truth)]
@@ -99,7 +158,8 @@ def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.nda
 @dataclass(frozen=True)
 class Cut:
     """How label probabilities become a label set: those above `threshold`, and the most probable one where
-    none is when `at_least_one` (every training row has a label, as in Planet's tags)."""
+    none is when `at_least_one` (every training row has a label, as in Planet's tags). Under bias_auc, the
+    toxicity probability at which a row counts as toxic."""
 
     threshold: float = 0.5
     at_least_one: bool = True
@@ -125,9 +185,22 @@ def fbeta_rows(truth: np.ndarray, decided: np.ndarray, beta: float) -> np.ndarra
     return np.divide((1 + b2) * tp, denominator, out=np.ones_like(tp), where=denominator > 0)
 
 
+def micro_f1(truth: np.ndarray, decided: np.ndarray, weight: np.ndarray | None = None) -> float:
+    """F1 over every (row, label) cell of the labels the truth holds: a predicted label no row of the truth has
+    is dropped, not counted as a false positive (the graders binarize with the answers' labels only)."""
+    present = truth.any(0)
+    truth, decided = truth[:, present], decided[:, present]
+    w = np.ones(len(truth)) if weight is None else weight
+    tp = float(w @ (truth & decided).sum(1))
+    wrong = float(w @ (truth ^ decided).sum(1))  # false positives and false negatives
+    return 2 * tp / (2 * tp + wrong) if tp + wrong > 0 else 0.0
+
+
 def decide(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> tuple[Cut, float]:
-    """The cut that maximises the F-beta metric on these rows (out-of-fold predictions, or one fold's
-    validation rows), and the score there; the highest threshold among equal scores."""
+    """The cut that maximises the metric on these rows (out-of-fold predictions, or one fold's validation
+    rows), and the score there; for label sets, the highest threshold among equal scores."""
+    if metric == "bias_auc":
+        return bias_decide(pred, target)
     truth = target > 0.5
     beta = 2.0 if metric == "f2_samples" else 1.0
     at_least_one = bool(truth.any(1).all())
@@ -136,7 +209,68 @@ def decide(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray
         return best, best_score
     for threshold in THRESHOLDS:
         cut = Cut(float(threshold), at_least_one)
-        value = float(np.average(fbeta_rows(truth, binarize(pred, cut) > 0, beta), weights=weight))
+        decided = binarize(pred, cut) > 0
+        if metric == "f1_micro":
+            value = micro_f1(truth, decided, weight)
+        else:
+            value = float(np.average(fbeta_rows(truth, decided, beta), weights=weight))
         if np.isnan(best_score) or value >= best_score:
             best, best_score = cut, value
     return best, best_score
+
+
+def apply_cut(metric: str, pred: np.ndarray, cut: Cut) -> np.ndarray:
+    """What the submission holds at `cut`: label sets' 0/1 decisions; under bias_auc, the probabilities moved
+    (monotonically: the ranking stays) so that the cut falls at 0.5, where the grader binarizes them."""
+    if metric != "bias_auc":
+        return binarize(pred, cut)
+    t = cut.threshold
+    below = np.minimum(0.5 * pred / t, np.nextafter(0.5, 0.0))  # strictly under 0.5, whatever the rounding
+    return np.where(pred >= t, 0.5 + 0.5 * (pred - t) / (1.0 - t), below)
+
+
+def describe_cut(metric: str, cut: Cut) -> str:
+    if metric == "bias_auc":
+        return f"toxic from {cut.threshold:.2f} (moved to 0.5, where the grader cuts)"
+    return f"labels above {cut.threshold:.2f}{' (at least the likeliest one)' if cut.at_least_one else ''}"
+
+
+# -- Jigsaw's unintended-bias AUC -----------------------------------------------------------------------------
+BIAS_POWER, BIAS_WEIGHT = -5.0, 0.25  # the power mean of each kind of subgroup AUC, and the weight of each part
+
+
+def bias_auc(pred: np.ndarray, target: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """(T,) Jigsaw's unintended-bias AUC at each threshold, as MLE-bench's grader computes it: predictions
+    binarized (toxic at or above the threshold), column 0 of `target` the toxicity and the rest the identity
+    columns, each cut at 0.5; 0.25 x the overall AUC + 0.25 x the power mean (p = -5) over the identities of each
+    of the subgroup, BPSN and BNSP AUCs. An AUC of 0/1 decisions is (TPR - FPR + 1) / 2, so every threshold
+    is counted in one pass. An identity whose rows hold one class (where sklearn's AUC is undefined) is left out."""
+    toxic, identities = target[:, 0] >= 0.5, target[:, 1:] >= 0.5
+    level = np.searchsorted(thresholds, pred[:, 0], side="right")  # how many thresholds each row reaches
+
+    def auc(rows: np.ndarray) -> np.ndarray:
+        positives, negatives = rows & toxic, rows & ~toxic
+        if not positives.any() or not negatives.any():
+            return np.full(len(thresholds), np.nan)
+        tp, fp = (np.cumsum(np.bincount(level[r], minlength=len(thresholds) + 1)[::-1])[::-1][1:] for r in (positives, negatives))
+        return (tp / positives.sum() - fp / negatives.sum() + 1.0) / 2.0
+
+    every = np.ones(len(toxic), bool)
+    kinds = [[auc(s), auc((~toxic & s) | (toxic & ~s)), auc((toxic & s) | (~toxic & ~s))] for s in identities.T]
+    total = BIAS_WEIGHT * auc(every)
+    with np.errstate(divide="ignore"):  # an AUC of 0 makes the power mean 0
+        for k in range(3):
+            values = np.array([aucs[k] for aucs in kinds if not np.isnan(aucs[k]).all()])
+            mean = np.mean(values**BIAS_POWER, axis=0) ** (1.0 / BIAS_POWER) if len(values) else np.nan
+            total = total + BIAS_WEIGHT * mean
+    return total
+
+
+def bias_decide(pred: np.ndarray, target: np.ndarray) -> tuple[Cut, float]:
+    """The threshold that maximises bias_auc on these rows (the middle one of equal best scores)."""
+    values = bias_auc(pred, target, THRESHOLDS)
+    if np.isnan(values).all():
+        return Cut(0.5, False), float("nan")
+    best = np.flatnonzero(values == np.nanmax(values))
+    i = int(best[len(best) // 2])
+    return Cut(float(THRESHOLDS[i]), False), float(values[i])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -72,21 +73,35 @@ class MultiLabel:
         return {"pred": self.predict(output), "target": batch["target"].float()}
 
 
+def moments(y, metric: str) -> tuple[list[float], list[float]]:
+    """The mean and std of each target column, as Regression standardises it (of log1p(y) under rmsle)."""
+    y = np.log1p(np.maximum(y, 0.0)) if metric == "rmsle" else np.asarray(y, dtype=np.float64)
+    if not len(y):
+        return [0.0], [1.0]
+    return np.atleast_1d(y.mean(0)).tolist(), np.atleast_1d(y.std(0)).tolist()
+
+
 class Regression:
     """Targets standardised with the training mean and std (of each column, for several); MSE (L1 for mae);
-    predictions in target units."""
+    predictions in target units, clipped to `limits` (each column's [low, high]). Under rmsle the model
+    regresses log1p(y), whose squared error is the squared log error the metric takes."""
 
-    def __init__(self, mean, std, metric: str, input_key: str = "image"):
+    def __init__(self, mean, std, metric: str, input_key: str = "image", limits=()):
         self.mean = torch.as_tensor(mean, dtype=torch.float32)  # () or (K,)
         std = torch.as_tensor(std, dtype=torch.float32)
         self.std = torch.where(std > 0, std, torch.ones_like(std))  # a constant target: no scaling
+        bounds = torch.as_tensor(limits, dtype=torch.float32).reshape(-1, 2)  # (K, 2), or (0, 2): no limits
+        self.low, self.high = (bounds[:, 0], bounds[:, 1]) if len(bounds) else (None, None)
         self.input_key = input_key
+        self.log = metric == "rmsle"
         self.loss = F.l1_loss if metric == "mae" else F.mse_loss
         self.loss_metric = None  # the loss is in standardised units, not the metric's
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         out = model(batch[self.input_key]).float()  # (B, K)
         y = batch["target"].float()  # (B,) or (B, K)
+        if self.log:
+            y = torch.log1p(y.clamp(min=0))
         mean, std = self._on(out.device)
         loss = self.loss(out if y.ndim == 2 else out[:, 0], (y - mean) / std)
         return {"loss": loss, "output": out}
@@ -95,11 +110,16 @@ class Regression:
         # moved once: a copy from host memory at every step would make the host wait for the GPU each time
         if self.mean.device != device:
             self.mean, self.std = self.mean.to(device), self.std.to(device)
+            if self.low is not None:
+                self.low, self.high = self.low.to(device), self.high.to(device)
         return self.mean, self.std
 
     def predict(self, output: torch.Tensor) -> torch.Tensor:
         mean, std = self._on(output.device)
-        return output.float() * std + mean
+        values = output.float() * std + mean
+        if self.log:
+            values = torch.expm1(values)
+        return values if self.low is None else torch.maximum(torch.minimum(values, self.high), self.low)
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         return {"pred": self.predict(output), "target": batch["target"]}

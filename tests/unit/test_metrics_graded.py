@@ -1,0 +1,201 @@
+"""The metrics of issue 25, each against scikit-learn or scipy (and, where a grader computes it its own way, that
+way written out from its formula): macro_f1, f1_micro, map@k, spearman, rmsle, weighted_auc, bias_auc."""
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn import metrics as skm
+from sklearn.preprocessing import MultiLabelBinarizer
+
+from kit.errors import KitError
+from kit.spec import Spec
+from kit.train import metrics
+
+IDENTITIES = 4
+
+
+def probs(n: int, classes: int, seed: int, signal: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    logits = rng.normal(size=(n, classes)) + signal * np.eye(classes)[y]
+    return np.exp(logits) / np.exp(logits).sum(1, keepdims=True), y
+
+
+def test_macro_f1_is_sklearns_over_the_classes_truth_and_predictions_hold():
+    pred, y = probs(300, 6, seed=0)
+    y[y == 5] = 4  # class 5 is never true, but predicted: it counts, with F1 0, as in the grader
+    assert (pred.argmax(1) == 5).any()
+    assert metrics.score("macro_f1", pred, y) == pytest.approx(skm.f1_score(y, pred.argmax(1), average="macro"))
+    assert metrics.score("macro_f1", pred, y) < skm.f1_score(y, pred.argmax(1), average="macro", labels=range(5))
+
+
+def test_f1_micro_is_the_graders_over_label_sets():
+    """imet-2020, plant-pathology-2021: MultiLabelBinarizer over the answers' labels, then micro F1; a predicted
+    label the answers never hold is ignored, not a false positive."""
+    rng = np.random.default_rng(1)
+    truth = (rng.random((200, 6)) < 0.3).astype(np.float32)
+    truth[:, 5] = 0  # no row of these holds label 5
+    pred = np.clip(truth * 0.5 + rng.random((200, 6)) * 0.6, 0, 1)
+    cut, value = metrics.decide("f1_micro", pred, truth)
+    decided = metrics.binarize(pred, cut) > 0
+    assert decided[:, 5].any()  # label 5 is predicted somewhere
+    names = np.array(list("abcdef"))
+    answers = [" ".join(names[row > 0]) for row in truth]
+    written = [" ".join(names[row]) for row in decided]
+    mlb = MultiLabelBinarizer(classes=sorted({t for a in answers for t in a.split()}))
+    with pytest.warns(UserWarning, match="unknown class"):
+        expected = skm.f1_score(mlb.fit_transform([a.split() for a in answers]), mlb.transform([w.split() for w in written]),
+                                average="micro")
+    assert value == pytest.approx(expected) and metrics.score("f1_micro", pred, truth) == value
+    for other in (0.2, 0.4, 0.6):  # the chosen threshold is the grid's best
+        assert value >= metrics.micro_f1(truth > 0.5, metrics.binarize(pred, metrics.Cut(other, cut.at_least_one)) > 0)
+
+
+def average_precision_at_k(actual: set, predicted: list, k: int) -> float:
+    """AP@k as the graders define it (whale, hotel-id): hits among the first k, each new hit adding hits/(i+1)."""
+    score, hits = 0.0, 0
+    for i, p in enumerate(predicted[:k]):
+        if p in actual and p not in predicted[:i]:
+            hits += 1
+            score += hits / (i + 1)
+    return score / min(len(actual), k) if actual else 0.0
+
+
+def test_map_at_k_is_the_graders_and_sklearns_ranking_precision():
+    pred, y = probs(400, 12, seed=2, signal=0.8)
+    top = metrics.ranked(pred, 5)
+    expected = np.mean([average_precision_at_k({t}, row.tolist(), 5) for t, row in zip(y, top)])
+    assert metrics.score("map@5", pred, y) == pytest.approx(expected)
+    # over every class (k = C), one true label per row: sklearn's label ranking average precision
+    onehot = np.eye(12)[y]
+    assert metrics.score("map@12", pred, y) == pytest.approx(skm.label_ranking_average_precision_score(onehot, pred))
+    assert metrics.score("map@1", pred, y) == pytest.approx(metrics.score("accuracy", pred, y))
+    assert metrics.score("map@5", pred, y) < metrics.score("map@12", pred, y)
+
+
+def test_spearman_is_scipys_mean_over_columns():
+    rng = np.random.default_rng(3)
+    target = rng.random((100, 3))
+    pred = target + rng.normal(scale=0.3, size=(100, 3))
+    expected = np.mean([stats.spearmanr(pred[:, j], target[:, j]).statistic for j in range(3)])
+    assert metrics.score("spearman", pred, target) == pytest.approx(expected)
+    assert metrics.score("spearman", pred[:, 0], target[:, 0]) == pytest.approx(stats.spearmanr(pred[:, 0], target[:, 0])[0])
+    assert np.isnan(metrics.score("spearman", np.ones(5), target[:5, 0]))  # a constant column: no ranking (NaN, as scipy)
+
+
+def test_rmsle_is_sklearns_mean_over_columns():
+    rng = np.random.default_rng(4)
+    target = rng.random((80, 2)) * [0.5, 5.0]
+    pred = np.abs(target + rng.normal(scale=0.2, size=(80, 2)))
+    expected = np.mean([skm.root_mean_squared_log_error(target[:, j], pred[:, j]) for j in range(2)])
+    assert metrics.score("rmsle", pred, target) == pytest.approx(expected)
+    assert metrics.score("rmsle", pred[:, :1], target[:, 0]) == pytest.approx(
+        skm.root_mean_squared_log_error(target[:, 0], pred[:, 0]))
+    assert metrics.better("rmsle", 0.1, 0.2) and not metrics.better("rmsle", 0.3, 0.2)
+
+
+def banded_area(truth: np.ndarray, score: np.ndarray) -> float:
+    """ALASKA2's weighted AUC by integration: the area left of sklearn's ROC curve, (1 - FPR) over TPR, weighted
+    2 below TPR 0.4 and 1 above, over 1.4."""
+    fpr, tpr, _ = skm.roc_curve(truth, score)
+    levels = np.linspace(0, 1, 200_001)
+    right = 1 - np.interp(levels, tpr, fpr, left=0.0)  # the curve's leftmost FPR at each TPR: roc_curve's order
+    weight = np.where(levels < 0.4, 2.0, 1.0)
+    return float(np.trapezoid(right * weight, levels) / 1.4)
+
+
+def test_weighted_auc_is_alaska2s_banded_area():
+    pred, y = probs(500, 2, seed=5, signal=1.0)
+    assert metrics.score("weighted_auc", pred, y) == pytest.approx(banded_area(y, pred[:, 1]), abs=1e-4)
+    assert metrics.score("weighted_auc", pred[:, 1], y) == metrics.score("weighted_auc", pred, y)
+    assert metrics.weighted_auc(y, y.astype(float)) == pytest.approx(1.0)
+    assert metrics.weighted_auc(y, 1.0 - y) == pytest.approx(0.0)
+    assert metrics.score("weighted_auc", pred, y) != pytest.approx(metrics.score("auc", pred, y), abs=1e-3)  # weighted
+
+
+def jigsaw(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pred (n, 1 + G), target (n, 1 + G)): toxicity shares and identity shares (empty mostly), a model that
+    is worse on identity 0's rows."""
+    rng = np.random.default_rng(seed)
+    toxic = rng.random(n) < 0.3
+    identity = rng.random((n, IDENTITIES)) < 0.2
+    target = np.column_stack([np.where(toxic, rng.uniform(0.5, 1, n), rng.uniform(0, 0.5, n)),
+                              np.where(identity, rng.uniform(0.5, 1, (n, IDENTITIES)), 0.0)])
+    noise = np.where(identity[:, 0], 0.5, 0.25)
+    pred = np.clip(0.3 * toxic + 0.35 + rng.normal(size=n) * noise, 0, 1)
+    return np.column_stack([pred, rng.random((n, IDENTITIES))]), target
+
+
+def graders_bias_auc(pred: np.ndarray, target: np.ndarray, threshold: float) -> float:
+    """MLE-bench's Jigsaw grade, written from its formula with sklearn's roc_auc_score: everything binarized (the
+    prediction at the threshold, the answers at 0.5), the power mean p=-5 of each kind over the identities."""
+    y, p = (target[:, 0] >= 0.5).astype(int), (pred[:, 0] >= threshold).astype(int)
+    kinds = []
+    for j in range(1, target.shape[1]):
+        s = target[:, j] >= 0.5
+        subsets = [s, ((y == 0) & s) | ((y == 1) & ~s), ((y == 1) & s) | ((y == 0) & ~s)]
+        kinds.append([skm.roc_auc_score(y[m], p[m]) for m in subsets])
+    means = [np.mean(np.array(k) ** -5.0) ** (-1 / 5) for k in zip(*kinds)]
+    return 0.25 * skm.roc_auc_score(y, p) + 0.25 * sum(means)
+
+
+def test_bias_auc_is_the_jigsaw_graders_at_each_threshold():
+    pred, target = jigsaw(3000, seed=6)
+    thresholds = np.array([0.3, 0.45, 0.5, 0.62])
+    values = metrics.bias_auc(pred, target, thresholds)
+    for t, value in zip(thresholds, values):
+        assert value == pytest.approx(graders_bias_auc(pred, target, t))
+    cut, best = metrics.decide("bias_auc", pred, target)
+    assert best == pytest.approx(graders_bias_auc(pred, target, cut.threshold)) and best >= values.max() - 1e-12
+    assert metrics.score("bias_auc", pred, target) == best
+    # the submission: moved so that the grader's cut at 0.5 makes the chosen decisions, the ranking kept
+    written = metrics.apply_cut("bias_auc", pred, cut)
+    assert ((written[:, 0] >= 0.5) == (pred[:, 0] >= cut.threshold)).all()
+    assert (np.argsort(written[:, 0], kind="stable") == np.argsort(pred[:, 0], kind="stable")).all()
+    assert written.min() >= 0 and written.max() <= 1
+    assert graders_bias_auc(written, target, 0.5) == pytest.approx(best)
+
+
+def test_bias_auc_leaves_out_an_identity_with_one_class_and_has_no_threshold_without_one():
+    pred, target = jigsaw(400, seed=7)
+    target[:, 2] = 0.0  # no row mentions identity 2: its AUCs are undefined, and the grader would stop
+    one = metrics.bias_auc(pred, target, np.array([0.5]))[0]
+    assert one == pytest.approx(graders_bias_auc(np.delete(pred, 2, 1), np.delete(target, 2, 1), 0.5))
+    cut, value = metrics.decide("bias_auc", pred, np.zeros_like(target))  # no toxic row: no AUC at all
+    assert np.isnan(value) and cut.threshold == 0.5
+
+
+def test_new_metrics_are_names_a_config_takes():
+    base = {"slug": "x", "template": "cnn"}
+    for name in ("macro_f1", "f1_micro", "map@5", "map@12", "spearman", "rmsle", "weighted_auc"):
+        assert Spec.from_dict({**base, "metric": name}).metric == name
+    assert Spec.from_dict({**base, "metric": "map@5"}).greater_is_better
+    assert not Spec.from_dict({**base, "metric": "rmsle"}).greater_is_better
+    for wrong in ("map@0", "map@k", "map5", "f1"):
+        with pytest.raises(KitError, match=rf"^competition: metric = '{wrong}' is not a metric kit knows \(log_loss, "):
+            Spec.from_dict({**base, "metric": wrong})
+
+
+def test_bias_auc_needs_its_identity_columns_named():
+    base = {"slug": "jigsaw", "template": "text", "metric": "bias_auc"}
+    with pytest.raises(KitError, match=r"^competition: metric bias_auc needs identity_columns, the training table's "):
+        Spec.from_dict(base)
+    assert Spec.from_dict({**base, "identity_columns": ["male", "female"]}).identity_columns == ("male", "female")
+    with pytest.raises(KitError, match="identity_columns are read by metric bias_auc only"):
+        Spec.from_dict({**base, "metric": "auc", "identity_columns": ["male"]})
+
+
+def test_the_metrics_drive_early_stopping_in_their_direction():
+    for metric in ("macro_f1", "f1_micro", "map@5", "spearman", "weighted_auc", "bias_auc"):
+        assert metrics.better(metric, 0.8, 0.7) and not metrics.better(metric, 0.6, 0.7)
+
+
+def test_a_column_whose_truth_is_constant_leaves_the_correlations_mean():
+    """google-quest: a rare target (question_type_spelling) may be 0 in every validation row of a fold; its
+    correlation is undefined there, and the other columns still score (not NaN, which stops no epoch)."""
+    rng = np.random.default_rng(8)
+    target = rng.random((50, 3))
+    target[:, 2] = 0.0
+    pred = target + rng.normal(scale=0.2, size=(50, 3))
+    expected = np.mean([stats.spearmanr(pred[:, j], target[:, j]).statistic for j in range(2)])
+    assert metrics.score("spearman", pred, target) == pytest.approx(expected)
+    assert np.isnan(metrics.score("spearman", pred, np.zeros((50, 3))))
