@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from kit.data import tables
+from kit.data import archives, tables
 from kit.errors import KitError
-from kit.runtime import paths
 from kit.spec import Spec
 
 SAMPLE_IDS = 20  # ids looked up in an image folder before decoding; all missing means a wrong name, not bad files
@@ -54,8 +53,8 @@ def training_table(spec: Spec, data_dir: Path) -> tuple[pd.DataFrame, str]:
     name errors give the table."""
     if spec.layout == "folders":
         return class_folders(spec, data_dir), f"{spec.train_images}/"
-    path = paths.require_file(data_dir, spec.train, "training labels" if spec.layout == "files" else "training table")
-    table = tables.read_csv(path, spec.id_column)
+    path = archives.find_file(data_dir, spec.train, "training labels" if spec.layout == "files" else "training table")
+    table = tables.read_table(path, spec.id_column)
     if spec.layout == "pixels" and spec.id_column not in table.columns:
         table.insert(0, spec.id_column, (np.arange(len(table)) + 1).astype(str))
         table.attrs["numbered"] = spec.id_column  # not the file's: errors do not name it
@@ -106,8 +105,8 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
                       paths=[folder / f"{i}{spec.image_ext}" for i in ids])
     if not spec.test:
         raise KitError('layout = "pixels" needs the test table: set test (such as "test.csv") in [data]')
-    path = paths.require_file(data_dir, spec.test, "test table")
-    table = tables.read_csv(path, spec.id_column)
+    path = archives.find_file(data_dir, spec.test, "test table")
+    table = tables.read_table(path, spec.id_column)
     found = pixel_columns(table, [spec.id_column, spec.target_column], path.name)  # Fashion-MNIST's test has labels
     if columns is not None and found != columns:
         raise KitError(f"{path.name}: {len(found)} pixel columns ({found[0]} ... {found[-1]}), not the "
@@ -161,10 +160,8 @@ def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
 
 
 def image_dir(data_dir: Path, name: str, key: str) -> Path:
-    path = data_dir / name
-    if not path.is_dir():
-        raise KitError(f"image folder '{name}' not found in {data_dir}; fix [data] {key} in the config")
-    return path
+    """The folder [data] `key` names, or its archive unpacked (kit.data.archives)."""
+    return archives.find_folder(data_dir, name, key)
 
 
 def check_image_files(folder: Path, name: str, ids: Sequence[str], ext: str, table: str, key: str) -> None:

@@ -20,9 +20,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import tables
+from kit.data import archives, tables
 from kit.errors import KitError
-from kit.runtime import faults, paths
+from kit.runtime import faults
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.session import Session
 from kit.train import targets
@@ -96,8 +96,8 @@ def trained_sample(session: Session) -> tuple[pd.DataFrame, Path, Target]:
     """Predict mode: the sample submission, checked, and the target the model was trained for, whose columns
     it must have (a hidden test set changes the rows, never the columns)."""
     spec = session.spec
-    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
-    sample = tables.read_csv(path, spec.id_column)
+    path = archives.find_file(session.data_dir, spec.sample_submission, "sample submission", log=session.log)
+    sample = tables.read_table(path, spec.id_column)
     tables.require_columns(sample, [spec.id_column], path)
     tables.require_unique(sample, spec.id_column, path)
     target = Target(**session.trained.recipe["target"])

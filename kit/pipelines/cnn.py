@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import images, layouts, tables
+from kit.data import archives, images, layouts, tables
 from kit.data.augment import ImageTransform, crop_area, flip_probability, views
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
@@ -54,8 +54,8 @@ class Pipeline:
         s, spec = self.session, self.session.spec
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        sample = tables.read_csv(sample_path, spec.id_column)
+        sample_path = archives.find_file(s.data_dir, spec.sample_submission, "sample submission", log=s.log)
+        sample = tables.read_table(sample_path, spec.id_column)
         tables.require_columns(sample, [spec.id_column], sample_path)
         tables.require_unique(sample, spec.id_column, sample_path)
         target_columns = [c for c in sample.columns if c != spec.id_column]

@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import sequences, tables
+from kit.data import archives, sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models import create_model
 from kit.pipelines import base
-from kit.runtime import paths, runs
+from kit.runtime import runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.objectives import SequenceObjective
@@ -58,12 +58,12 @@ class Pipeline:
             raise KitError("[data] test is empty: a sequence template needs the test table's file name")
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        train_path = paths.require_file(s.data_dir, spec.train, "training table")
-        test_path = paths.require_file(s.data_dir, spec.test, "test table")
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        train = tables.read_csv(train_path, spec.id_column)
-        test = tables.read_csv(test_path, spec.id_column)
-        sample = tables.read_csv(sample_path, spec.id_column)
+        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
+        test_path = archives.find_file(s.data_dir, spec.test, "test table", log=s.log)
+        sample_path = archives.find_file(s.data_dir, spec.sample_submission, "sample submission", log=s.log)
+        train = tables.read_table(train_path, spec.id_column)
+        test = tables.read_table(test_path, spec.id_column)
+        sample = tables.read_table(sample_path, spec.id_column)
         sequences.check_columns(train, spec, train_path, need_target=True)
         sequences.check_columns(test, spec, test_path, need_target=False)
         tables.require_columns(sample, [spec.id_column], sample_path)
@@ -98,8 +98,8 @@ class Pipeline:
         """Predict mode: the test table and the sample submission; categories the training run never saw get
         the padding code, and say so."""
         s, spec = self.session, self.spec
-        test_path = paths.require_file(s.data_dir, spec.test, "test table")
-        test = tables.read_csv(test_path, spec.id_column)
+        test_path = archives.find_file(s.data_dir, spec.test, "test table", log=s.log)
+        test = tables.read_table(test_path, spec.id_column)
         sequences.check_columns(test, spec, test_path, need_target=False)
         sample, sample_path, target = base.trained_sample(s)
         codes = {c: pd.Index(v) for c, v in recipe["codes"].items()}

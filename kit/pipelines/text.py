@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from kit.data import tables, text
+from kit.data import archives, tables, text
 from kit.data.text import TOKENIZER_VOCABS, TextBatches, Tokens
 from kit.errors import KitError
 from kit.models.text import TextModel, fingerprint, positions
@@ -89,10 +89,10 @@ class Pipeline:
         if limit and p.max_length > limit:
             raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
                            f"(its config.json); set max_length to {limit} or less")
-        train_path = paths.require_file(s.data_dir, spec.train, "training table")
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        train = tables.read_csv(train_path, spec.id_column)
-        sample = tables.read_csv(sample_path, spec.id_column)
+        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
+        sample_path = archives.find_file(s.data_dir, spec.sample_submission, "sample submission", log=s.log)
+        train = tables.read_table(train_path, spec.id_column)
+        sample = tables.read_table(sample_path, spec.id_column)
         tables.require_columns(train, spec.text_columns, train_path)
         tables.require_columns(sample, [spec.id_column], sample_path)
         tables.require_unique(sample, spec.id_column, sample_path)
@@ -139,8 +139,8 @@ class Pipeline:
     def _test(self, sample: pd.DataFrame, sample_path: Path, tokenizer, max_length: int, key: str) -> tuple[Tokens, np.ndarray]:
         """The test texts, tokenized, and the sample row each goes to; the ids on both sides must match."""
         spec = self.spec
-        test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
-        test = tables.read_csv(test_path, spec.id_column)
+        test_path = archives.find_file(self.session.data_dir, spec.test, "test table", log=self.session.log)
+        test = tables.read_table(test_path, spec.id_column)
         tables.require_columns(test, [spec.id_column, *spec.text_columns], test_path)
         tables.require_unique(test, spec.id_column, test_path)
         where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(test[spec.id_column].astype(str))
