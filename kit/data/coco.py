@@ -10,6 +10,7 @@ the sample submission's ids.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from kit.errors import KitError
 from kit.spec import Spec
 
 
-def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
+def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = None,
+                   log: Callable[[str], None] = print) -> tuple[pd.DataFrame, str]:
     """(id_column: image id as text, target_column: class, PATH: file_name), one row per annotated image."""
-    path = archives.find_file(data_dir, spec.train, "COCO label file")
+    path = archives.find_file(data_dir, spec.train, "COCO label file", log=log)
     value = records.load(path)
     images = image_table(value, path)
     annotations = value.get("annotations") if isinstance(value, dict) else None
@@ -54,9 +56,9 @@ def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = Non
     return table, path.name
 
 
-def test_table(spec: Spec, data_dir: Path) -> tuple[pd.DataFrame, str]:
+def test_table(spec: Spec, data_dir: Path, log: Callable[[str], None] = print) -> tuple[pd.DataFrame, str]:
     """(id_column, PATH) of the test JSON's images."""
-    path = archives.find_file(data_dir, spec.test, "COCO test file")
+    path = archives.find_file(data_dir, spec.test, "COCO test file", log=log)
     images = image_table(records.load(path), path)
     return pd.DataFrame({spec.id_column: images["id"], PATH: images["file_name"]}), path.name
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -87,7 +87,8 @@ def check_paths(folder: Path, name: str, paths: Sequence[str], where: str, keys:
                    f"file ({holds}); check {keys} in [data]")
 
 
-def class_folders(root: Path, name: str, chosen: Sequence[str], test: Path | None, ext: str) -> pd.DataFrame:
+def class_folders(root: Path, name: str, chosen: Sequence[str], test: Path | None, ext: str,
+                  log: Callable[[str], None] = print) -> pd.DataFrame:
     """Class folders as a table of (folder/file, class, path): `chosen` as "Folder" or "Folder=class" (each may
     come as an archive), else every folder in `root` but the test folder."""
     pairs = [(c.split("=", 1)[0].strip(), c.split("=", 1)[1].strip() if "=" in c else c.strip()) for c in chosen]
@@ -104,7 +105,7 @@ def class_folders(root: Path, name: str, chosen: Sequence[str], test: Path | Non
                        "check train_images and layout in [data]")
     rows = []
     for folder, label in pairs:
-        where = archives.find_folder(root, folder, "class_folders")
+        where = archives.find_folder(root, folder, "class_folders", log=log)
         if test is not None and test.exists() and where.resolve() == test.resolve():
             raise KitError(f"[data] class_folders names '{folder}', the test folder (test_images); test images have no class")
         found = sorted(e.name for e in os.scandir(where) if e.is_file() and not e.name.startswith(".") and e.name.endswith(ext))

@@ -25,7 +25,7 @@ import itertools
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,15 +69,17 @@ class Source:
         return np.array([f"{p.name}|{p.stat().st_size if p.exists() else -1}" for p in self.paths])
 
 
-def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = None) -> tuple[pd.DataFrame, str]:
+def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = None,
+                   log: Callable[[str], None] = print) -> tuple[pd.DataFrame, str]:
     """The training rows: id column (made up from row numbers where the table has none) and labels, and the
     name errors give the table. Layouts that find their images themselves (folders, names, coco) add each
-    row's image path (PATH). `sample`: the sample submission, whose labels say how coco names classes."""
+    row's image path (PATH). `sample`: the sample submission, whose labels say how coco names classes; `log`
+    says what was unpacked."""
     if spec.layout in ("folders", "names"):
-        root = image_dir(data_dir, spec.train_images, "train_images")
+        root = image_dir(data_dir, spec.train_images, "train_images", log)
         test = data_dir / spec.test_images if spec.test_images else None
         if spec.layout == "folders":
-            table = image_paths.class_folders(root, spec.train_images, spec.class_folders, test, spec.image_ext)
+            table = image_paths.class_folders(root, spec.train_images, spec.class_folders, test, spec.image_ext, log)
         else:
             if not spec.label_pattern:
                 raise KitError('layout = "names" needs label_pattern in [data]: a regular expression whose first group is '
@@ -85,8 +87,9 @@ def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = Non
             table = image_paths.named_files(root, spec.train_images, spec.label_pattern, test, spec.image_ext)
         return table.rename(columns={"id": spec.id_column, "label": spec.target_column}), f"{spec.train_images or '.'}/"
     if spec.layout == "coco":
-        return coco.training_table(spec, data_dir, sample)
-    path = archives.find_file(data_dir, spec.train, "training labels" if spec.layout == "files" else "training table")
+        return coco.training_table(spec, data_dir, sample, log)
+    what = "training labels" if spec.layout == "files" else "training table"
+    path = archives.find_file(data_dir, spec.train, what, log=log)
     table = tables.read_table(path, spec.id_column)
     if spec.layout in ("pixels", "arrays") and spec.id_column not in table.columns:
         table.insert(0, spec.id_column, (np.arange(len(table)) + 1).astype(str))
@@ -96,14 +99,15 @@ def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = Non
     return table, path.name
 
 
-def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str, columns: list[str] | None = None) -> Source:
+def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str, columns: list[str] | None = None,
+                    log: Callable[[str], None] = print) -> Source:
     """The image of each training row; `columns`: the pixel columns (pixels)."""
     if spec.layout == "pixels":
         return Source([f"{spec.train} line {i + 2}" for i in table.index], pixels=pixel_images(table[columns], where))
     if spec.layout == "arrays":
         return Source([f"{spec.train} row {i + 1}" for i in table.index],
                       pixels=arrays.row_arrays(table, spec.array_columns, where))
-    folder = image_dir(data_dir, spec.train_images, "train_images")
+    folder = image_dir(data_dir, spec.train_images, "train_images", log)
     if PATH in table.columns and not spec.image_path:  # folders, names, coco: the layout found each image
         found = image_paths.under(folder, spec.train_images, table[PATH].astype(str).tolist())
         if spec.layout == "coco":
@@ -118,17 +122,18 @@ def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str,
     return Source([f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], paths=[folder / f"{i}{spec.image_ext}" for i in ids])
 
 
-def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, columns: list[str] | None = None) -> Source:
+def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, columns: list[str] | None = None,
+                log: Callable[[str], None] = print) -> Source:
     """The image of each sample submission row. `columns`: the training table's pixel columns, which the test
     table must have (None in predict mode, where no training table is read)."""
     ids = sample[spec.id_column].to_numpy(dtype=str)
     if spec.layout in ("pixels", "arrays"):
-        return _test_rows_as_images(spec, data_dir, sample, sample_path, columns)
-    folder = image_dir(data_dir, spec.test_images, "test_images")
+        return _test_rows_as_images(spec, data_dir, sample, sample_path, columns, log)
+    folder = image_dir(data_dir, spec.test_images, "test_images", log)
     template = spec.test_image_path or spec.image_path
     key = "test_image_path" if spec.test_image_path else "image_path"
     if spec.layout == "coco" and spec.test and not template:  # the test JSON's images, by the sample's ids
-        table, name = coco.test_table(spec, data_dir)
+        table, name = coco.test_table(spec, data_dir, log)
         rows = matched(table, ids, name, sample_path.name, spec.id_column)
         found = image_paths.under(folder, spec.test_images, rows[PATH].tolist())
         image_paths.check_paths(folder, spec.test_images, found, name, "test and test_images")
@@ -136,7 +141,7 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
     if template:
         rows, name = sample, sample_path.name
         if spec.test and not all(f in sample.columns for f in image_paths.template_fields(template, key)):
-            path = archives.find_file(data_dir, spec.test, "test table")  # the template's columns are the test table's
+            path = archives.find_file(data_dir, spec.test, "test table", log=log)  # the template's columns are its
             rows, name = matched(tables.read_table(path, spec.id_column), ids, path.name, sample_path.name, spec.id_column), \
                 path.name
         found = image_paths.under(folder, spec.test_images, image_paths.formatted(template, rows, key, name))
@@ -158,12 +163,12 @@ def matched(table: pd.DataFrame, ids: np.ndarray, name: str, sample_name: str, i
 
 
 def _test_rows_as_images(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path,
-                         columns: list[str] | None) -> Source:
+                         columns: list[str] | None, log: Callable[[str], None]) -> Source:
     """pixels, arrays: the test table's rows, in the sample's order."""
     ids = sample[spec.id_column].to_numpy(dtype=str)
     if not spec.test:
         raise KitError(f'layout = "{spec.layout}" needs the test table: set test (such as "test.csv") in [data]')
-    path = archives.find_file(data_dir, spec.test, "test table")
+    path = archives.find_file(data_dir, spec.test, "test table", log=log)
     table = tables.read_table(path, spec.id_column)
     if spec.layout == "pixels":
         found = pixel_columns(table, [spec.id_column, spec.target_column], path.name)  # Fashion-MNIST's test has labels
@@ -215,9 +220,9 @@ def pixel_images(values: pd.DataFrame, where: str) -> np.ndarray:
     return np.rint(numbers).astype(np.uint8).reshape(len(values), side, side)
 
 
-def image_dir(data_dir: Path, name: str, key: str) -> Path:
+def image_dir(data_dir: Path, name: str, key: str, log: Callable[[str], None] = print) -> Path:
     """The folder [data] `key` names, or its archive unpacked (kit.data.archives)."""
-    return archives.find_folder(data_dir, name, key)
+    return archives.find_folder(data_dir, name, key, log=log)
 
 
 def check_image_files(folder: Path, name: str, ids: Sequence[str], ext: str, table: str, key: str) -> None:

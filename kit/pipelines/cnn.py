@@ -61,7 +61,7 @@ class Pipeline:
         target_columns = [c for c in sample.columns if c != spec.id_column]
         if not target_columns:
             raise KitError(f"{sample_path.name}: only an id column; the sample submission needs target columns")
-        table, where = layouts.training_table(spec, s.data_dir, sample)
+        table, where = layouts.training_table(spec, s.data_dir, sample, s.log)
         target = targets.multi(spec.metric, table, target_columns, spec.target_column, where)
         if target is None or target.kind == "tags":  # a row without labels is left out, not trained as "none"
             tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
@@ -71,8 +71,8 @@ class Pipeline:
             target = targets.infer(spec.metric, table[spec.target_column], target_columns, labels)
         others = [spec.id_column, spec.target_column, *(target.columns if target.by_column else ())]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
-        train = layouts.training_source(spec, s.data_dir, table, where, pixels)
-        test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
+        train = layouts.training_source(spec, s.data_dir, table, where, pixels, s.log)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels, s.log)
         if train.form.channels != test.form.channels:
             raise KitError(f"the test images have {test.form.channels} channels and the training images "
                            f"{train.form.channels}; they must be alike")
@@ -98,7 +98,7 @@ class Pipeline:
         the target columns must be those the model was trained for."""
         s, spec = self.session, self.session.spec
         sample, sample_path, target = base.trained_sample(s)
-        test = layouts.test_source(spec, s.data_dir, sample, sample_path)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path, log=s.log)
         if test.form.channels != recipe.get("channels", 3):
             raise KitError(f"the test images have {test.form.channels} channels and the model was trained on "
                            f"{recipe.get('channels', 3)}; predict with this competition's model")

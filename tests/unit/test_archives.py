@@ -12,7 +12,7 @@ import pytest
 
 from kit.data import archives, tables
 from kit.errors import KitError
-from kit.smoke.archives import write_7z, write_tar, write_zip
+from kit.smoke.packing import write_7z, write_tar, write_zip
 
 
 def images(folder, names=("a.jpg", "b.jpg")):

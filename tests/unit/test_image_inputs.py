@@ -10,7 +10,7 @@ import pytest
 from kit.data import layouts
 from kit.data.image_paths import PATH
 from kit.errors import KitError
-from kit.smoke.archives import write_tar
+from kit.smoke.packing import write_tar
 from kit.spec import Spec
 
 
