@@ -124,3 +124,68 @@ num_layers = 1
     assert sub["reactivity"].std() > 0 and not np.allclose(sub["reactivity"], sub["deg_50C"])  # a value per target
     assert "train          80 sequences, 3200 rows, up to 40 steps" in log
     assert result.score < result.baseline  # MCRMSE over the scored positions (the first 28 of 40)
+
+
+def in_process(tmp_path, toml: str, **params):
+    """The config's smoke data, and the cnn pipeline run in this process (no notebook): faster, and its data
+    and model can be looked at."""
+    from kit import config
+    from kit.pipelines import create_pipeline
+    from kit.run import start
+
+    path = tmp_path / "comp.toml"
+    path.write_text(toml)
+    cfg = config.load(str(path))
+    folder = tmp_path / "data" / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=3)
+    values = {**cfg.parameters(smoke=True), "data_dir": str(folder), "output_dir": str(tmp_path / "out"), **params}
+    session = start("cnn", values)
+    return session, create_pipeline(session), folder
+
+
+def test_seti_npy_files_train_a_six_channel_model(tmp_path, monkeypatch):
+    from kit.run import train_folds, write_submission
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    session, pipe, folder = in_process(tmp_path, """
+[competition]
+slug = "seti-breakthrough-listen"
+template = "cnn"
+metric = "auc"
+
+[data]
+train = "train_labels.csv"
+id_column = "id"
+target_column = "target"
+image_path = "{id[0]}/{id}.npy"
+""" + CNN_SMOKE.format(title="SETI Six Channels"), epochs=2)
+    data = pipe.load()
+    assert data.train_cache.form.channels == 6 and data.train_cache.form.dtype == "float16"
+    assert data.recipe["channels"] == 6 and len(data.recipe["mean"]) == 6  # its own statistics, per channel
+    model = pipe.model(data, pretrained=False)
+    assert next(p for p in model.parameters() if p.ndim == 4).shape[1] == 6  # timm's in_chans
+    batch = next(iter(pipe.batches(data, data.usable[:8], train=True, batch_size=8)))
+    assert batch["image"].shape == (8, 6, 32, 32)
+    cv = train_folds(session, pipe, data)
+    sub = write_submission(session, pipe, data, cv)
+    assert len(sub) == 12 and sub["target"].between(0, 1).all()
+
+
+def test_dogs_vs_cats_reads_its_folders_beside_their_zips_and_labels_from_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    session, pipe, folder = in_process(tmp_path, """
+[competition]
+slug = "dogs-vs-cats-redux-kernels-edition"
+template = "cnn"
+metric = "log_loss"
+
+[data]
+layout = "names"
+label_pattern = '^(cat|dog)\\.'
+id_column = "id"
+target_column = "label"
+""" + CNN_SMOKE.format(title="Dogs vs Cats Names"))
+    assert (folder / "train.zip").is_file() and (folder / "train").is_dir()
+    data = pipe.load()
+    assert data.target.kind == "binary" and data.target.classes == ("cat", "dog")  # the column is P(dog)
+    assert len(data.ids) == 48 and not (tmp_path / "cache" / "unpacked").exists()  # the folders, not the zips
