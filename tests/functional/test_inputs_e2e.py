@@ -189,3 +189,92 @@ target_column = "label"
     data = pipe.load()
     assert data.target.kind == "binary" and data.target.classes == ("cat", "dog")  # the column is P(dog)
     assert len(data.ids) == 48 and not (tmp_path / "cache" / "unpacked").exists()  # the folders, not the zips
+
+
+def text_session(tmp_path, data: str, folder, texts):
+    """The text pipeline on `folder` with a tiny encoder built from `texts`, in this process."""
+    from kit import config
+    from kit.pipelines import create_pipeline
+    from kit.run import start
+    from kit.smoke.text import build_tiny_encoder
+
+    path = tmp_path / "comp.toml"
+    path.write_text(data + '\n[kernel]\ntitle = "Text Inputs"\n\n[params]\nmodel_path = "tiny"\n')
+    cfg = config.load(str(path))
+    model = build_tiny_encoder(texts, tmp_path / "tiny", max_positions=64)
+    values = {**cfg.parameters(smoke=True), "model_path": str(model), "data_dir": str(folder), "max_length": 32,
+              "output_dir": str(tmp_path / "out"), "device": "cpu", "epochs": 1, "folds": 2, "batch_size": 8}
+    session = start("text", values)
+    return session, create_pipeline(session)
+
+
+def test_a_text_table_of_json_records_with_a_true_false_target(tmp_path, monkeypatch):
+    """random-acts-of-pizza: train.json and test.json (records, beside zips of them), the target a JSON
+    boolean; the submission is P(True)."""
+    from kit.run import train_folds, write_submission
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "pizza"
+    folder.mkdir()
+    words = ["please", "hungry", "pizza", "thanks", "family", "job", "rent", "broke"]
+    rows = [{"request_id": f"t3_{k:04x}", "request_title": f"[Request] {words[k % 8]}",
+             "request_text_edit_aware": " ".join(rng.choice(words, 6)), "requester_received_pizza": bool(k % 3 == 0),
+             "requester_subreddits_at_request": ["AskReddit"]} for k in range(40)]
+    (folder / "train.json").write_text(json.dumps(rows[:30], indent=4))
+    (folder / "test.json").write_text(json.dumps([{k: v for k, v in r.items() if k != "requester_received_pizza"}
+                                                  for r in rows[30:]], indent=4))
+    pd.DataFrame({"request_id": [r["request_id"] for r in rows[30:]], "requester_received_pizza": 0}).to_csv(
+        folder / "sampleSubmission.csv", index=False)
+    session, pipe = text_session(tmp_path, """
+[competition]
+slug = "random-acts-of-pizza"
+template = "text"
+metric = "auc"
+
+[data]
+train = "train.json"
+test = "test.json"
+sample_submission = "sampleSubmission.csv"
+id_column = "request_id"
+target_column = "requester_received_pizza"
+text_columns = ["request_title", "request_text_edit_aware"]
+""", folder, [r["request_text_edit_aware"] for r in rows])
+    data = pipe.load()
+    assert data.target.kind == "binary" and data.target.classes == (False, True)
+    sub = write_submission(session, pipe, data, train_folds(session, pipe, data))
+    assert sub["request_id"].tolist() == [r["request_id"] for r in rows[30:]] and sub.iloc[:, 1].between(0, 1).all()
+
+
+def test_a_zipped_tsv_text_table(tmp_path, monkeypatch):
+    """movie-review: train.tsv.zip and test.tsv.zip, one file each at the root; Sentiment 0 to 4."""
+    from kit.smoke.packing import write_zip
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "movies"
+    folder.mkdir()
+    phrases = ["a gem", "dull", "fine , I guess", 'a "classic"', "awful\tmess", "great fun", "so-so", "meh"]
+    train = pd.DataFrame({"PhraseId": range(1, 33), "SentenceId": 1, "Phrase": [phrases[k % 8] for k in range(32)],
+                          "Sentiment": [k % 5 for k in range(32)]})
+    test = pd.DataFrame({"PhraseId": range(33, 41), "SentenceId": 2, "Phrase": phrases})
+    for name, frame in (("train.tsv", train), ("test.tsv", test)):
+        frame.to_csv(tmp_path / name, sep="\t", index=False)
+        write_zip(tmp_path / name, folder / f"{name}.zip")
+    pd.DataFrame({"PhraseId": test["PhraseId"], "Sentiment": 2}).to_csv(folder / "sampleSubmission.csv", index=False)
+    session, pipe = text_session(tmp_path, """
+[competition]
+slug = "movie-review-sentiment-analysis-kernels-only"
+template = "text"
+metric = "accuracy"
+
+[data]
+train = "train.tsv"
+test = "test.tsv"
+sample_submission = "sampleSubmission.csv"
+id_column = "PhraseId"
+target_column = "Sentiment"
+text_columns = ["Phrase"]
+""", folder, phrases)
+    data = pipe.load()
+    assert data.target.kind == "label" and data.target.classes == (0, 1, 2, 3, 4) and len(data.y) == 32
+    assert sorted(p.name for p in (tmp_path / "cache" / "unpacked").iterdir())[0].startswith("test.tsv.zip-")
