@@ -12,6 +12,7 @@ libarchive-c, whichever is there first; none of them is one line saying what to 
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import importlib.util
 import os
@@ -30,6 +31,7 @@ SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".7z")  # longest first: "x.tar.g
 KAGGLE_TEMP = Path("/kaggle/temp")
 UNPACK_FORMAT = 1  # bump when what an unpacked folder holds changes, so older ones are not reused
 SPARE = 0.05  # of the disk, left free after unpacking
+_SAID: set[Path] = set()  # unpacked folders this process has named in its log
 
 
 def scratch_dir() -> Path:
@@ -69,9 +71,15 @@ def find_file(data_dir: Path, name: str, what: str, scratch: Path | None = None,
         raise KitError(f"{what} '{name}' not found in {data_dir}{tried}; it holds: {present}; check [data] in the config")
     if not archive_suffix(found.name):
         return found
-    folder = unpack(found, scratch or scratch_dir(), log)
     member = PurePosixPath(name).name  # the table inside: train.csv, from train.csv.zip named either way
     member = member[: -len(archive_suffix(member))] if archive_suffix(member) else member
+    if not found.name.startswith(member):  # train.zip for train.json: only if it holds one (not a zip of images)
+        names, _ = _reader(found).listing()
+        if not any(PurePosixPath(n).name == member for n in names):
+            present = ", ".join(sorted(p.name for p in data_dir.iterdir())[:12])
+            raise KitError(f"{what} '{name}' not found in {data_dir} (nor in {found.name}); it holds: {present}; check "
+                           "[data] in the config")
+    folder = unpack(found, scratch or scratch_dir(), log)
     files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
     named = [p for p in files if p.name == member]
     if len(named) == 1 or len(files) == 1:
@@ -107,7 +115,9 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
     key = hashlib.sha256(f"{UNPACK_FORMAT}|{archive.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
     target = scratch / f"{archive.name}-{key}"
     if target.is_dir():
-        log(f"unpack         reusing {target} ({archive.name})")
+        if target not in _SAID:  # once a process: a run finds the same folder more than once
+            log(f"unpack         reusing {target} ({archive.name})")
+            _SAID.add(target)
         return target
     scratch.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(scratch, target.name)
@@ -139,12 +149,13 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     log(f"unpack         {archive.name}: {len(names)} entries, {size / 2**20:.0f} MB, into {target}")
+    _SAID.add(target)
     return target
 
 
 def _remove_abandoned(scratch: Path, name: str) -> None:
     """Partial folders of this archive left by processes that died unpacking it (their pid is gone)."""
-    for partial in scratch.glob(f".{name}.*"):
+    for partial in scratch.glob(f".{glob.escape(name)}.*"):
         pid = partial.name[len(name) + 2 :].split(".")[0]
         if pid.isdigit() and not _alive(int(pid)):
             shutil.rmtree(partial, ignore_errors=True)

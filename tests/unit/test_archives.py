@@ -41,6 +41,9 @@ def test_a_zip_with_files_at_its_root_is_the_folder(tmp_path, data, scratch):
     assert sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"] and scratch in folder.parents
     assert said[0].startswith("unpack         train.zip: 2 entries")
     assert archives.find_folder(data, "train", "train_images", scratch, said.append) == folder
+    assert len(said) == 1  # found again in the same process: said once
+    archives._SAID.clear()  # as a later run's process
+    assert archives.find_folder(data, "train", "train_images", scratch, said.append) == folder
     assert said[1] == f"unpack         reusing {folder} (train.zip)"
 
 
@@ -80,6 +83,15 @@ def test_a_table_is_found_inside_its_archive(tmp_path, data, scratch, name, arch
     write_zip(tmp_path / member, data / archive)
     path = archives.find_file(data, name, "training table", scratch)
     assert path.name == member and scratch in path.parents
+
+
+def test_a_zip_of_images_named_as_a_missing_table_is_not_unpacked(tmp_path, data, scratch):
+    """dogs-vs-cats' train.zip holds images: looking for a train.json that is not there unpacks nothing."""
+    write_zip(images(tmp_path / "src"), data / "train.zip")
+    with pytest.raises(KitError, match=r"^training table 'train.json' not found in .* \(nor in train.zip\); it holds: "
+                                       r"train.zip; check \[data\]"):
+        archives.find_file(data, "train.json", "training table", scratch)
+    assert not scratch.exists()
 
 
 def test_a_plain_table_wins_over_its_archive(tmp_path, data, scratch):
