@@ -227,9 +227,10 @@ class _SevenZip:
 
     def listing(self) -> tuple[list[str], int]:
         if self.tool == "7z":
-            out = self._run(["7z", "l", "-slt", "-ba", str(self.path)])
+            out = self._run(["7z", "l", "-slt", str(self.path)])  # no -ba: p7zip 16.02 (Kaggle's) may not know it
             names, size = [], 0
-            for line in out.splitlines():
+            _, _, entries = out.partition("\n----------\n")  # after the archive's own block, one block an entry
+            for line in entries.splitlines():
                 if line.startswith("Path = "):
                     names.append(line[len("Path = "):])
                 elif line.startswith("Size = ") and line[len("Size = "):].strip().isdigit():
