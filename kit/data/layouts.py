@@ -112,12 +112,12 @@ def training_source(spec: Spec, data_dir: Path, table: pd.DataFrame, where: str,
         found = image_paths.under(folder, spec.train_images, table[PATH].astype(str).tolist())
         if spec.layout == "coco":
             image_paths.check_paths(folder, spec.train_images, found, where, "train_images")
-        return Source([f"{spec.train_images}/{i}" for i in table[spec.id_column].astype(str)], paths=[folder / p for p in found])
+        return Source([shown(spec.train_images, i) for i in table[spec.id_column].astype(str)], paths=[folder / p for p in found])
     ids = table[spec.id_column].to_numpy(dtype=str)
     if spec.image_path:
         found = image_paths.under(folder, spec.train_images, image_paths.formatted(spec.image_path, table, "image_path", where))
         image_paths.check_paths(folder, spec.train_images, found, where, "image_path and train_images")
-        return Source([f"{spec.train_images}/{p}" for p in found], paths=[folder / p for p in found])
+        return Source([shown(spec.train_images, p) for p in found], paths=[folder / p for p in found])
     check_image_files(folder, spec.train_images, ids, spec.image_ext, where, "train_images")
     return Source([f"{spec.train_images}/{i}{spec.image_ext}" for i in ids], paths=[folder / f"{i}{spec.image_ext}" for i in ids])
 
@@ -137,7 +137,7 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
         rows = matched(table, ids, name, sample_path.name, spec.id_column)
         found = image_paths.under(folder, spec.test_images, rows[PATH].tolist())
         image_paths.check_paths(folder, spec.test_images, found, name, "test and test_images")
-        return Source([f"{spec.test_images}/{i}" for i in ids], paths=[folder / p for p in found])
+        return Source([shown(spec.test_images, i) for i in ids], paths=[folder / p for p in found])
     if template:
         rows, name = sample, sample_path.name
         if spec.test and not all(f in sample.columns for f in image_paths.template_fields(template, key)):
@@ -146,10 +146,15 @@ def test_source(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: P
                 path.name
         found = image_paths.under(folder, spec.test_images, image_paths.formatted(template, rows, key, name))
         image_paths.check_paths(folder, spec.test_images, found, name, f"{key} and test_images")
-        return Source([f"{spec.test_images}/{p}" for p in found], paths=[folder / p for p in found])
+        return Source([shown(spec.test_images, p) for p in found], paths=[folder / p for p in found])
     check_image_files(folder, spec.test_images, ids, spec.image_ext, sample_path.name, "test_images")
     return Source([f"{spec.test_images}/{i}{spec.image_ext}" for i in ids],
                   paths=[folder / f"{i}{spec.image_ext}" for i in ids])
+
+
+def shown(folder: str, path: str) -> str:
+    """An image as messages name it: its path under the folder [data] names ("" is the data folder)."""
+    return f"{folder}/{path}" if folder else path
 
 
 def matched(table: pd.DataFrame, ids: np.ndarray, name: str, sample_name: str, id_column: str) -> pd.DataFrame:
