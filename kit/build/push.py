@@ -17,9 +17,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kit import config as kit_config
 from kit import files
-from kit.errors import KitError
 from kit.build import bundle, metadata
+from kit.errors import KitError
 from kit.runtime import budget
 
 T = TypeVar("T")
@@ -101,10 +102,12 @@ class Client:
                 raise KitError(self.redact(f"{what}: {' '.join(str(e).split())}")) from None
             if attempt == RETRIES:
                 if retry.startswith("HTTP 429"):
-                    raise KitError(f"{what}: Kaggle is rate-limiting (HTTP 429) after {RETRIES + 1} tries; wait a few minutes and retry")
+                    raise KitError(f"{what}: Kaggle is rate-limiting (HTTP 429) after {RETRIES + 1} tries; wait a few "
+                                   "minutes and retry")
                 if retry.startswith("HTTP"):
                     raise KitError(f"{what}: Kaggle's server failed ({retry}) {RETRIES + 1} times; retry later")
-                raise KitError(f"{what}: could not reach Kaggle ({retry}) after {RETRIES + 1} tries; check the connection and retry")
+                raise KitError(f"{what}: could not reach Kaggle ({retry}) after {RETRIES + 1} tries; check the connection "
+                               "and retry")
             print(f"{what}: {retry}, retrying in {wait:.0f} s", file=sys.stderr)
             time.sleep(wait)
             delay *= 2
@@ -156,8 +159,6 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     """Build `comp`'s bundles if stale, push the training kernel (or with `inference` the inference kernel),
     and return what Kaggle answered. A GPU kernel is refused unless `force` when the week's GPU hours left
     are fewer than its planned run."""
-    from kit import config as kit_config
-
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
     client = Client()
@@ -217,8 +218,6 @@ def make_args(comp: str, inference: bool) -> str:
 
 def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, inference: bool = False) -> str:
     """The latest session's status; with `wait`, poll with backoff until it is final. ERROR raises."""
-    from kit import config as kit_config
-
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
@@ -242,8 +241,6 @@ def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, in
 def output(comp: str, inference: bool = False) -> tuple[Path, list[str]]:
     """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/ (or the
     inference kernel's folder)."""
-    from kit import config as kit_config
-
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
