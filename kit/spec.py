@@ -21,7 +21,7 @@ METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_sampl
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
                      "f2_samples": True, "qwk": True, "pearson": True, "macro_f1": True, "f1_micro": True, "map@k": True,
                      "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True}
-LAYOUTS = ("files", "folders", "pixels")  # cnn: where the images are (Data.layout)
+LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
 def metric_family(metric: str) -> str:
@@ -72,8 +72,11 @@ class Competition:
 class Data:
     """File and column names, relative to the competition's input folder."""
 
-    # cnn: files, a table of ids and labels with train_images/<id><image_ext>; folders, train_images/<class>/<file>
-    # and no table; pixels, tables whose rows are images (label + pixel0..pixelN-1, as digit-recognizer's)
+    # cnn: files, a table of ids and labels with train_images/<id><image_ext> (or image_path); folders,
+    # train_images/<class>/<file> and no table; names, train_images/<file> whose name holds its class
+    # (label_pattern); pixels, tables whose rows are images (label + pixel0..pixelN-1, as digit-recognizer's);
+    # arrays, tables whose rows hold one list of numbers per channel (array_columns); coco, a COCO-style label
+    # file (images, annotations, categories) as train, and the test JSON's images as test (docs/config.md)
     layout: str = setting("files", choices=LAYOUTS)
     train: str = "train.csv"  # cnn: id + label columns (files), label + pixel columns (pixels); sequences: the long table
     test: str = ""  # cnn pixels: the test table of pixel columns; sequences: the test long table
@@ -83,6 +86,17 @@ class Data:
     train_images: str = "train"  # cnn: folder of <id><image_ext>
     test_images: str = "test"
     image_ext: str = setting(".jpg", normalize=image_extension)  # "png" is read as ".png"; "" when ids end in theirs
+    # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
+    # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
+    image_path: str = ""
+    test_image_path: str = ""  # cnn: the same for test rows (the sample's columns, or the test table's); "" = image_path
+    label_pattern: str = ""  # cnn names: a regular expression whose first group, found in a file's path, is its class
+    # cnn folders: the class folders to read, "Cover" or "Cover=0" (folder=class; several folders may share a class);
+    # () = every folder in train_images but the test folder
+    class_folders: tuple[str, ...] = ()
+    category_field: str = ""  # cnn coco: the categories' field the submission names classes by; "" = ids (names if
+    # the sample's labels are not numbers)
+    array_columns: tuple[str, ...] = ()  # cnn arrays: the columns holding one channel each (a list of side x side numbers)
     sequence_column: str = ""  # sequences: rows with the same value form one sequence
     order_column: str = ""  # sequences: sort key inside a sequence
     features: tuple[str, ...] = ()
@@ -98,6 +112,9 @@ class Data:
     group_column: str = ""  # cnn, text: rows sharing its value (a patient, a prompt) stay in one fold
     fold_column: str = ""  # cnn, text: each row's fold, the competitor's own (its distinct values are the folds)
     identity_columns: tuple[str, ...] = ()  # bias_auc: the training table's identity columns (subgroups)
+    # sequences: columns holding one list (or string: one character a step) per row, exploded into one row per
+    # step; order_column numbers the steps and id_column is made "<sequence>_<step>" where the table lacks it
+    step_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

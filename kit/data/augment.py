@@ -70,13 +70,13 @@ def flip_probability(hflip: float | str, read, rows: np.ndarray, labels: np.ndar
 
 class ImageTransform:
     """uint8 (B, S, S, 3) -> normalised float (B, 3, size, size) (channels_last unless asked not to), where the
-    batch lives."""
+    batch lives; or any channel count (arrays: kit.data.arrays), uint8 or float16."""
 
     def __init__(
         self,
         size: int,
-        mean: tuple[float, float, float],
-        std: tuple[float, float, float],
+        mean: tuple[float, ...],
+        std: tuple[float, ...],
         train: bool,
         scale: tuple[float, float] = (0.25, 1.0),  # share of the cached square a training crop covers
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
@@ -86,22 +86,23 @@ class ImageTransform:
         seed: int = 0,
         precision=None,  # the precision in force (its `.dtype`, read at every call): half the bytes into the model
         channels_last: bool = True,
+        unit: float = 255.0,  # the images' value of 1.0 in mean and std's units: 255 for bytes, 1 for arrays' own stats
     ):
         self.size, self.train, self.scale, self.ratio = size, train, scale, ratio
         self.hflip, self.vflip, self.rotate90 = hflip, vflip, rotate90
         self.precision = precision
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
-        # x / 255 then (x - mean) / std, folded into one multiply-add
-        self.mul = torch.tensor([1 / (255 * s) for s in std]).view(1, 3, 1, 1)
-        self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, 3, 1, 1)
+        # x / unit then (x - mean) / std, folded into one multiply-add
+        self.mul = torch.tensor([1 / (unit * s) for s in std]).view(1, -1, 1, 1)
+        self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, -1, 1, 1)
         self.generator = torch.Generator().manual_seed(seed)
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
-        x = images.permute(0, 3, 1, 2).float()  # (B, 3, S, S), channels_last strides, no copy
+        x = images.permute(0, 3, 1, 2).float()  # (B, C, S, S), channels_last strides, no copy
         if self.train:
             theta = crop_flip_theta(x.shape[0], self.generator, self.scale, self.ratio, self.hflip, self.vflip,
                                     self.rotate90).to(x.device)
-            grid = F.affine_grid(theta, [x.shape[0], 3, self.size, self.size], align_corners=False)
+            grid = F.affine_grid(theta, [x.shape[0], x.shape[1], self.size, self.size], align_corners=False)
             x = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
         else:
             x = center_crop(x, self.size)

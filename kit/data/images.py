@@ -24,10 +24,12 @@ from PIL import Image, ImageOps
 
 import kit
 from kit import files
+from kit.data import arrays
+from kit.data.arrays import Form
 from kit.errors import KitError
 from kit.runtime import hardware, paths, progress
 
-CACHE_FORMAT = 2  # bump when `decode` changes what it writes, so stale caches are not reused
+CACHE_FORMAT = 3  # bump when `decode` changes what it writes, so stale caches are not reused
 MISSING = "file not found"  # why a row is bad when its file does not exist
 CROP_PCT = 0.875  # evaluation sees the centre image_size / side of the cached square, as timm's crop_pct does
 
@@ -40,14 +42,17 @@ class DecodeError(ValueError):
     pass
 
 
-def decode(path: str | os.PathLike, side: int) -> np.ndarray:
+def decode(path: str | os.PathLike, side: int, form: Form = Form()) -> np.ndarray:
     """`side x side x 3` uint8 RGB: EXIF-rotated, grayscale/CMYK/palette converted, shorter side resized to
-    `side`, centre-cropped. Raises DecodeError for a missing, truncated or non-image file.
+    `side`, centre-cropped. Raises DecodeError for a missing, truncated or non-image file. A .npy file is
+    an array in `form` (kit.data.arrays), resized and cropped the same way.
 
     JPEGs less than twice the size go through libjpeg-turbo in torchvision and a uint8 antialiased resize
     (about 1.5x faster than Pillow's resize); larger ones through Pillow, whose draft mode decodes them at
     1/2, 1/4 or 1/8 scale; anything else, or anything the fast path refuses, through Pillow too."""
     try:
+        if str(path).endswith(".npy"):
+            return arrays.decode_npy(path, side, form)
         with Image.open(path) as im:
             if im.format == "JPEG" and min(im.size) < 2 * side:
                 fast = _decode_jpeg(path, side)
@@ -103,18 +108,19 @@ class ImageCache:
     count: int
     side: int
     bad: dict[int, str] = field(default_factory=dict)  # row -> why it could not be decoded
+    form: Form = Form()
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
-        return (self.count, self.side, self.side, 3)
+        return (self.count, self.side, self.side, self.form.channels)
 
     @property
     def nbytes(self) -> int:
-        return self.count * self.side * self.side * 3
+        return self.count * self.side * self.side * self.form.channels * self.form.itemsize()
 
     def array(self) -> np.ndarray:
         # Opened per process (and per loader worker) rather than pickled: a pickled memmap is a full copy.
-        return np.memmap(self.path, dtype=np.uint8, mode="r", shape=self.shape)
+        return np.memmap(self.path, dtype=self.form.dtype, mode="r", shape=self.shape)
 
     def read(self, rows: np.ndarray) -> np.ndarray:
         if getattr(self, "_array", None) is None:
@@ -132,17 +138,18 @@ class ImageFiles:
     paths: list[str]
     side: int
     bad: dict[int, str] = field(default_factory=dict)  # rows whose file is missing or not an image
+    form: Form = Form()
 
     @property
     def count(self) -> int:
         return len(self.paths)
 
     def read(self, rows: np.ndarray) -> np.ndarray:
-        out = np.zeros((len(rows), self.side, self.side, 3), np.uint8)
+        out = np.zeros((len(rows), self.side, self.side, self.form.channels), self.form.dtype)
         for i, row in enumerate(rows):
             if row not in self.bad:
                 try:
-                    out[i] = decode(self.paths[row], self.side)
+                    out[i] = decode(self.paths[row], self.side, self.form)
                 except DecodeError:
                     pass  # truncated data found late: a black image, as the cache stores for bad files
         return out
@@ -153,7 +160,7 @@ class PixelImages:
     """Images given as pixels (a table's rows), resized to `side` when read: the cache's source, and the
     fallback where the cache has no room."""
 
-    pixels: np.ndarray  # (n, h, w) uint8 grayscale
+    pixels: np.ndarray  # (n, h, w) uint8 grayscale, or (n, h, w, channels) arrays (kit.data.arrays)
     side: int
     bad: dict[int, str] = field(default_factory=dict)  # always empty: every row is an image
 
@@ -161,10 +168,16 @@ class PixelImages:
     def count(self) -> int:
         return len(self.pixels)
 
+    @property
+    def form(self) -> Form:
+        return arrays.form_of(self.pixels)
+
     def read(self, rows: np.ndarray) -> np.ndarray:
         import torch
         import torch.nn.functional as F
 
+        if self.pixels.ndim == 4:
+            return arrays.resize(self.pixels[rows], self.side, self.form)
         x = torch.from_numpy(np.ascontiguousarray(self.pixels[rows]))[:, None].float()  # (n, 1, h, w)
         if x.shape[-1] != self.side:
             x = F.interpolate(x, size=(self.side, self.side), mode="bilinear", align_corners=False, antialias=True)
@@ -177,12 +190,12 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
     """The images of `pixels` resized once into a cache under `cache_dir` (reused for the same pixels)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     data_path, meta_path = pixel_cache_files(pixels, side, cache_dir)
-    cache = ImageCache(data_path, len(pixels), side)
+    source = PixelImages(pixels, side)
+    cache = ImageCache(data_path, len(pixels), side, form=source.form)
     if complete(data_path, meta_path, cache.nbytes):
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
-    out = np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape)
-    source = PixelImages(pixels, side)
+    out = np.memmap(data_path, dtype=cache.form.dtype, mode="w+", shape=cache.shape)
     for start in range(0, len(pixels), 1024):
         rows = np.arange(start, min(start + 1024, len(pixels)))
         out[rows] = source.read(rows)
@@ -196,7 +209,7 @@ def pixel_cache(pixels: np.ndarray, side: int, cache_dir: Path, desc: str = "res
 
 def pixel_bytes_to_build(pixels: np.ndarray, side: int, cache_dir: Path) -> int:
     """Disk a cache of `pixels` still needs: 0 when a complete one is there to reuse (a worker's load)."""
-    nbytes = len(pixels) * side * side * 3
+    nbytes = ImageCache(Path(), len(pixels), side, form=arrays.form_of(pixels)).nbytes
     return 0 if complete(*pixel_cache_files(pixels, side, cache_dir), nbytes) else nbytes
 
 
@@ -207,7 +220,7 @@ def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[P
     return cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
 
 
-def streaming(paths: Sequence[Path], side: int, workers: int) -> ImageFiles:
+def streaming(paths: Sequence[Path], side: int, workers: int, form: Form = Form()) -> ImageFiles:
     """ImageFiles for `paths`, with files that are missing or not images found now (headers only)."""
     names = [str(p) for p in paths]
     chunks = [names[i : i + 256] for i in range(0, len(names), 256)]
@@ -217,13 +230,16 @@ def streaming(paths: Sequence[Path], side: int, workers: int) -> ImageFiles:
     else:
         found = [_check_headers(c) for c in chunks]
     bad = {i * 256 + j: why for i, part in enumerate(found) for j, why in part.items()}
-    return ImageFiles(names, side, bad)
+    return ImageFiles(names, side, bad, form)
 
 
 def _check_headers(paths: list[str]) -> dict[int, str]:
     bad = {}
     for j, path in enumerate(paths):
         try:
+            if path.endswith(".npy"):
+                arrays.header(path)
+                continue
             with Image.open(path) as im:
                 im.size  # noqa: B018 - opening reads and checks the header only
         except FileNotFoundError:
@@ -245,15 +261,15 @@ def cache_refusal(nbytes: int, cache_dir: Path) -> str:
     return ""
 
 
-def cache_files(paths: Sequence[Path], side: int, cache_dir: Path) -> tuple[Path, Path]:
-    key = cache_key(paths, side)
+def cache_files(paths: Sequence[Path], side: int, cache_dir: Path, form: Form = Form()) -> tuple[Path, Path]:
+    key = cache_key(paths, side, form)
     return cache_dir / f"{key}.u8", cache_dir / f"{key}.json"
 
 
-def bytes_to_build(paths: Sequence[Path], side: int, cache_dir: Path) -> int:
+def bytes_to_build(paths: Sequence[Path], side: int, cache_dir: Path, form: Form = Form()) -> int:
     """Disk a cache of `paths` still needs: 0 when a complete one is there to reuse."""
-    nbytes = len(paths) * side * side * 3
-    return 0 if complete(*cache_files(paths, side, cache_dir), nbytes) else nbytes
+    nbytes = ImageCache(Path(), len(paths), side, form=form).nbytes
+    return 0 if complete(*cache_files(paths, side, cache_dir, form), nbytes) else nbytes
 
 
 def complete(data_path: Path, meta_path: Path, nbytes: int) -> bool:
@@ -261,8 +277,8 @@ def complete(data_path: Path, meta_path: Path, nbytes: int) -> bool:
     return meta_path.exists() and data_path.exists() and data_path.stat().st_size == nbytes
 
 
-def cache_key(paths: Sequence[Path], side: int) -> str:
-    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{kit.__version__}/{side}".encode())
+def cache_key(paths: Sequence[Path], side: int, form: Form = Form()) -> str:
+    h = hashlib.sha256(f"kit-image-cache/{CACHE_FORMAT}/{kit.__version__}/{side}/{form.channels}/{form.dtype}".encode())
     for p in paths:
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
@@ -276,18 +292,19 @@ def build_cache(
     workers: int,
     desc: str = "decode",
     log: Callable[[str], None] = print,
+    form: Form = Form(),
 ) -> ImageCache:
     """Decode `paths` into a cache under `cache_dir` (reused when the files, size and code are unchanged)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    data_path, meta_path = cache_files(paths, side, cache_dir)
-    cache = ImageCache(data_path, len(paths), side)
+    data_path, meta_path = cache_files(paths, side, cache_dir, form)
+    cache = ImageCache(data_path, len(paths), side, form=form)
     if complete(data_path, meta_path, cache.nbytes):
         cache.bad = {int(k): v for k, v in json.loads(meta_path.read_text())["bad"].items()}
         log(f"{desc}: reusing the decoded cache {data_path} ({cache.nbytes / 2**20:.0f} MB)")
         return cache
-    np.memmap(data_path, dtype=np.uint8, mode="w+", shape=cache.shape).flush()
+    np.memmap(data_path, dtype=form.dtype, mode="w+", shape=cache.shape).flush()
     chunks = [list(range(i, min(i + 64, len(paths)))) for i in range(0, len(paths), 64)]
-    job = _DecodeJob([str(p) for p in paths], str(data_path), side)
+    job = _DecodeJob([str(p) for p in paths], str(data_path), side, form)
     bar = progress.bar(total=len(paths), desc=desc, unit="img")
     if workers > 1 and len(chunks) > 1:
         # fork: the children only run PIL and numpy, never CUDA, so forking after CUDA init is safe.
@@ -316,15 +333,16 @@ def _one_thread() -> None:
 class _DecodeJob:
     """Decode a chunk of rows straight into the memory-mapped cache (picklable for the pool)."""
 
-    def __init__(self, paths: list[str], data_path: str, side: int):
-        self.paths, self.data_path, self.side = paths, data_path, side
+    def __init__(self, paths: list[str], data_path: str, side: int, form: Form):
+        self.paths, self.data_path, self.side, self.form = paths, data_path, side, form
 
     def __call__(self, rows: list[int]) -> tuple[int, dict[int, str]]:
-        out = np.memmap(self.data_path, dtype=np.uint8, mode="r+", shape=(len(self.paths), self.side, self.side, 3))
+        shape = (len(self.paths), self.side, self.side, self.form.channels)
+        out = np.memmap(self.data_path, dtype=self.form.dtype, mode="r+", shape=shape)
         bad = {}
         for i in rows:
             try:
-                out[i] = decode(self.paths[i], self.side)
+                out[i] = decode(self.paths[i], self.side, self.form)
             except DecodeError as e:
                 bad[i] = str(e)
         out.flush()

@@ -28,7 +28,7 @@ class Sequences:
     mask: np.ndarray  # (S, L) bool: a real row
     weight: np.ndarray  # (S, L) float32: 1 where the row counts in loss and metric (mask and score_mask)
     row_index: np.ndarray  # (S, L) int64: each step's row in the table it came from (-1 in padding)
-    y: np.ndarray | None = None  # per_step: (S, L); per_sequence: (S,)
+    y: np.ndarray | None = None  # per_step: (S, L), or (S, L, K) for several target columns; per_sequence: (S,)
 
     @property
     def length(self) -> int:
@@ -122,7 +122,7 @@ def to_sequences(df: pd.DataFrame, spec: Spec, codes: dict[str, pd.Index], y: np
     target = None
     if y is not None:
         if per_step:
-            target = np.zeros((S, L), y.dtype)
+            target = np.zeros((S, L, *y.shape[1:]), y.dtype)  # (S, L), or (S, L, K) for K target columns
             target[which, pos] = y[order]
         else:
             target = y[order][starts]  # the sequence's label: its first row's

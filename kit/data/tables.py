@@ -1,4 +1,5 @@
-"""Reading the competition's CSV files, with errors that name the file and the column."""
+"""Reading the competition's tables (CSV, TSV, JSON records or columns, JSON lines), with errors that name
+the file and the column."""
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -7,15 +8,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kit.data import records
 from kit.errors import KitError
 
 
-def read_csv(path: Path, id_column: str | None = None) -> pd.DataFrame:
+def read_table(path: Path, id_column: str | None = None) -> pd.DataFrame:
+    """The table at `path`, by its extension: .tsv is tab-separated, .json a list of records or a mapping of
+    columns (or JSON lines), .jsonl JSON lines, anything else CSV; the id column (if given) as text."""
+    suffix = path.suffix.lower()
+    if suffix in (".json", ".jsonl", ".ndjson"):
+        return records.read(path, id_column)
+    return read_csv(path, id_column, sep="\t" if suffix == ".tsv" else ",")
+
+
+def read_csv(path: Path, id_column: str | None = None, sep: str = ",") -> pd.DataFrame:
     """The CSV at `path`; its id column (if given) read as text, so ids keep their exact spelling."""
     try:
-        df = pd.read_csv(path, dtype={id_column: str} if id_column else None, low_memory=False)
+        df = pd.read_csv(path, sep=sep, dtype={id_column: str} if id_column else None, low_memory=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
-        raise KitError(f"{path}: cannot read it as CSV ({' '.join(str(e).split())})") from None
+        raise KitError(f"{path}: cannot read it as {'TSV' if sep == chr(9) else 'CSV'} ({' '.join(str(e).split())})") from None
     if df.empty:
         raise KitError(f"{path}: no rows")
     return df

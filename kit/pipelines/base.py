@@ -21,9 +21,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import tables
+from kit.data import archives, tables
 from kit.errors import KitError
-from kit.runtime import faults, paths
+from kit.runtime import faults
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.session import Session
 from kit.spec import Spec
@@ -108,8 +108,8 @@ def prior(data: Any) -> np.ndarray:
 def read_sample(session: Session) -> tuple[pd.DataFrame, Path]:
     """The sample submission, its ids (where [data] names an id column) present and unique."""
     spec = session.spec
-    path = paths.require_file(session.data_dir, spec.sample_submission, "sample submission")
-    sample = tables.read_csv(path, spec.id_column or None)
+    path = archives.find_file(session.data_dir, spec.sample_submission, "sample submission", log=session.log)
+    sample = tables.read_table(path, spec.id_column or None)
     if spec.id_column:
         tables.require_columns(sample, [spec.id_column], path)
         tables.require_unique(sample, spec.id_column, path)

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import images, layouts, tables
+from kit.data import arrays, images, layouts, tables
 from kit.data.augment import ImageTransform, crop_area, flip_probability, views
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.errors import KitError
@@ -62,7 +62,7 @@ class CnnPipeline:
                            "submission's id: name that column")
         sample, sample_path = base.read_sample(s)
         target_columns = base.sample_targets(sample, spec, sample_path)
-        table, where = layouts.training_table(spec, s.data_dir)
+        table, where = layouts.training_table(spec, s.data_dir, sample, s.log)
         target = targets.multi(spec.metric, table, target_columns, spec.target_column, where, spec.identity_columns,
                                spec.target_range)
         if target is None or target.kind == "tags":  # a row without labels is left out, not trained as "none"
@@ -75,8 +75,11 @@ class CnnPipeline:
         others = [spec.id_column, spec.target_column, *(target.sources if target.by_column else ()),
                   *(c for c in (spec.group_column, spec.fold_column) if c)]
         pixels = layouts.pixel_columns(table, others, where) if spec.layout == "pixels" else None
-        train = layouts.training_source(spec, s.data_dir, table, where, pixels)
-        test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels)
+        train = layouts.training_source(spec, s.data_dir, table, where, pixels, s.log)
+        test = layouts.test_source(spec, s.data_dir, sample, sample_path, pixels, log=s.log)
+        if train.form.channels != test.form.channels:
+            raise KitError(f"the test images have {test.form.channels} channels and the training images "
+                           f"{train.form.channels}; they must be alike")
         train_cache, test_cache = self._decode({"train": train, "test": test})
         images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
@@ -85,8 +88,8 @@ class CnnPipeline:
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, self.recipe_of(target, y[usable], flip),
-                         identity, groups, assigned)
+        recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable)}
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
         s.log(self.describe(data))
         if self.p.hflip == "auto":
             s.log(f"hflip auto     {flip:g}: {why}")
@@ -100,8 +103,11 @@ class CnnPipeline:
         s, spec = self.session, self.session.spec
         sample, sample_path, target = base.trained_sample(s)
         test = layouts.test_source(spec, s.data_dir, sample, sample_path, rows_of=lambda ids: base.rows_of_the_test(
-            sample, ids, spec.id_column, spec.test, s.log))
+            sample, ids, spec.id_column, spec.test, s.log), log=s.log)
         sample = test.sample if test.sample is not None else sample
+        if test.form.channels != recipe.get("channels", 3):
+            raise KitError(f"the test images have {test.form.channels} channels and the model was trained on "
+                           f"{recipe.get('channels', 3)}; predict with this competition's model")
         (test_cache,) = self._decode({"test": test})
         images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
         none = np.zeros(0, np.int64)
@@ -117,6 +123,15 @@ class CnnPipeline:
                 "vflip": self.p.vflip, "rotate90": self.p.rotate90,
                 **dict(zip(("y_mean", "y_std"), moments(y, self.session.spec.metric)))}
 
+    def input_of(self, form, cache, rows: np.ndarray) -> dict:
+        """What prediction needs to know of the images: their channels, and for arrays (anything but RGB
+        bytes) the per-channel mean and std of the training images, which normalise them instead of the
+        pretrained model's statistics."""
+        if form.photo:
+            return {"channels": 3}
+        mean, std = arrays.channel_stats(cache.read, rows)
+        return {"channels": form.channels, "mean": mean, "std": std}
+
     def augmentation(self, data: ImageData) -> tuple[float, float, bool]:
         """(hflip, vflip, rotate90): the flips and turns training makes, which prediction's views follow (a
         checkpoint older than vflip and rotate90 made neither, whatever this notebook's cell says)."""
@@ -128,15 +143,16 @@ class CnnPipeline:
         the disk has no room."""
         s = self.session
         side, workers, cache_dir = images.cache_side(self.p.image_size), s.hardware.cpu_count, paths.scratch_dir()
-        need = sum(images.bytes_to_build(src.paths, side, cache_dir) if src.paths is not None
+        need = sum(images.bytes_to_build(src.paths, side, cache_dir, src.form) if src.paths is not None
                    else images.pixel_bytes_to_build(src.pixels, side, cache_dir) for src in splits.values())
         refusal = images.cache_refusal(need, cache_dir) if need else ""
         if refusal:
             s.warn(f"no decoded-image cache: {refusal}; streaming from the image files (or pixel rows) instead (each "
                    "epoch decodes them again, so lower image_size or free space for speed)")
-            return [images.streaming(src.paths, side, workers) if src.paths is not None else images.PixelImages(src.pixels, side)
-                    for src in splits.values()]
-        return [images.build_cache(src.paths, side, cache_dir, workers, f"decode {name}", s.log) if src.paths is not None
+            return [images.streaming(src.paths, side, workers, src.form) if src.paths is not None
+                    else images.PixelImages(src.pixels, side) for src in splits.values()]
+        return [images.build_cache(src.paths, side, cache_dir, workers, f"decode {name}", s.log, src.form)
+                if src.paths is not None
                 else images.pixel_cache(src.pixels, side, cache_dir, f"resize {name}", s.log) for name, src in splits.items()]
 
     def describe(self, data: ImageData) -> str:
@@ -171,7 +187,10 @@ class CnnPipeline:
         for ax in axes.flat:
             ax.axis("off")
         for ax, r, picture in zip(axes.flat, rows, pictures):
-            ax.imshow(picture)
+            if picture.shape[-1] == 3 and picture.dtype == np.uint8:
+                ax.imshow(picture)
+            else:  # an array: its first channel, each image scaled to its own range
+                ax.imshow(picture[..., 0].astype(np.float32), cmap="viridis")
             if predict:
                 label = data.sample[self.session.spec.id_column].iloc[r]
             else:
@@ -201,7 +220,7 @@ class CnnPipeline:
         import timm
 
         s, p = self.session, self.p
-        kwargs = dict(num_classes=data.target.outputs)
+        kwargs = dict(num_classes=data.target.outputs, in_chans=data.recipe.get("channels", 3))
         if self.takes_image_size():  # ViT, DeiT, Swin: position embeddings (and windows) resized to image_size
             kwargs["img_size"] = p.image_size
         if pretrained and p.weights_path:
@@ -242,14 +261,17 @@ class CnnPipeline:
                                  "resizes its position embeddings, pretrained ones too")
         return self._takes_image_size
 
-    def normalization(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """The mean and std the model's pretrained weights expect (ImageNet's when timm names none)."""
+    def normalization(self, data: ImageData | None = None) -> tuple[tuple[float, ...], tuple[float, ...], float]:
+        """(mean, std, unit): the mean and std the model's pretrained weights expect (ImageNet's when timm names
+        none) on RGB bytes (unit 255); arrays' own per-channel statistics, in their units (unit 1)."""
         import timm
 
+        if data is not None and "mean" in data.recipe:
+            return tuple(data.recipe["mean"]), tuple(data.recipe["std"]), 1.0
         cfg = timm.models.get_pretrained_cfg(self.p.model_name)
         mean = tuple(cfg.mean) if cfg and cfg.mean else (0.485, 0.456, 0.406)
         std = tuple(cfg.std) if cfg and cfg.std else (0.229, 0.224, 0.225)
-        return mean, std
+        return mean, std, 255.0
 
     def objective(self, data: ImageData):
         if data.target.classification:
@@ -271,12 +293,12 @@ class CnnPipeline:
         dataset = ImageRows(cache, rows, None if test else data.y[rows])
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
-        mean, std = self.normalization()
+        mean, std, unit = self.normalization(data)
         hflip, vflip, rotate90 = self.augmentation(data)
         scale = (crop_area(self.p.image_size, self.p.crop_scale), 1.0)
         transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=scale,
                                    hflip=hflip, vflip=vflip, rotate90=rotate90, seed=seed, precision=precision or s.precision,
-                                   channels_last=s.setup.channels_last)
+                                   channels_last=s.setup.channels_last, unit=unit)
         return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
                             prefetch=s.setup.prefetch)
 

@@ -14,12 +14,12 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import sequences, tables
+from kit.data import archives, records, sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
 from kit.models.sequence import create_model
 from kit.pipelines import base
-from kit.runtime import paths, runs
+from kit.runtime import runs
 from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.objectives import SequenceObjective
@@ -61,40 +61,55 @@ class SequencePipeline:
                            "submission's rows by id: name that column")
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        train_path = paths.require_file(s.data_dir, spec.train, "training table")
-        test_path = paths.require_file(s.data_dir, spec.test, "test table")
-        sample_path = paths.require_file(s.data_dir, spec.sample_submission, "sample submission")
-        train = tables.read_csv(train_path, spec.id_column)
-        test = tables.read_csv(test_path, spec.id_column)
-        sample = tables.read_csv(sample_path, spec.id_column)
-        sequences.check_columns(train, spec, train_path, need_target=True)
-        sequences.check_columns(test, spec, test_path, need_target=False)
+        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
+        test_path = archives.find_file(s.data_dir, spec.test, "test table", log=s.log)
+        sample_path = archives.find_file(s.data_dir, spec.sample_submission, "sample submission", log=s.log)
+        train, test = self._read(train_path), self._read(test_path)
+        sample = tables.read_table(sample_path, spec.id_column)
         tables.require_columns(sample, [spec.id_column], sample_path)
         tables.require_unique(sample, spec.id_column, sample_path)
-        per_step = spec.task == "per_step"
-        tables.require_filled(train, spec.target_column, train_path)
-        if per_step:
-            labels = train[spec.target_column]
-        else:
-            labels = train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
         columns = base.sample_targets(sample, spec, sample_path, test.columns)
-        target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'",
-                               spec.target_range)
-        y = targets.encode(target, train[spec.target_column])
+        per_step = spec.task == "per_step"
+        # several per-step target columns (stanford-covid-vaccine's five), when the training table holds them all
+        target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name,
+                               target_range=spec.target_range) if per_step else None
+        sequences.check_columns(train, spec, train_path, need_target=target is None)
+        sequences.check_columns(test, spec, test_path, need_target=False)
+        scored = sequences.score_rows(train, spec.score_mask, train_path)
+        target_columns = list(target.columns) if target is not None else [spec.target_column]
+        if spec.step_columns:  # steps past a target list's end (positions never scored) have no target: not scored
+            scored = scored & train[target_columns].notna().all(axis=1).to_numpy()
+        else:
+            for column in target_columns:
+                tables.require_filled(train, column, train_path)
+        if target is None:
+            if per_step:
+                labels = train[spec.target_column]
+            else:
+                labels = train.groupby(spec.sequence_column, sort=False)[spec.target_column].first()
+            target = targets.infer(spec.metric, labels, columns, f"{train_path.name}, column '{spec.target_column}'",
+                                   spec.target_range)
+        y = targets.encode(target, train if target.by_column else train[spec.target_column].fillna(0))
+        y = np.nan_to_num(y) if target.by_column else y  # unscored steps: any number, weighted 0
         codes = sequences.category_codes([train, test], spec.categorical)
         length = int(max(train.groupby(spec.sequence_column).size().max(), test.groupby(spec.sequence_column).size().max()))
-        tr = sequences.to_sequences(train, spec, codes, y, sequences.score_rows(train, spec.score_mask, train_path),
-                                    per_step, length)
+        tr = sequences.to_sequences(train, spec, codes, y, scored, per_step, length)
         te = sequences.to_sequences(test, spec, codes, None, np.ones(len(test), np.float32), per_step, length)
         positions = self._sample_positions(te, test, sample, per_step, test_path, sample_path)
         values = tr.y[tr.weight > 0] if per_step else tr.y  # the scored rows
         cardinalities = [len(codes[c]) for c in spec.categorical]
+        scale = (values.mean(0).tolist(), values.std(0).tolist()) if target.by_column else (float(values.mean()),
+                                                                                            float(values.std()))
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, values),
                   "codes": {c: list(codes[c]) for c in codes}, "cardinalities": cardinalities, "length": tr.length,
-                  "y_mean": float(values.mean()) if not target.classification else 0.0,
-                  "y_std": float(values.std()) if not target.classification else 1.0}
+                  "y_mean": scale[0] if not target.classification else 0.0,
+                  "y_std": scale[1] if not target.classification else 1.0}
+        # exploded tables keep other per-row lists (stanford's error columns), which do not hash: the columns read
+        used = list(dict.fromkeys([spec.sequence_column, spec.order_column, *spec.features, *spec.categorical,
+                                   *target_columns])) if spec.step_columns else list(train.columns)
         data = SequenceData(tr, te, target, sample, per_step, cardinalities, positions, recipe,
-                            runs.digest(pd.util.hash_pandas_object(train, index=False).to_numpy(), np.array(target.columns)))
+                            runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(),
+                                        np.array(target.columns)))
         s.log(self.describe(data))
         return data
 
@@ -102,8 +117,8 @@ class SequencePipeline:
         """Predict mode: the test table and the sample submission; categories the training run never saw get
         the padding code, and say so."""
         s, spec = self.session, self.spec
-        test_path = paths.require_file(s.data_dir, spec.test, "test table")
-        test = tables.read_csv(test_path, spec.id_column)
+        test_path = archives.find_file(s.data_dir, spec.test, "test table", log=s.log)
+        test = self._read(test_path)
         sequences.check_columns(test, spec, test_path, need_target=False)
         sample, sample_path, target = base.trained_sample(s)
         codes = {c: pd.Index(v) for c, v in recipe["codes"].items()}
@@ -119,6 +134,16 @@ class SequencePipeline:
         data = SequenceData(None, te, target, sample, per_step, recipe["cardinalities"], positions, recipe)
         s.log(self.describe(data))
         return data
+
+    def _read(self, path) -> pd.DataFrame:
+        """A long table: as it is, or with `step_columns` exploded into one row per step (kit.data.records)."""
+        spec = self.spec
+        table = tables.read_table(path, spec.id_column)
+        if not spec.step_columns:
+            return table
+        held = [c for c in spec.step_columns if c in table.columns]  # the test table lacks the targets' lists
+        return records.explode(table, held or spec.step_columns, spec.sequence_column, spec.order_column, spec.id_column,
+                               path.name)
 
     def identity(self, data: SequenceData) -> str:
         return data.identity

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from kit.data import tables, text
+from kit.data import archives, tables, text
 from kit.data.text import TOKENIZER_VOCABS, TextBatches, Tokens
 from kit.errors import KitError
 from kit.models.text import TextModel, fingerprint, positions
@@ -93,8 +93,8 @@ class TextPipeline:
             raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
                            f"(its config.json); set max_length to {limit} or less")
         cut = min(limit or AUTO_LENGTH, AUTO_LENGTH) if p.max_length == "auto" else p.max_length
-        train_path = paths.require_file(s.data_dir, spec.train, "training table")
-        train = tables.read_csv(train_path, spec.id_column or None)
+        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
+        train = tables.read_table(train_path, spec.id_column or None)
         tables.require_columns(train, spec.text_columns, train_path)
         sample, sample_path = base.read_sample(s)
         test, test_path = self._test_table()
@@ -148,8 +148,8 @@ class TextPipeline:
 
     def _test_table(self) -> tuple[pd.DataFrame, Path]:
         spec = self.spec
-        test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
-        test = tables.read_csv(test_path, spec.id_column or None)
+        test_path = archives.find_file(self.session.data_dir, spec.test, "test table", log=self.session.log)
+        test = tables.read_table(test_path, spec.id_column or None)
         tables.require_columns(test, [*([spec.id_column] if spec.id_column else []), *spec.text_columns], test_path)
         if spec.id_column:
             tables.require_unique(test, spec.id_column, test_path)

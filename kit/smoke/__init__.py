@@ -15,6 +15,7 @@ from kit import config as kit_config
 from kit import files, params, templates
 from kit.build import execute, metadata, notebook
 from kit.build.bundle import ROOT
+from kit.data import archives
 from kit.errors import KitError
 from kit.spec import Spec
 
@@ -57,7 +58,7 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}
     execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env=env, python=python)
     submission = working / "submission.csv"
-    rows = check_submission(submission, data_dir / config.spec.sample_submission, config.spec)
+    rows = check_submission(submission, sample_path(config.spec, data_dir, root / "cache"), config.spec)
     cv = json.loads((working / "cv.json").read_text())
     inferred = None
     if config.inference is not None:  # the pair: the inference kernel must submit what the training kernel did
@@ -69,9 +70,14 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
 
 def test_files(spec: Spec, data_dir: Path) -> list[str]:
     """What a code competition's inference kernel sees of the competition in `data_dir`: the sample
-    submission, the test table and the test images, where the competition has them."""
-    return [name for name in (spec.test, spec.sample_submission, spec.test_images)
-            if name and (data_dir / name).exists()]
+    submission, the test table and the test images (or the archives that hold them), where it has them."""
+    found = [archives.locate(data_dir, name) for name in (spec.test, spec.sample_submission, spec.test_images) if name]
+    return [path.relative_to(data_dir).as_posix() for path in found if path is not None]
+
+
+def sample_path(spec: Spec, data_dir: Path, scratch: Path) -> Path:
+    """The sample submission, unpacked from its archive where it comes archived (statoil's .csv.7z)."""
+    return archives.find_file(data_dir, spec.sample_submission, "sample submission", scratch / "unpacked", lambda line: None)
 
 
 def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: dict | None = None,
@@ -99,7 +105,7 @@ def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: 
     files.write_text(built, notebook.dumps(notebook.build(config.spec.template, values, internet=False)))
     execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out, python=python,
                 env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache"), **(env or {})})
-    check_submission(out / "submission.csv", competition / config.spec.sample_submission, config.spec)
+    check_submission(out / "submission.csv", sample_path(config.spec, competition, infer / "cache"), config.spec)
     return out / "submission.csv"
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+from kit.smoke import inputs
 from kit.spec import Spec
 
 # A few of dog-breed-identification's 120 classes, spelled as its sample submission spells them.
@@ -21,8 +22,13 @@ MULTI_LABEL = ("f1_samples", "f2_samples")  # rows holding several labels: Plane
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
-    """The image layout the config names: pixel tables, class folders, tagged chips, or a label table."""
-    if spec.layout == "pixels":
+    """The image layout the config names: pixel tables, class folders, tagged chips, or a label table; labels
+    in file names, COCO files, .npy arrays and JSON arrays (kit.smoke.inputs)."""
+    npy = (spec.image_path or spec.image_ext).endswith(".npy")
+    makers = {"names": inputs.make_named, "coco": inputs.make_coco, "arrays": inputs.make_arrays}
+    if spec.layout in makers or npy:
+        (inputs.make_npy if npy else makers[spec.layout])(spec, folder, seed)
+    elif spec.layout == "pixels":
         make_pixels(spec, folder, seed)
     elif spec.layout == "folders":
         make_class_folders(spec, folder, seed)

@@ -14,6 +14,8 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
     """ventilator-pressure-prediction's layout for its slug, else the long table the config describes."""
     if spec.slug == "ventilator-pressure-prediction":
         make_ventilator(spec, folder, seed)
+    elif spec.step_columns:
+        make_steps(spec, folder, seed)
     else:
         make_sequences(spec, folder, seed)
 
@@ -115,3 +117,39 @@ def make_sequences(spec: Spec, folder: Path, seed: int = 0, train: int = 160, te
     else:
         sample[spec.target_column] = 0.0 if regression or spec.metric == "auc" else classes[0]
     sample.to_csv(folder / spec.sample_submission, index=False)
+
+
+BASES, PAIRS, LOOPS = "ACGU", "(.)", "SMIBHEX"
+
+
+def make_steps(spec: Spec, folder: Path, seed: int = 0, train: int = 80, test: int = 16, length: int = 40,
+               scored: int = 28) -> None:
+    """stanford-covid-vaccine's layout: train.json and test.json as JSON lines, one RNA a line: id, sequence,
+    structure, predicted_loop_type (strings, one character a position), seq_length, seq_scored, and in train
+    each target (the step columns that are neither features nor categorical) as a list of the first `scored`
+    positions' values; sample_submission.csv id_seqpos ("<id>_<position>", every position) and the targets
+    at 0. A position's targets follow its base and its pairing, with noise."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    strings = [c for c in spec.step_columns if c in spec.categorical]
+    targets = [c for c in spec.step_columns if c not in spec.categorical and c not in spec.features]
+    effect = {c: rng.normal(0, 1, (len(BASES), len(PAIRS))) for c in targets}
+    rows = {"train": [], "test": []}
+    for split, count in (("train", train), ("test", test)):
+        for _ in range(count):
+            seq = "".join(rng.choice(list(BASES), length))
+            pairs = "".join(rng.choice(list(PAIRS), length))
+            row = {"index": len(rows[split]), "id": f"id_{rng.bytes(5).hex()[:9]}"}
+            for k, column in enumerate(strings):
+                row[column] = (seq, pairs, "".join(rng.choice(list(LOOPS), length)))[k % 3]
+            row.update({"seq_length": length, "seq_scored": scored})
+            if split == "train":
+                base, pair = [BASES.index(b) for b in seq[:scored]], [PAIRS.index(p) for p in pairs[:scored]]
+                for column in targets:
+                    values = effect[column][base, pair] + rng.normal(0, 0.2, scored)
+                    row[column] = values.round(4).tolist()
+            rows[split].append(row)
+    for split, name in (("train", spec.train), ("test", spec.test)):
+        pd.DataFrame(rows[split]).to_json(folder / name, orient="records", lines=True)
+    ids = [f"{r['id']}_{p}" for r in rows["test"] for p in range(length)]
+    pd.DataFrame({spec.id_column: ids, **{c: 0.0 for c in targets}}).to_csv(folder / spec.sample_submission, index=False)

@@ -7,6 +7,7 @@ tokenizer_config.json), so the kernel loads them with the Auto classes and `loca
 """
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from kit.data import archives, tables
 from kit.spec import Spec
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -104,7 +106,8 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
 def make_model_folder(spec: Spec, data_dir: Path, input_root: Path, parameters: dict, seed: int = 0) -> Path:
     """A tiny encoder and tokenizer over the smoke texts, where Kaggle mounts an attached model:
     <input>/models/<owner>/<model_path>/transformers/default/1/ (model_path names it by its name)."""
-    train = pd.read_csv(data_dir / spec.train)
+    with tempfile.TemporaryDirectory() as scratch:  # the training table as the kernel reads it (archived, JSON, TSV)
+        train = tables.read_table(archives.find_file(data_dir, spec.train, "training table", Path(scratch), lambda line: None))
     texts = [t for c in spec.text_columns for t in train[c].astype(str)]
     folder = input_root / "models" / "kit" / parameters["model_path"] / "transformers" / "default" / "1"
     return build_tiny_encoder(texts, folder, seed, max_positions=512)

@@ -127,11 +127,14 @@ class Regression:
 
 class SequenceObjective:
     """Sequences in, one output per step or per sequence. Loss and metric rows count only the rows whose
-    `weight` is set (real steps that the score mask keeps); regression targets are standardised."""
+    `weight` is set (real steps that the score mask keeps); regression targets are standardised (each column
+    by its own mean and std, for several)."""
 
-    def __init__(self, classification: bool, per_step: bool, metric: str, mean: float = 0.0, std: float = 1.0):
+    def __init__(self, classification: bool, per_step: bool, metric: str, mean=0.0, std=1.0):
         self.classification, self.per_step, self.metric = classification, per_step, metric
-        self.mean, self.std = float(mean), float(std) or 1.0
+        self.mean = torch.as_tensor(mean, dtype=torch.float32)  # () or (K,)
+        std = torch.as_tensor(std, dtype=torch.float32)
+        self.std = torch.where(std > 0, std, torch.ones_like(std))
         # per step, validation averages each batch's mean over its scored steps, not over all scored steps
         self.loss_metric = "log_loss" if classification and not per_step else None
 
@@ -142,7 +145,11 @@ class SequenceObjective:
             losses = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
         else:
             fn = F.l1_loss if self.metric == "mae" else F.mse_loss
-            losses = fn(out[..., 0], (y.float() - self.mean) / self.std, reduction="none")
+            mean, std = self._on(out.device)
+            if y.ndim == out.ndim:  # several target columns: (B, L, K) or (B, K), the mean of their losses
+                losses = fn(out, (y.float() - mean) / std, reduction="none").mean(-1)
+            else:
+                losses = fn(out[..., 0], (y.float() - mean) / std, reduction="none")
         if self.per_step:
             w = batch["weight"]
             loss = (losses * w).sum() / w.sum().clamp(min=1.0)
@@ -151,7 +158,15 @@ class SequenceObjective:
         return {"loss": loss, "output": out}
 
     def predict(self, output: torch.Tensor) -> torch.Tensor:
-        return output.float().softmax(-1) if self.classification else output.float() * self.std + self.mean
+        if self.classification:
+            return output.float().softmax(-1)
+        mean, std = self._on(output.device)
+        return output.float() * std + mean
+
+    def _on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.mean.device != device:  # moved once, as Regression's
+            self.mean, self.std = self.mean.to(device), self.std.to(device)
+        return self.mean, self.std
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         pred = self.predict(output)
