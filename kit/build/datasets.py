@@ -46,7 +46,8 @@ def publish(client: Client, folder: Path, notes: str) -> Published:
     """Create or version the dataset that `folder`'s dataset-metadata.json names, unless it holds these files."""
     dataset = json.loads((folder / "dataset-metadata.json").read_text(encoding="utf-8"))["id"]
     mine = local_files(folder)
-    status = client.call(f"dataset {dataset}", lambda: client.api.dataset_status(dataset), missing=None)
+    status = client.call(f"dataset {dataset}", lambda: client.api.dataset_status(dataset), missing=None,
+                         hint_403="check that you own the dataset (its id starts with your Kaggle username)")
     with contextlib.redirect_stdout(sys.stderr):  # the client prints its progress
         if status is None:
             answer = client.call(f"create dataset {dataset}", lambda: client.api.dataset_create_new(

@@ -19,6 +19,7 @@ from pathlib import Path
 from kit.build.client import Client, seconds
 from kit.errors import KitError
 
+OWN = "check that you own the model (its handle starts with your Kaggle username) and your credentials"
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # the client's rule for model slugs
 INSTANCE_METADATA = "model-instance-metadata.json"
 
@@ -59,10 +60,10 @@ def publish(client: Client, folder: Path, handle: Handle, title: str, descriptio
     if subfolders:
         raise KitError(f"{folder}: a model version is its top-level files, and it holds folders ({', '.join(subfolders)})")
     with contextlib.redirect_stdout(sys.stderr):  # the client prints its progress
-        if client.call(what, lambda: client.api.model_get(f"{handle.owner}/{handle.model}"), missing=None) is None:
+        if client.call(what, lambda: client.api.model_get(f"{handle.owner}/{handle.model}"), missing=None, hint_403=OWN) is None:
             _create_model(client, handle, title, description, private)
         current = client.call(f"{what} variation {handle.variation}",
-                              lambda: client.api.model_instance_get(handle.instance), missing=None)
+                              lambda: client.api.model_instance_get(handle.instance), missing=None, hint_403=OWN)
         if current is None:
             meta = {"ownerSlug": handle.owner, "modelSlug": handle.model, "instanceSlug": handle.variation,
                     "framework": handle.framework, "licenseName": license_name, "overview": description}
