@@ -103,10 +103,12 @@ class Client:
                 raise KitError(self.redact(f"{what}: {' '.join(str(e).split())}")) from None
             if attempt == RETRIES:
                 if retry.startswith("HTTP 429"):
-                    raise KitError(f"{what}: Kaggle is rate-limiting (HTTP 429) after {RETRIES + 1} tries; wait a few minutes and retry")
+                    raise KitError(f"{what}: Kaggle is rate-limiting (HTTP 429) after {RETRIES + 1} tries; "
+                                   "wait a few minutes and retry")
                 if retry.startswith("HTTP"):
                     raise KitError(f"{what}: Kaggle's server failed ({retry}) {RETRIES + 1} times; retry later")
-                raise KitError(f"{what}: could not reach Kaggle ({retry}) after {RETRIES + 1} tries; check the connection and retry")
+                raise KitError(f"{what}: could not reach Kaggle ({retry}) after {RETRIES + 1} tries; "
+                               "check the connection and retry")
             print(f"{what}: {retry}, retrying in {wait:.0f} s", file=sys.stderr)
             time.sleep(wait)
             delay *= 2

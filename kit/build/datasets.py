@@ -34,7 +34,8 @@ def remote_files(client: Client, dataset: str) -> dict[str, int]:
     out: dict[str, int] = {}
     token = None
     while True:
-        page = client.call(f"files of {dataset}", lambda: client.api.dataset_list_files(dataset, page_token=token, page_size=200))
+        page = client.call(f"files of {dataset}",
+                           lambda token=token: client.api.dataset_list_files(dataset, page_token=token, page_size=200))
         for f in page.dataset_files or []:
             out[f.name] = int(f.total_bytes or 0)
         token = page.next_page_token

@@ -8,9 +8,9 @@ from typing import Any
 
 import nbformat
 
-from kit.errors import KitError
 from kit.build import embed, parameters
 from kit.build.packages import Packages
+from kit.errors import KitError
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 RUNTIME_TAG = "kit-runtime"

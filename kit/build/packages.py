@@ -212,7 +212,7 @@ def image_python() -> str | None:
 
 
 def _run(args: list[str], step: str, wanted: tuple[str, ...]) -> None:
-    done = subprocess.run([*args, "--disable-pip-version-check", "--quiet"], capture_output=True, text=True)
+    done = subprocess.run([*args, "--disable-pip-version-check"], capture_output=True, text=True)  # not quiet: the causes
     if done.returncode == 0:
         return
     text = done.stdout + done.stderr

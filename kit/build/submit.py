@@ -11,9 +11,9 @@ import sys
 from dataclasses import dataclass
 
 from kit import config as kit_config
-from kit.errors import KitError
 from kit.build import push
 from kit.build.client import Client
+from kit.errors import KitError
 
 FILE_NAME = "submission.csv"  # what every kit notebook writes; Kaggle scores this output of the version
 LIST_SIZE = 10  # the latest submissions shown by `make submissions`

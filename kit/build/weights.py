@@ -52,7 +52,8 @@ def kind_of(name: str) -> str:
     """"transformers" for a Hugging Face model folder or hub id, "timm" for a timm model name."""
     if Path(name).expanduser().is_dir():
         if not (Path(name).expanduser() / MODEL_FILE).is_file():
-            raise KitError(f"{name} is a folder without {MODEL_FILE}; give a Hugging Face model folder, a hub id or a timm model name")
+            raise KitError(f"{name} is a folder without {MODEL_FILE}; give a Hugging Face model folder, a hub id or a timm "
+                           "model name")
         return "transformers"
     if timm.is_model(name):
         return "timm"
@@ -98,8 +99,9 @@ def _save_transformers(name: str, folder: Path) -> None:
         model = AutoModel.from_pretrained(name, local_files_only=local)
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
     except Exception as e:  # no such id, no network, a folder transformers cannot read
-        raise KitError(f"transformers could not load {name} ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}); "
-                       "check the name or the folder") from None
+        first = str(e).splitlines()[0][:200] if str(e) else ""
+        raise KitError(f"transformers could not load {name} ({type(e).__name__}: {first}); check the name or the "
+                       "folder") from None
     model.save_pretrained(folder)  # safetensors
     tokenizer.save_pretrained(folder)
 
@@ -110,7 +112,8 @@ def publish(name: str, file: str = "", slug: str = "", license_name: str = LICEN
     saved = save(name, file=file, slug=slug)
     framework = "pytorch" if saved.kind == "timm" else "transformers"
     handle = models.Handle(client.creds.username, saved.slug, framework)
-    source = f"a local file ({Path(file).name})" if file else ("a local folder" if Path(name).expanduser().is_dir() else "the hub")
+    local = "a local folder" if Path(name).expanduser().is_dir() else "the hub"
+    source = f"a local file ({Path(file).name})" if file else local
     description = f"Pretrained weights of {name} ({saved.kind}), from {source}, saved by kit weights for internet-off kernels."
     number = models.publish(client, saved.folder, handle, saved.slug, description, license_name,
                             notes=f"kit weights {name}", private=private)
