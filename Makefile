@@ -42,7 +42,7 @@ kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1] [FORCE=1])
+push: venv ## build if stale, upload its packages, push with a session time-out (official client)  (COMP=... [INFER=1] [FORCE=1])
 	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG) $(FORCE_FLAG)
 
 status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
