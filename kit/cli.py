@@ -35,6 +35,9 @@ def cmd_kernel(args) -> None:
     for b in (built, built.inference):
         if b is not None:
             print(f"built {b.folder}/ ({b.notebook.name} + kernel-metadata.json) for {b.metadata['id']}")
+    if built.packages is not None:
+        print(f"packages: {built.packages.folder}/ ({len(built.packages.wheels)} wheels), the dataset "
+              f"{built.packages.dataset} (make push uploads it first; by hand: kaggle datasets create -p that folder)")
     if built.inference is None:
         print(f"push it with: kaggle kernels push -p {built.folder}")
     else:
