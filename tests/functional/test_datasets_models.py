@@ -3,6 +3,8 @@ the official kaggle client against the fake Kaggle API (the real CLI in a subpro
 reaches Kaggle on success, and one line for each failure."""
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,19 @@ def test_the_inference_kernel_attaches_the_same_dataset(env, fake_kaggle, write_
     config = with_packages(write_toml, "kitprobe==1.0", extra="\n[inference]\n")
     out = kit(env, "push", config, "--inference")
     assert out.returncode == 0, out.stderr
-    assert fake_kaggle.called("SaveKernel")[0].body["datasetDataSources"] == [PACKAGES]
+    save = fake_kaggle.called("SaveKernel")[0].body
+    assert save["slug"] == f"{TRAINING}-inference" and save["datasetDataSources"] == [PACKAGES]
+    assert f"_install_packages('{PACKAGES}', ['kitprobe==1.0'], ['kitprobe'])" in save["text"]
+
+
+def test_the_official_cli_creates_the_dataset_from_the_folder(env, fake_kaggle, write_toml):
+    assert kit(env, "kernel", with_packages(write_toml, "kitprobe==1.0")).returncode == 0
+    folder = Path(env["KIT_KERNELS_DIR"]) / "comp-packages"
+    out = subprocess.run([str(Path(sys.executable).parent / "kaggle"), "datasets", "create", "-p", str(folder)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "being created" in out.stdout, out.stdout + out.stderr
+    uploaded = sorted(p.name for p in folder.iterdir() if p.name != "dataset-metadata.json")
+    assert sorted(fake_kaggle.datasets[PACKAGES][-1]) == uploaded
 
 
 @pytest.mark.parametrize("script, expected", [

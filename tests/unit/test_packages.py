@@ -1,5 +1,6 @@
 """[kernel] packages on the build side: pip's resolution for Kaggle's image against a local index (no network),
 what the image has left out, the folder reused while nothing changed, and the pieces push and the notebook use."""
+import socket
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,6 +31,22 @@ def image(tmp_path, *pins: str) -> Path:
     path = tmp_path / "image.txt"
     path.write_text("# an image\n" + "".join(f"{p}  # pinned\n" for p in pins))
     return path
+
+
+def pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not pypi_reachable(), reason="needs PyPI")
+def test_segmentation_models_pytorch_is_its_one_wheel_on_kaggles_image(tmp_path):
+    """The segmentation template's case, against the real index: smp 0.6.0 needs torch, torchvision, timm,
+    huggingface-hub, safetensors, numpy, pillow and tqdm, all on the image; only its own 155 KB wheel comes."""
+    assert packages.resolve(("segmentation-models-pytorch==0.6.0",), tmp_path) == [
+        "segmentation_models_pytorch-0.6.0-py3-none-any.whl"]
 
 
 def test_what_the_image_has_is_left_out(local, tmp_path):
