@@ -229,7 +229,7 @@ class PerSequence(torch.utils.data.Dataset):
 
 def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, batch: int = 256) -> dict:
     from kit.data.sequences import SequenceBatches
-    from kit.models import create_model
+    from kit.models.sequence import create_model
     from kit.runtime.precision import Precision
     from kit.train.objectives import SequenceObjective
     from kit.train.step import make_optimizer, train_step

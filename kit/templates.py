@@ -36,13 +36,14 @@ class Template:
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
-             "kit.pipelines.cnn:Pipeline", "kit.smoke.images:make_dataset"),
-    Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:Pipeline", "kit.smoke.sequences:make_dataset"),
-    Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:Pipeline",
+             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset"),
+    Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
+             "kit.smoke.sequences:make_dataset"),
+    Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset"),
     Template("text", params.TextParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
-             "kit.pipelines.text:Pipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
+             "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
              model_folder=True),
 )}
 

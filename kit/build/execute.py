@@ -44,8 +44,8 @@ def kit_free_kernel(python: str | None = None) -> Iterator[str]:
         # log level: ipykernel's start-up warnings (plain-TCP transport on loopback) are noise in a smoke log
         argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.log_level=ERROR"]
         (spec_dir / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
-        jupyter = os.pathsep.join(filter(None, [str(Path(tmp) / "jupyter"), os.environ.get("JUPYTER_PATH")]))
-        with environ({"JUPYTER_PATH": jupyter}):
+        jupyter_path = os.pathsep.join(filter(None, [str(Path(tmp) / "jupyter"), os.environ.get("JUPYTER_PATH")]))
+        with environ({"JUPYTER_PATH": jupyter_path}):
             yield KERNEL_NAME
 
 

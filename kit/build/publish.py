@@ -35,7 +35,7 @@ def run_files(folder: Path) -> list[Path]:
     """What a run's version holds: run.json, each fold's best checkpoint and its summary."""
     keep = [folder / runs.RECORD]
     for path in sorted(folder.iterdir()):
-        if trained.FOLD.fullmatch(path.name) or (path.suffix == ".json" and trained.FOLD.fullmatch(path.stem + ".pt")):
+        if runs.FOLD.fullmatch(path.name) or (path.suffix == ".json" and runs.FOLD.fullmatch(path.stem + ".pt")):
             keep.append(path)
     return keep
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kit import config as kit_config
 from kit import files
 from kit.build import bundle, datasets, metadata
 from kit.build.client import Client, seconds
@@ -35,8 +36,6 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     with `inference` the inference kernel) with a session time-out of its planned run plus a margin, and
     return what Kaggle answered. A GPU kernel is refused unless `force` when the week's GPU hours left are
     fewer than its planned run."""
-    from kit import config as kit_config
-
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
     client = Client()
@@ -111,8 +110,6 @@ def make_args(comp: str, inference: bool) -> str:
 
 def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, inference: bool = False) -> str:
     """The latest session's status; with `wait`, poll with backoff until it is final. ERROR raises."""
-    from kit import config as kit_config
-
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
@@ -140,8 +137,6 @@ def output(comp: str, inference: bool = False, everything: bool = False) -> tupl
     """Download the latest session's outputs into kernels/<name>/output/ (or the inference kernel's folder):
     what a laptop needs (submission, log, plots, cv.json, the runs' records), and with `everything` the fold
     checkpoints too (what make publish publishes)."""
-    from kit import config as kit_config
-
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
@@ -174,8 +169,6 @@ def log_entries(text: str) -> list[str]:
 def logs(comp: str, follow: bool = False, inference: bool = False, out: Callable[[str], None] = print) -> str:
     """The latest session's log so far; with `follow`, its new lines as they come until the session ends (the
     API has no push: the log is read again every few seconds). Returns the final status with `follow`."""
-    from kit import config as kit_config
-
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)

@@ -1,4 +1,3 @@
-"""Models kit defines itself (image models come from timm): the sequence models' registry."""
-from kit.models.sequence import create_model, list_models, register_model
-
-__all__ = ["create_model", "list_models", "register_model"]
+"""Models kit defines itself (image models come from timm, text encoders from transformers): the sequence models
+(kit.models.sequence, with their registry), the text model (kit.models.text), and timm's names checked (kit.models.names).
+Nothing is imported here, so that the build side can check a timm name without importing torch."""

@@ -40,7 +40,7 @@ class ImageData:
     identity: str = ""  # what decides training: ids, labels, the image files (kit.runtime.runs)
 
 
-class Pipeline:
+class CnnPipeline:
     def __init__(self, session: Session):
         self.session = session
         self.p = session.params

@@ -17,7 +17,7 @@ from torch import nn
 from kit.data import sequences, tables
 from kit.data.sequences import SequenceBatches, Sequences
 from kit.errors import KitError
-from kit.models import create_model
+from kit.models.sequence import create_model
 from kit.pipelines import base
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
@@ -43,7 +43,7 @@ class SequenceData:
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
 
 
-class Pipeline:
+class SequencePipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
 

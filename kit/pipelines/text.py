@@ -62,7 +62,7 @@ def load_tokenizer(folder: Path):
     return tokenizer
 
 
-class Pipeline:
+class TextPipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
         self._announced = False

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -69,7 +68,7 @@ def fold_checkpoints(folder: Path) -> dict[int, Path]:
     """{fold: path} of the best-epoch checkpoints in the run's folder, finished folds or not."""
     found = {}
     for path in sorted(folder.glob("fold*.pt")):
-        m = re.fullmatch(r"fold(\d+)\.pt", path.name)
+        m = runs.FOLD.fullmatch(path.name)
         if m:
             found[int(m.group(1))] = path
     return dict(sorted(found.items()))
@@ -80,7 +79,7 @@ def stamp(session: Session, data: Any) -> dict:
     only the test files (kit.runtime.trained): format, kit version, template, the run's parameters and the
     pipeline's recipe of the training data."""
     return {"format": runs.FORMAT, "version": kit.__version__, "template": session.template,
-            "params": runs.deciding(session), "recipe": data.recipe}
+            "params": runs.deciding(session.params), "recipe": data.recipe}
 
 
 def fit_config(session: Session) -> FitConfig:
@@ -105,7 +104,8 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     if session.trained is not None:
         return trained_folds(session, pipe, data)
     splits = pipe.split(data)
-    folder = runs.open_run(session, pipe.identity(data), splits)
+    rec = runs.record(session.template, session.spec, session.params, pipe.identity(data), splits)
+    folder = runs.open_run(session.output_dir, rec, session.log)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
@@ -124,7 +124,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
     pipe.release(data)
     free_memory()
-    failure = workers.launch(_train_in_worker, _payload(session, folder, pending, world), mode, world,
+    failure = workers.launch("kit.run.folds:train_in_worker", _payload(session, folder, pending, world), mode, world,
                              session.hardware.device, session.output_dir / "workers", session.warn)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
@@ -144,7 +144,7 @@ def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int)
             "started": session.started, "folder": str(folder), "folds": folds}
 
 
-def _train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: Collective) -> None:
+def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: Collective) -> None:
     """A worker's share of the training (kit.runtime.workers runs it): the run rebuilt from the job, then its
     folds (every `world`-th of them, or all of them together under DDP) into the notebook's run folder."""
     payload = job.payload

@@ -13,30 +13,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kit import fields
+from kit.params import TrainParams
 from kit.runtime import checkpoint
+from kit.spec import Spec
 
 FORMAT = 3  # what fold files hold; bump when a checkpoint written before could not be read the same way (3: stamped)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
                       "world_size", "mode", "model_dir")
 RECORD, LATEST = "run.json", "latest.json"
+FOLD = re.compile(r"fold(\d+)\.pt")  # a fold's best weights in a run's folder (beside it, its .meta.pt and .json)
 
 
-def record(session, identity: str, split: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+def record(template: str, spec: Spec, params: TrainParams, identity: str,
+           split: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
     """What decides a run's artefacts, as plain JSON values."""
-    return {"format": FORMAT, "template": session.template, "competition": session.spec.to_dict(), "params": deciding(session),
+    return {"format": FORMAT, "template": template, "competition": spec.to_dict(), "params": deciding(params),
             "data": identity, "split": digest(*(v for _, v in split))}
 
 
-def deciding(session) -> dict[str, Any]:
+def deciding(params: TrainParams) -> dict[str, Any]:
     """The parameters that decide a run's artefacts: all but where and how fast it goes."""
-    p = session.params
-    return {k: getattr(p, k) for k in fields.names(type(p)) if k not in WHERE_AND_HOW_FAST}
+    return {k: getattr(params, k) for k in fields.names(type(params)) if k not in WHERE_AND_HOW_FAST}
 
 
 def key(rec: dict[str, Any]) -> str:
@@ -55,23 +60,22 @@ def digest(*arrays) -> str:
     return h.hexdigest()[:16]
 
 
-def open_run(session, identity: str, split: list[tuple[np.ndarray, np.ndarray]]) -> Path:
-    """The folder of the run these parameters, data (`identity`) and `split` make, created where new; the
-    notebook says in one line whether it is new (and what changed since the latest run) or an earlier one."""
-    rec = record(session, identity, split)
+def open_run(output_dir: Path, rec: dict[str, Any], log: Callable[[str], None]) -> Path:
+    """The folder of the run `rec` (`record`) describes, under `output_dir`, created where new; `log` says in one
+    line whether it is new (and what changed since the latest run) or an earlier one."""
     run = key(rec)
-    root = session.output_dir / "checkpoints"
+    root = output_dir / "checkpoints"
     folder = root / run
     latest_path = root / LATEST
     latest = checkpoint.load_json(latest_path).get("run", "") if latest_path.exists() else ""
     if (folder / RECORD).exists():
         how = "the latest run" if latest == run else "an earlier run's settings"
-        session.log(f"run {run}: {how}, in {folder}: its finished folds are reused and an unfinished one resumed")
+        log(f"run {run}: {how}, in {folder}: its finished folds are reused and an unfinished one resumed")
     else:
         before = root / latest / RECORD if latest else None
         changed = changes(checkpoint.load_json(before), rec) if before and before.exists() else ""
         since = f"; since run {latest}: {changed} (its files stay in {root / latest})" if changed else ""
-        session.log(f"run {run}: new, in {folder}{since}")
+        log(f"run {run}: new, in {folder}{since}")
         folder.mkdir(parents=True, exist_ok=True)
         checkpoint.save_json(rec, folder / RECORD)
     checkpoint.save_json({"run": run}, latest_path)

@@ -11,7 +11,6 @@ models/<owner>/<model>/<framework>/<variation>/<version>/, nested or not); `find
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from kit.errors import KitError
 from kit.runtime import checkpoint, paths, runs
 
 MAX_DEPTH = 12  # folders below the search root: the deepest layout (models/...) with a nested output in it
-FOLD = re.compile(r"fold(\d+)\.pt")
 # what a person may choose at prediction: everything else that made the model comes from its checkpoints
 PREDICT_TIME = ("mode", "model_dir", "tta", "batch_size", "precision", "seed", *runs.WHERE_AND_HOW_FAST)
 
@@ -44,7 +42,7 @@ def run_folders(root: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
     for here, dirs, names in os.walk(root):
         folder = Path(here)
         depth = len(folder.relative_to(root).parts)
-        if runs.RECORD in names and any(FOLD.fullmatch(n) for n in names):
+        if runs.RECORD in names and any(runs.FOLD.fullmatch(n) for n in names):
             found.append(folder)
             dirs[:] = []
             continue
@@ -102,7 +100,7 @@ def attached(root: Path) -> list[str]:
 def read(folder: Path) -> Trained:
     """A run folder's stamp, from run.json and its first fold checkpoint; another format is one line."""
     record = checkpoint.load_json(folder / runs.RECORD)
-    folds = sorted(int(m.group(1)) for m in (FOLD.fullmatch(p.name) for p in folder.iterdir()) if m)
+    folds = sorted(int(m.group(1)) for m in (runs.FOLD.fullmatch(p.name) for p in folder.iterdir()) if m)
     if record.get("format") != runs.FORMAT:
         raise KitError(f"{folder} was written in kit's checkpoint format {record.get('format')}, and this kit reads "
                        f"format {runs.FORMAT}; run the training kernel again with this kit")

@@ -11,6 +11,7 @@ runs on gloo. What the workers do (rebuild the run, train their folds) is kit.ru
 """
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import signal
@@ -30,8 +31,6 @@ import torch.multiprocessing as mp
 from kit.errors import KitError
 from kit.runtime import faults
 from kit.runtime.collective import Collective, TorchCollective
-
-MODES = ("auto", "none", "folds", "ddp")
 
 
 def choose(parallel: str, world_size: int, folds: int, gpus: int) -> tuple[str, int, str]:
@@ -65,9 +64,6 @@ class Job:
     parent: int  # the notebook's pid: a worker dies with it
 
 
-Body = Callable[[int, Job, Collective, Collective], None]
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -78,12 +74,13 @@ WORKER_NAME = "kit-worker"
 GRACE_S = 10.0  # seconds a worker gets to exit after SIGTERM before SIGKILL
 
 
-def launch(body: Body, payload: dict[str, Any], mode: str, world: int, device: str, logs: Path,
+def launch(body: str, payload: dict[str, Any], mode: str, world: int, device: str, logs: Path,
            warn: Callable[[str], None]) -> str:
-    """Run `body(rank, job, collective, peers)` in `world` fresh worker processes to the end, relaying their
-    output; "" when all finished, else the first failure. `collective`: the data-parallel peers under DDP (else
-    none); `peers`: every worker, which fold-parallel workers agree with on the batch size. `body` must be a
-    module-level function: spawn pickles it by name."""
+    """Run the function `body` names ("module:function") as `function(rank, job, collective, peers)` in `world`
+    fresh worker processes to the end, relaying their output; "" when all finished, else the first failure.
+    `collective`: the data-parallel peers under DDP (else none); `peers`: every worker, which fold-parallel
+    workers agree with on the batch size. A worker imports the function once its output goes to its log, so
+    what the import prints, or an import error, reaches the notebook as that worker's."""
     stopped = stop_workers()
     if stopped:
         warn(f"stopped {stopped} worker(s) still running from an earlier launch (an interrupted cell)")
@@ -172,7 +169,7 @@ def worker_faults(rank: int) -> None:
         os.abort()
 
 
-def _worker(rank: int, body: Body, job: Job) -> None:
+def _worker(rank: int, body: str, job: Job) -> None:
     """A worker's whole life: its own log, its own GPU, the process group, then `body`."""
     _die_with_parent(job.parent)
     log = open(Path(job.logs) / f"rank{rank}.log", "a", buffering=1, encoding="utf-8")
@@ -199,7 +196,8 @@ def _worker(rank: int, body: Body, job: Job) -> None:
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=job.world)
         peers = TorchCollective(rank, job.world, torch.device("cpu"))
     try:
-        body(rank, job, collective, peers)
+        module, _, name = body.partition(":")
+        getattr(importlib.import_module(module), name)(rank, job, collective, peers)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -312,27 +312,27 @@ class _Loop:
         n = batch_size_of(batch)
 
         def halved(old: int, new: int) -> None:
+            self.micro = new  # kept at once: a retry after a compile error keeps the smaller micro-batch
             self.log(f"WARNING: {self.desc}: out of memory at {n} samples per step; now micro-batches of {new}, "
                      "accumulating gradients to keep the batch")
 
         while True:
             failure = ""
             try:
-                start = self.micro or n
-                loss, used = halving(lambda micro: self._step(batch, micro), start, halved, self._undo_step)
-                if used != start:
-                    self.micro = used
-                return loss
-            except Exception as e:  # noqa: BLE001 - compile errors are handled, the rest re-raised
-                if is_oom(e):  # even a micro-batch of 1
-                    raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a "
-                                   "smaller model") from None
-                if isinstance(e, KitError) or not (is_compile_error(e) and _compiled(self.model)):
+                return halving(lambda micro: self._step(batch, micro), self.micro or n, halved, self._undo_step)[0]
+            except Exception as e:  # noqa: BLE001 - out-of-memory at 1 and compile errors are handled, the rest re-raised
+                if is_oom(e):
+                    failure = "oom"
+                elif isinstance(e, KitError) or not (is_compile_error(e) and _compiled(self.model)):
                     raise  # a KitError from _step: under DDP, stop
-                failure = describe_error(e)
+                else:
+                    failure = describe_error(e)
             # outside the except block, so the failed step's frames and tensors are gone
             self._undo_step()
             free_memory()
+            if failure == "oom":  # even a micro-batch of 1
+                raise KitError(f"{self.desc}: out of memory even with micro-batches of 1; lower image_size or use a smaller "
+                               "model")
             self.model = self.model._orig_mod
             self.log(f"WARNING: {self.desc}: torch.compile failed ({failure}); training in eager mode")
 

@@ -47,7 +47,7 @@ def test_runtime_is_embedded_without_build_side_code(built):
     encoded = re.search(r'_install_kit\("([A-Za-z0-9+/=]+)"', cell.source).group(1)
     names = zipfile.ZipFile(io.BytesIO(base64.b64decode(encoded))).namelist()
     assert "kit/__init__.py" in names and "kit/pipelines/cnn.py" in names and "kit/train/loop.py" in names
-    assert not [n for n in names if n.startswith("kit/kernel/") or n in ("kit/cli.py", "kit/config.py", "kit/smoke.py")]
+    assert not [n for n in names if n.startswith(("kit/build/", "kit/smoke/")) or n in ("kit/cli.py", "kit/config.py")]
     assert base64.b64decode(encoded) == embed.runtime_zip()
 
 

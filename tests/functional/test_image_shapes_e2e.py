@@ -5,9 +5,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from kit.smoke_images import LAND, WEATHER
 
 from kit import cli, config, smoke
+from kit.smoke.images import LAND, WEATHER
 
 pytestmark = pytest.mark.e2e
 PLANET = "planet-understanding-the-amazon-from-space"

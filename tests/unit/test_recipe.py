@@ -176,10 +176,10 @@ def image_data(pipe, hflip, trained=None):
 
 
 def cnn_pipeline(tmp_path, **params):
-    from kit.pipelines.cnn import Pipeline
+    from kit.pipelines.cnn import CnnPipeline
 
     s = session(tmp_path, batch_size=64)
-    return Pipeline(dataclasses.replace(s, params=CnnParams(image_size=32, batch_size=64, device="cpu", **params)))
+    return CnnPipeline(dataclasses.replace(s, params=CnnParams(image_size=32, batch_size=64, device="cpu", **params)))
 
 
 def views_asked(pipe, data):

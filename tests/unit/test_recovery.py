@@ -115,7 +115,7 @@ def test_a_step_does_not_wait_for_the_device(tmp_path):
 def test_an_lstm_step_reads_no_device_value():
     """The LSTM's packing needs the lengths on the host; the batch brings them, so the model never reads
     its mask back from the device. On the meta device any such read raises."""
-    from kit.models import create_model
+    from kit.models.sequence import create_model
     from kit.train.objectives import SequenceObjective
 
     model = create_model("lstm", features=3, cardinalities=[2], outputs=1, per_step=True, d_model=8, hidden_size=8,

@@ -11,7 +11,8 @@ from kit.runtime import runs
 
 def run_key(tmp_path, **params) -> str:
     s, pipe = session(tmp_path, **params), ToyPipeline()
-    return runs.open_run(s, pipe.identity(None), pipe.split(None)).name
+    return runs.open_run(s.output_dir, runs.record(s.template, s.spec, s.params, pipe.identity(None), pipe.split(None)),
+                         s.log).name
 
 
 def test_settings_that_decide_training_make_a_new_run_and_the_rest_do_not(tmp_path):
@@ -27,9 +28,10 @@ def test_other_data_or_another_split_is_another_run(tmp_path):
     (tmp_path / "out").mkdir()
     s = session(tmp_path)
     pipe = ToyPipeline()
-    first = runs.open_run(s, pipe.identity(None), pipe.split(None))
-    assert runs.open_run(s, "other points", pipe.split(None)) != first
-    rec = runs.record(s, "toy points", pipe.split(None))
+    first = runs.open_run(s.output_dir, runs.record(s.template, s.spec, s.params, pipe.identity(None), pipe.split(None)), s.log)
+    other = runs.record(s.template, s.spec, s.params, "other points", pipe.split(None))
+    assert runs.open_run(s.output_dir, other, s.log) != first
+    rec = runs.record(s.template, s.spec, s.params, "toy points", pipe.split(None))
     assert runs.changes(rec, {**rec, "data": "x"}) == "the data changed"
     params = {**rec["params"], "epochs": 9}
     assert runs.changes(rec, {**rec, "params": params}) == "epochs 3 -> 9"

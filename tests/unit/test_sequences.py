@@ -8,7 +8,7 @@ import torch
 
 from kit.data import sequences
 from kit.errors import KitError
-from kit.models import create_model
+from kit.models.sequence import create_model
 from kit.spec import Spec
 from kit.train.objectives import SequenceObjective
 

@@ -8,7 +8,7 @@ from safetensors.torch import save_file
 
 from kit.errors import KitError
 from kit.params import CnnParams
-from kit.pipelines.cnn import Pipeline
+from kit.pipelines.cnn import CnnPipeline
 from kit.runtime import paths
 from kit.runtime.hardware import Hardware, setup
 from kit.runtime.session import Session
@@ -63,7 +63,7 @@ def test_model_loads_the_weights_file_without_the_hub(kaggle_input, tmp_path, mo
     session = Session("cnn", params, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
     session.log = logs.append
     data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")))
-    model = Pipeline(session).model(data)
+    model = CnnPipeline(session).model(data)
     assert torch.all(model.conv_stem.weight == 0.125)
     assert model.get_classifier().out_features == 3
     assert logs == [f"pretrained weights: {file}"]
