@@ -20,7 +20,7 @@ FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 override MESSAGE := $(value MESSAGE)
 export MESSAGE
 
-.PHONY: help venv kernel kernels push status output submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output logs publish weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -42,14 +42,23 @@ kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, then push with the official kaggle client  (COMP=... [INFER=1] [FORCE=1])
+push: venv ## build if stale, upload its packages, push with a session time-out (official client)  (COMP=... [INFER=1] [FORCE=1])
 	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG) $(FORCE_FLAG)
 
 status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
 	@$(PY) -m kit status "$(COMP)" $(if $(filter 1 yes true,$(WAIT)),--wait,) $(INFER_FLAG)
 
-output: venv ## download the latest run's outputs into kernels/<name>/output/  (COMP=... [INFER=1])
-	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG)
+output: venv ## download the latest run's outputs into kernels/<name>/output/; ALL=1: the checkpoints too  (COMP=... [INFER=1])
+	@$(PY) -m kit output "$(COMP)" $(INFER_FLAG) $(if $(filter 1 yes true,$(ALL)),--all,)
+
+logs: venv ## the latest run's log; FOLLOW=1 prints new lines until it ends  (COMP=... [INFER=1])
+	@$(PY) -m kit logs "$(COMP)" $(INFER_FLAG) $(if $(filter 1 yes true,$(FOLLOW)),--follow,)
+
+publish: venv ## a finished run's fold checkpoints -> a Kaggle Model version for [inference]  (COMP=... [FROM=folder] [MODEL=owner/slug])
+	@$(PY) -m kit publish "$(COMP)" $(if $(FROM),--from "$(FROM)",) $(if $(MODEL),--model "$(MODEL)",)
+
+weights: venv ## save pretrained weights, publish them as a Kaggle Model, print the config lines  (NAME=... [FILE=...])
+	@$(PY) -m kit weights "$(NAME)" $(if $(FILE),--file "$(FILE)",) $(if $(SLUG),--slug "$(SLUG)",)
 
 submit: venv ## submit the kernel (the inference one if any) to its code competition  (COMP=... [MESSAGE=...] [VERSION=N])
 	@$(PY) -m kit submit "$(COMP)" $(if $(MESSAGE),-m "$$MESSAGE",) $(if $(VERSION),-v "$(VERSION)",)

@@ -35,6 +35,9 @@ def cmd_kernel(args) -> None:
     for b in (built, built.inference):
         if b is not None:
             print(f"built {b.folder}/ ({b.notebook.name} + kernel-metadata.json) for {b.metadata['id']}")
+    if built.packages is not None:
+        print(f"packages: {built.packages.folder}/ ({len(built.packages.wheels)} wheels), the dataset "
+              f"{built.packages.dataset} (make push uploads it first; by hand: kaggle datasets create -p that folder)")
     if built.inference is None:
         print(f"push it with: kaggle kernels push -p {built.folder}")
     else:
@@ -60,7 +63,7 @@ def cmd_push(args) -> None:
 
     answer = push.push(args.comp, inference=args.inference, force=args.force)
     version = f" version {answer['version']}" if answer["version"] else ""
-    print(f"pushed {answer['id']}{version}: {answer['url']}")
+    print(f"pushed {answer['id']}{version}: {answer['url']} (Kaggle stops it after {answer['timeout_s'] / 3600:.1f} h)")
     print(f"watch it with: make status {push.make_args(args.comp, args.inference)} WAIT=1")
 
 
@@ -73,8 +76,34 @@ def cmd_status(args) -> None:
 def cmd_output(args) -> None:
     from kit.build import push
 
-    folder, names = push.output(args.comp, inference=args.inference)
+    folder, names = push.output(args.comp, inference=args.inference, everything=args.all)
     print(f"downloaded {len(names)} files to {folder}/: {', '.join(names)}")
+    if not args.all:
+        print(f"the fold checkpoints stayed on Kaggle; make output COMP={args.comp} ALL=1 downloads them too (for make publish)")
+
+
+def cmd_logs(args) -> None:
+    from kit.build import push
+
+    push.logs(args.comp, follow=args.follow, inference=args.inference)
+
+
+def cmd_publish(args) -> None:
+    from kit.build import publish
+
+    done = publish.publish(args.comp, source=args.source or "", model=args.model or "")
+    print(f"published {done.version}: {len(done.folds)} folds of run {done.run.name} ({done.size / 2**20:.1f} MB)")
+    print("predict with it instead of the training kernel's output, in the config:")
+    print(f'[inference]\ntrained_model = "{done.version}"')
+
+
+def cmd_weights(args) -> None:
+    from kit.build import weights
+
+    done = weights.publish(args.name, file=args.file or "", slug=args.slug or "")
+    print(f"published {done.version} from {done.saved.folder}/")
+    print("attach and use them in the config:")
+    print(done.config_lines(), end="")
 
 
 def cmd_submit(args) -> None:
@@ -157,7 +186,23 @@ def parser() -> argparse.ArgumentParser:
     ou = sub.add_parser("output", help="download the latest run's outputs into kernels/<name>/output/")
     ou.add_argument("comp")
     ou.add_argument("--inference", action="store_true", help=infer)
+    ou.add_argument("--all", action="store_true", help="the fold checkpoints too (they stay on Kaggle by default)")
     ou.set_defaults(func=cmd_output)
+    lo = sub.add_parser("logs", help="the latest run's log on Kaggle")
+    lo.add_argument("comp")
+    lo.add_argument("--follow", action="store_true", help="print new lines as they come, until the run ends")
+    lo.add_argument("--inference", action="store_true", help=infer)
+    lo.set_defaults(func=cmd_logs)
+    pb = sub.add_parser("publish", help="publish a finished run's fold checkpoints as a Kaggle Model version")
+    pb.add_argument("comp")
+    pb.add_argument("--from", dest="source", help="the run's output folder (default: kernels/<name>/output/)")
+    pb.add_argument("--model", help="owner/slug of the model (default: yours, named as the training kernel)")
+    pb.set_defaults(func=cmd_publish)
+    we = sub.add_parser("weights", help="save pretrained weights and publish them as a Kaggle Model")
+    we.add_argument("name", help="a timm model name, a Hugging Face model folder, or a hub id")
+    we.add_argument("--file", help="timm: a weights file on this machine instead of the hub's")
+    we.add_argument("--slug", help="the model's slug (default: from the name)")
+    we.set_defaults(func=cmd_weights)
     sb = sub.add_parser("submit", help="submit the kernel (the inference kernel if any) to its code competition")
     sb.add_argument("comp")
     sb.add_argument("-m", "--message", help="the submission's description (default: kit <kernel> v<N>)")

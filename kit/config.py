@@ -29,19 +29,26 @@ class Kernel:
     dataset_sources: tuple[str, ...] = ()  # owner/dataset-slug
     model_sources: tuple[str, ...] = ()  # owner/model/framework/variation/version
     kernel_sources: tuple[str, ...] = ()  # owner/kernel-slug
+    # pip requirements Kaggle's image lacks ("segmentation-models-pytorch==0.6.0"): make kernel puts their wheels
+    # in kernels/<name>-packages/, make push uploads that as a dataset and attaches it, the kernel installs from it
+    packages: tuple[str, ...] = ()
     docker_image_pinning_type: str = setting("", choices=("", "original", "latest"))
 
 
 @dataclass(frozen=True)
 class Inference:
     """[inference]: a code competition's second kernel, which predicts with the training kernel's output
-    (attached through kernel_sources) and is the one submitted. Internet off, as Kaggle requires there."""
+    (attached through kernel_sources, or a published model version: trained_model) and is the one submitted.
+    Internet off, as Kaggle requires there; it installs the [kernel] packages too."""
 
     title: str = ""  # "" means the training kernel's title + " Inference"
     machine_shape: str = setting("NvidiaTeslaT4", choices=MACHINE_SHAPES)
     enable_gpu: bool = True
     dataset_sources: tuple[str, ...] = ()  # extra inputs, beside the competition and the training kernel
     model_sources: tuple[str, ...] = ()
+    # a training run published with make publish (owner/model/framework/variation/version): attached instead
+    # of the training kernel's output, so the submission keeps its model while the training kernel moves on
+    trained_model: str = ""
 
 
 @dataclass(frozen=True)

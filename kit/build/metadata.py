@@ -84,7 +84,8 @@ def kernel_slug(config: Config) -> str:
     return slug
 
 
-def build(config: Config, user: str) -> dict[str, Any]:
+def build(config: Config, user: str, packages: str = "") -> dict[str, Any]:
+    """The training kernel's metadata; `packages`: the id of the dataset of wheels it installs from."""
     slug, k = kernel_slug(config), config.kernel
     tpu = k.gpu and k.machine_shape.startswith("Tpu")
     meta: dict[str, Any] = {
@@ -97,7 +98,7 @@ def build(config: Config, user: str) -> dict[str, Any]:
         "enable_gpu": k.gpu and not tpu,
         "enable_tpu": tpu,
         "enable_internet": k.internet,
-        "dataset_sources": list(k.dataset_sources),
+        "dataset_sources": list(dict.fromkeys([*k.dataset_sources, *([packages] if packages else [])])),
         "competition_sources": [config.spec.slug],
         "kernel_sources": list(k.kernel_sources),
         "model_sources": list(k.model_sources),
@@ -127,9 +128,10 @@ def inference_title(config: Config) -> str:
     return title
 
 
-def build_inference(config: Config, user: str) -> dict[str, Any]:
-    """The inference kernel's metadata: the competition, the training kernel's output through kernel_sources,
-    internet off (Kaggle requires it of code-competition submissions)."""
+def build_inference(config: Config, user: str, packages: str = "") -> dict[str, Any]:
+    """The inference kernel's metadata: the competition, the training kernel's output through kernel_sources
+    (or the published run of [inference] trained_model through model_sources), the packages dataset the
+    training kernel installs from, internet off (Kaggle requires it of code-competition submissions)."""
     inf, where = config.inference, f"{config.path}: [inference]"
     if inf is None:
         raise KitError(f"{config.path}: no [inference] table, so no inference kernel")
@@ -141,8 +143,10 @@ def build_inference(config: Config, user: str) -> dict[str, Any]:
     # the text template rebuilds each fold's model from the model folder (its config and tokenizer): the
     # inference kernel needs the dataset or model that holds it as much as the training kernel did
     inherited = config.kernel if templates.get(config.spec.template).model_folder else None
-    datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources]))
-    models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources]))
+    datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources,
+                                   *([packages] if packages else [])]))
+    trained = [inf.trained_model] if inf.trained_model else []
+    models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources, *trained]))
     meta: dict[str, Any] = {
         "id": f"{user}/{slug}",
         "title": title,
@@ -155,9 +159,12 @@ def build_inference(config: Config, user: str) -> dict[str, Any]:
         "enable_internet": False,
         "dataset_sources": datasets,
         "competition_sources": [config.spec.slug],
-        "kernel_sources": [f"{user}/{kernel_slug(config)}"],
+        "kernel_sources": [] if trained else [f"{user}/{kernel_slug(config)}"],
         "model_sources": models,
     }
+    if inf.trained_model and not SOURCES["model_sources"][0].match(inf.trained_model):
+        raise KitError(f"{where} trained_model '{inf.trained_model}' is not of the form owner/model/framework/variation/"
+                       "version (make publish prints it)")
     if inf.enable_gpu:
         meta["machine_shape"] = inf.machine_shape
     if config.kernel.docker_image_pinning_type:  # the same image as training: the checkpoints load as they were saved

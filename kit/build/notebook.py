@@ -9,6 +9,7 @@ from typing import Any
 import nbformat
 
 from kit.build import embed, parameters
+from kit.build.packages import Packages
 from kit.errors import KitError
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -22,11 +23,13 @@ def template_path(template: str) -> Path:
     return path
 
 
-def build(template: str, values: Mapping[str, Any], internet: bool = False) -> nbformat.NotebookNode:
+def build(template: str, values: Mapping[str, Any], internet: bool = False,
+          packages: Packages | None = None) -> nbformat.NotebookNode:
     """The template with `values` in its parameters cell and the runtime embedded; `internet=False` (a
-    kernel with the internet off) keeps the Hugging Face hub offline from the first import on."""
+    kernel with the internet off) keeps the Hugging Face hub offline from the first import on; `packages`
+    are installed from their attached dataset before kit is imported."""
     nb = nbformat.read(template_path(template), as_version=4)
-    return normalize(nb, embed.runtime_cell(embed.runtime_zip(), offline=not internet), values)
+    return normalize(nb, embed.runtime_cell(embed.runtime_zip(), offline=not internet, packages=packages), values)
 
 
 def normalize(nb: nbformat.NotebookNode, runtime_source: str, values: Mapping[str, Any]) -> nbformat.NotebookNode:

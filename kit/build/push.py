@@ -1,164 +1,41 @@
-"""Push a bundle, watch its run, fetch its outputs and read the GPU quota through the official `kaggle` client.
+"""Push a bundle (and first its packages dataset), watch its run, read its log, fetch its outputs and read the GPU
+quota through the official `kaggle` client (kit.build.client: retries and one-line errors).
 
-Every failure is one line that says what to do: missing credentials, 401, 403 (competition rules not
-accepted), 404, 429 and 5xx (retried with backoff first), an `error` or `invalid*Sources` in a 200 answer,
-time-outs. The API key never appears in anything kit prints.
+Beyond the client's: an `error` or `invalid*Sources` in a 200 answer is one line too, and a push passes a
+session time-out (the API cannot stop a running kernel, so a hung run must not burn the session's 12 hours).
 """
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from kit import config as kit_config
 from kit import files
-from kit.build import bundle, metadata
+from kit.build import bundle, datasets, metadata
+from kit.build.client import Client, seconds
 from kit.errors import KitError
 from kit.runtime import budget
 
-T = TypeVar("T")
-RETRIES = 4  # after the first try, for 429, 5xx, time-outs and dropped connections
 FINAL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
-
-
-def _seconds(name: str, default: float) -> float:
-    # Tests shrink the waits; users have no reason to set these.
-    return float(os.environ.get(name, default))
-
-
-@dataclass(frozen=True)
-class Credentials:
-    username: str
-    secret: str  # the API key or access token: only ever used for redaction here
-    source: str
-
-
-def credentials() -> Credentials:
-    """Where the kaggle client will find credentials, checked before it is imported (it exits otherwise)."""
-    user, key = os.environ.get("KAGGLE_USERNAME", ""), os.environ.get("KAGGLE_KEY", "")
-    if user and key:
-        return Credentials(user, key, "KAGGLE_USERNAME/KAGGLE_KEY")
-    for path, data in metadata.kaggle_json_files():
-        if data.get("username") and data.get("key"):
-            return Credentials(str(data["username"]), str(data["key"]), str(path))
-    token = os.environ.get("KAGGLE_API_TOKEN", "")
-    if token and user:
-        return Credentials(user, token, "KAGGLE_API_TOKEN")
-    raise KitError(
-        "no Kaggle credentials: set KAGGLE_USERNAME and KAGGLE_KEY, or save kaggle.json (kaggle.com > Settings > "
-        "API > Create New Token) to ~/.kaggle/ with chmod 600"
-    )
-
-
-class Client:
-    """The official client, with retries, time-outs and one-line errors."""
-
-    def __init__(self):
-        self.creds = credentials()
-        with contextlib.redirect_stdout(sys.stderr):
-            from kaggle.api.kaggle_api_extended import KaggleApi
-
-            self.api = KaggleApi()
-            try:
-                self.api.authenticate()
-            except SystemExit:
-                raise KitError(f"the kaggle client rejected the credentials from {self.creds.source}") from None
-
-    def redact(self, text: str) -> str:
-        return text.replace(self.creds.secret, "***") if self.creds.secret else text
-
-    def call(self, what: str, fn: Callable[[], T], hint_404: str = "", hint_403: str = "") -> T:
-        """`fn()` with up to RETRIES retries on 429, 5xx, time-outs and connection failures. The hints replace
-        the advice for a 404 (none by default) and a 403 (accept the rules, own the kernel)."""
-        import requests
-
-        delay = _seconds("KIT_RETRY_BASE_S", 2.0)
-        for attempt in range(RETRIES + 1):
-            retry, wait = "", delay
-            try:
-                with _request_timeout(_seconds("KIT_HTTP_TIMEOUT_S", 60.0)):
-                    return fn()
-            except requests.HTTPError as e:
-                status = e.response.status_code if e.response is not None else 0
-                if status == 429 or status >= 500:
-                    retry = f"HTTP {status}"
-                    wait = max(delay, _retry_after(e.response))
-                else:
-                    raise KitError(self.redact(_http_error(status, what, e, hint_404, hint_403))) from None
-            except (TimeoutError, requests.ConnectionError, requests.Timeout) as e:
-                timed_out = isinstance(e, (TimeoutError, requests.Timeout)) or "timed out" in str(e).lower()
-                retry = "timed out" if timed_out else "no connection"
-            except ValueError as e:  # the client's own checks, and its 401/403 wording for status and output
-                if "was denied" in str(e):
-                    raise KitError(f"{what}: Kaggle denied access (HTTP 401/403); check the kernel's owner in "
-                                   "kernel-metadata.json and your credentials") from None
-                raise KitError(self.redact(f"{what}: {' '.join(str(e).split())}")) from None
-            if attempt == RETRIES:
-                if retry.startswith("HTTP 429"):
-                    raise KitError(f"{what}: Kaggle is rate-limiting (HTTP 429) after {RETRIES + 1} tries; wait a few "
-                                   "minutes and retry")
-                if retry.startswith("HTTP"):
-                    raise KitError(f"{what}: Kaggle's server failed ({retry}) {RETRIES + 1} times; retry later")
-                raise KitError(f"{what}: could not reach Kaggle ({retry}) after {RETRIES + 1} tries; check the connection "
-                               "and retry")
-            print(f"{what}: {retry}, retrying in {wait:.0f} s", file=sys.stderr)
-            time.sleep(wait)
-            delay *= 2
-        raise AssertionError("unreachable")
-
-
-def _http_error(status: int, what: str, error: Exception, hint_404: str = "", hint_403: str = "") -> str:
-    detail = ""
-    if error.args:
-        detail = " ".join(str(error.args[0]).split())[:200]
-    if status == 401:
-        return f"{what}: Kaggle rejected the credentials (HTTP 401); create a new API token at kaggle.com > Settings > API"
-    if status == 403:
-        return f"{what}: Kaggle refused (HTTP 403: {detail}); " + (hint_403 or (
-            "accept the competition's rules on its Kaggle page (Join Competition), and check you own the kernel"))
-    if status == 404:
-        return f"{what}: not found on Kaggle (HTTP 404){'; ' + hint_404 if hint_404 else ''}"
-    return f"{what}: Kaggle answered HTTP {status} ({detail})"
-
-
-def _retry_after(response) -> float:
-    try:
-        return float(response.headers.get("Retry-After", 0))
-    except (TypeError, ValueError, AttributeError):
-        return 0.0
-
-
-@contextlib.contextmanager
-def _request_timeout(seconds: float) -> Iterator[None]:
-    """A default time-out for every request sent meanwhile. The kaggle client sends without one (a dead
-    connection would hang forever) and offers no setting, so requests' adapter gets the default here."""
-    from requests.adapters import HTTPAdapter
-
-    send = HTTPAdapter.send
-
-    def send_with_timeout(self, request, stream=False, timeout=None, **kwargs):
-        return send(self, request, stream=stream, timeout=seconds if timeout is None else timeout, **kwargs)
-
-    HTTPAdapter.send = send_with_timeout
-    try:
-        yield
-    finally:
-        HTTPAdapter.send = send
 
 
 # -- the verbs ------------------------------------------------------------------------------------------------
 
+MARGIN_S = 30 * 60  # past the time budget: start-up, the packages' install, a slow save of the outputs
+
+
 def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, Any]:
-    """Build `comp`'s bundles if stale, push the training kernel (or with `inference` the inference kernel),
-    and return what Kaggle answered. A GPU kernel is refused unless `force` when the week's GPU hours left
-    are fewer than its planned run."""
+    """Build `comp`'s bundles if stale, upload its packages dataset if it changed, push the training kernel (or
+    with `inference` the inference kernel) with a session time-out of its planned run plus a margin, and
+    return what Kaggle answered. A GPU kernel is refused unless `force` when the week's GPU hours left are
+    fewer than its planned run."""
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
     client = Client()
@@ -168,10 +45,16 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     if inference:
         built = built.inference
     kernel = built.metadata["id"]
+    hours, why = planned_hours(cfg, inference)
     if built.metadata.get("enable_gpu") and not force:
-        _check_quota(client, kernel, *planned_hours(cfg, inference))
+        _check_quota(client, kernel, hours, why)
+    packages = None
+    if built.packages is not None:  # first: the kernel's run would not find a dataset Kaggle has not processed
+        packages = datasets.publish(client, built.packages.folder, f"kit: {', '.join(built.packages.requirements)}")
+        print(f"packages dataset {packages.dataset}: {packages.action} ({packages.files} files)", file=sys.stderr)
+    timeout = session_timeout(cfg, inference)
     with contextlib.redirect_stdout(sys.stderr):  # the client prints its own notes
-        answer = client.call(f"push {kernel}", lambda: client.api.kernels_push(str(built.folder)))
+        answer = client.call(f"push {kernel}", lambda: client.api.kernels_push(str(built.folder), timeout=str(timeout)))
     if answer.error:
         raise KitError(client.redact(f"push {kernel}: Kaggle refused it: {answer.error}"))
     invalid = {
@@ -187,7 +70,16 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
             f"push {kernel}: Kaggle did not accept these sources ({bad}); check the names in {table} of "
             f"{built.config_path} (and that you joined the competition)"
         )
-    return {"id": kernel, "url": answer.url, "version": answer.version_number, "rebuilt": built.changed}
+    return {"id": kernel, "url": answer.url, "version": answer.version_number, "rebuilt": built.changed,
+            "timeout_s": timeout, "packages": packages}
+
+
+def session_timeout(cfg, inference: bool = False) -> int:
+    """Seconds Kaggle lets the session run: the planned run (the time budget, or Kaggle's limit less kit's
+    margin) plus MARGIN_S, never above Kaggle's own limit."""
+    limit = budget.KAGGLE_RERUN_S if inference else budget.KAGGLE_SESSION_S
+    environ = {"KAGGLE_IS_COMPETITION_RERUN": "1"} if inference else {}
+    return int(min(budget.total_budget(cfg.checked.time_budget_s, environ) + MARGIN_S, limit))
 
 
 def _check_inference(cfg, inference: bool) -> None:
@@ -222,7 +114,7 @@ def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, in
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
     hint = f"push it first: make push {make_args(comp, inference)}"
-    delay, last = _seconds("KIT_POLL_S", 10.0), None
+    delay, last = seconds("KIT_POLL_S", 10.0), None
     while True:
         answer = client.call(f"status {kernel}", lambda: client.api.kernels_status(kernel), hint)
         state = getattr(answer.status, "name", str(answer.status))
@@ -235,12 +127,16 @@ def status(comp: str, wait: bool = False, log: Callable[[str], None] = print, in
         if not wait or state in FINAL:
             return state
         time.sleep(delay)
-        delay = min(delay * 1.5, _seconds("KIT_POLL_MAX_S", 60.0))
+        delay = min(delay * 1.5, seconds("KIT_POLL_MAX_S", 60.0))
 
 
-def output(comp: str, inference: bool = False) -> tuple[Path, list[str]]:
-    """Download the latest session's outputs (submission, log, plots) into kernels/<name>/output/ (or the
-    inference kernel's folder)."""
+LEAVE_CHECKPOINTS = r"^(?!.*\.pt$)"  # the client's file pattern is a regular expression searched in each name
+
+
+def output(comp: str, inference: bool = False, everything: bool = False) -> tuple[Path, list[str]]:
+    """Download the latest session's outputs into kernels/<name>/output/ (or the inference kernel's folder):
+    what a laptop needs (submission, log, plots, cv.json, the runs' records), and with `everything` the fold
+    checkpoints too (what make publish publishes)."""
     client = Client()
     cfg = kit_config.load(comp)
     kernel = kernel_id(cfg, inference)
@@ -249,10 +145,47 @@ def output(comp: str, inference: bool = False) -> tuple[Path, list[str]]:
         with contextlib.redirect_stdout(sys.stderr):
             names, _ = client.call(
                 f"output {kernel}",
-                lambda: client.api.kernels_output(kernel, str(tmp), force=True, quiet=True),
+                lambda: client.api.kernels_output(kernel, str(tmp), file_pattern=None if everything else LEAVE_CHECKPOINTS,
+                                                  force=True, quiet=True),
                 f"push it first: make push {make_args(comp, inference)}",
             )
-    return target, sorted(Path(n).name for n in names)
+        got = sorted(Path(n).relative_to(tmp).as_posix() for n in names)
+    return target, got
+
+
+def log_entries(text: str) -> list[str]:
+    """The lines of a kernel's log: Kaggle keeps it as a JSON array of {"stream_name", "time", "data"}; a log in
+    another shape is its own lines."""
+    try:
+        entries = json.loads(text) if text.strip() else []
+    except ValueError:
+        return text.splitlines()
+    if not isinstance(entries, list):
+        return text.splitlines()
+    joined = "".join(str(e.get("data", "")) if isinstance(e, dict) else str(e) for e in entries)
+    return joined.splitlines()
+
+
+def logs(comp: str, follow: bool = False, inference: bool = False, out: Callable[[str], None] = print) -> str:
+    """The latest session's log so far; with `follow`, its new lines as they come until the session ends (the
+    API has no push: the log is read again every few seconds). Returns the final status with `follow`."""
+    client = Client()
+    cfg = kit_config.load(comp)
+    kernel = kernel_id(cfg, inference)
+    hint = f"push it first: make push {make_args(comp, inference)}"
+    shown, delay, state = 0, seconds("KIT_POLL_S", 10.0), ""
+    while True:
+        lines = log_entries(client.call(f"log of {kernel}", lambda: client.api.kernels_logs(kernel), hint))
+        for line in lines[shown:]:
+            out(line)
+        shown = max(shown, len(lines))
+        if not follow or state in FINAL:
+            return state
+        answer = client.call(f"status {kernel}", lambda: client.api.kernels_status(kernel), hint)
+        state = getattr(answer.status, "name", str(answer.status))
+        if state not in FINAL:  # once final, the log is read one last time at once
+            time.sleep(delay)
+            delay = min(delay * 1.5, seconds("KIT_POLL_MAX_S", 30.0))
 
 
 # -- the weekly GPU quota -------------------------------------------------------------------------------------

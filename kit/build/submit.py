@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kit import config as kit_config
 from kit.build import push
+from kit.build.client import Client
 from kit.errors import KitError
 
 FILE_NAME = "submission.csv"  # what every kit notebook writes; Kaggle scores this output of the version
@@ -30,7 +31,7 @@ class Submitted:
 def submit(comp: str, message: str = "", version: int | None = None) -> Submitted:
     """Submit `comp`'s kernel (`version`, default its latest, which must have completed) and look the
     submission up."""
-    client = push.Client()
+    client = Client()
     cfg = kit_config.load(comp)
     inference = cfg.inference is not None
     kernel = push.kernel_id(cfg, inference)
@@ -51,7 +52,7 @@ def submit(comp: str, message: str = "", version: int | None = None) -> Submitte
     return Submitted(kernel, version, competition, answer.message or "", _find(client, competition, answer.ref))
 
 
-def latest_version(client: push.Client, kernel: str, make_args: str) -> int:
+def latest_version(client: Client, kernel: str, make_args: str) -> int:
     """The kernel's current version number, from GetKernel (what `kaggle kernels pull` asks), once its run is
     COMPLETE: Kaggle scores a version's output, so a running or failed version cannot be submitted."""
     from kagglesdk.kernels.types.kernels_api_service import ApiGetKernelRequest
@@ -78,7 +79,7 @@ def latest_version(client: push.Client, kernel: str, make_args: str) -> int:
     return number
 
 
-def _find(client: push.Client, competition: str, ref: int):
+def _find(client: Client, competition: str, ref: int):
     """The new submission in the competition's list (Kaggle has no status in the submit answer). The
     submission exists by now, so a failure here is a warning, not an error."""
     try:
@@ -91,7 +92,7 @@ def _find(client: push.Client, competition: str, ref: int):
     return next((s for s in listed if s.ref == ref), None)
 
 
-def submissions_of(client: push.Client, competition: str, size: int = LIST_SIZE, where: str = "") -> list:
+def submissions_of(client: Client, competition: str, size: int = LIST_SIZE, where: str = "") -> list:
     hint = f"no competition '{competition}' on Kaggle: check [competition] slug{' in ' + where if where else ''}"
     with contextlib.redirect_stdout(sys.stderr):
         listed = client.call(f"submissions to {competition}",
@@ -101,7 +102,7 @@ def submissions_of(client: push.Client, competition: str, size: int = LIST_SIZE,
 
 def submissions(comp: str) -> tuple[str, list]:
     """The competition's slug and its latest submissions, newest first."""
-    client = push.Client()
+    client = Client()
     cfg = kit_config.load(comp)
     return cfg.spec.slug, submissions_of(client, cfg.spec.slug, where=str(cfg.path))
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from kit import config as kit_config
 from kit import files, params, templates
-from kit.build import execute, metadata, notebook
+from kit.build import bundle, execute, metadata, notebook, packages
 from kit.build.bundle import ROOT
 from kit.data import archives
 from kit.errors import KitError
@@ -51,8 +51,9 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     data_dir = input_root / config.spec.slug
     make_dataset(config.spec, data_dir, seed)
     make_inputs(config.spec, data_dir, input_root, parameters, seed)
+    wheels = mount_packages(config, input_root)
     built = root / "kernel.ipynb"
-    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters, config.kernel.internet)))
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, parameters, config.kernel.internet, wheels)))
     working.mkdir(parents=True)
     executed = root / "executed.ipynb"
     env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}
@@ -81,10 +82,12 @@ def sample_path(spec: Spec, data_dir: Path, scratch: Path) -> Path:
 
 
 def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: dict | None = None,
-                  env: dict | None = None, python: str | None = None) -> Path:
+                  env: dict | None = None, python: str | None = None, mount: str = "") -> Path:
     """The inference notebook run as Kaggle runs it: the training kernel's output mounted where Kaggle mounts
-    an attached kernel's (<input>/notebooks/<user>/<slug>/), the competition's folder holding only the test
-    files and the sample submission (from `data_dir`), and model_dir left empty. Returns its submission."""
+    an attached kernel's (<input>/notebooks/<user>/<slug>/; `mount`: elsewhere under <input>, such as a
+    published model version's models/<owner>/<model>/<framework>/<variation>/<version>/), the competition's
+    folder holding only the test files and the sample submission (from `data_dir`), and model_dir left empty.
+    Returns its submission."""
 
     infer = root / "inference"
     shutil.rmtree(infer, ignore_errors=True)
@@ -94,19 +97,29 @@ def run_inference(config, root: Path, working: Path, data_dir: Path, overrides: 
     for name in test_files(config.spec, data_dir):
         source = data_dir / name
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, competition / name)
-    shutil.copytree(working, input_root / "notebooks" / owner() / metadata.kernel_slug(config))
+    shutil.copytree(working, input_root / (mount or f"notebooks/{owner()}/{metadata.kernel_slug(config)}"))
     models = root / "kaggle" / "input" / "models"
     if models.is_dir():  # an attached model (the text template's folder) is attached to both kernels
         shutil.copytree(models, input_root / "models")
+    wheels = mount_packages(config, input_root)
     out = infer / "kaggle" / "working"
     out.mkdir(parents=True)
     built = infer / "inference.ipynb"
     values = {**config.inference_parameters(smoke=True), **(overrides or {})}
-    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, values, internet=False)))
+    files.write_text(built, notebook.dumps(notebook.build(config.spec.template, values, internet=False, packages=wheels)))
     execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out, python=python,
                 env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache"), **(env or {})})
     check_submission(out / "submission.csv", sample_path(config.spec, competition, infer / "cache"), config.spec)
     return out / "submission.csv"
+
+
+def mount_packages(config, input_root: Path) -> packages.Packages | None:
+    """[kernel] packages: their wheels folder (kernels/<name>-packages/, built as make kernel builds it) mounted
+    where Kaggle mounts the dataset, <input>/datasets/<owner>/<slug>/."""
+    wheels = packages.build(config, owner(), bundle.packages_folder(config))
+    if wheels is not None:
+        shutil.copytree(wheels.folder, input_root / "datasets" / wheels.dataset, dirs_exist_ok=True)
+    return wheels
 
 
 def owner() -> str:

@@ -4,7 +4,12 @@ The client is pointed here with KAGGLE_API_ENVIRONMENT=LOCALHOST (requests go to
 and HTTP_PROXY=http://127.0.0.1:<port>, so the request line carries the absolute URL. Each API call is a JSON
 POST to /api/v1/<service>/<Method>; the server records it and answers from a per-method queue of scripted
 responses, or a default. An answer may be a function of the request's body (the defaults for submissions
-are: CreateCodeSubmission adds to `submissions`, which ListSubmissions lists newest first)."""
+are: CreateCodeSubmission adds to `submissions`, which ListSubmissions lists newest first).
+
+Datasets and models keep state as Kaggle does: a file is uploaded as StartBlobUpload (a token and a URL)
+then a PUT of its bytes to that URL (through the proxy, without credentials); a Create* call names the tokens,
+and the files become a version of the dataset or model instance (`datasets`, `models`), which the reads
+(GetDatasetStatus, ListDatasetFiles, GetModel, GetModelInstance) answer from."""
 from __future__ import annotations
 
 import json
@@ -31,6 +36,11 @@ class FakeKaggle:
     defaults: dict[str, tuple[int, Any]] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)  # GET path -> bytes
     submissions: list[dict] = field(default_factory=list)  # ApiSubmission JSON, oldest first
+    blobs: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # token -> (file name, bytes once PUT)
+    datasets: dict[str, list[dict[str, bytes]]] = field(default_factory=dict)  # owner/slug -> versions' files
+    models: dict[str, dict] = field(default_factory=dict)  # owner/slug -> its metadata
+    instances: dict[str, list[dict[str, bytes]]] = field(default_factory=dict)  # owner/model/framework/variation
+    logs: list[str] = field(default_factory=list)  # kernels_logs answers in turn; the last one stays
     leaked_auth: bool = False
 
     def __post_init__(self):
@@ -53,7 +63,29 @@ class FakeKaggle:
                 status, answer, *delay = queue.pop(0) if queue else fake.defaults.get(method, missing)
                 if delay:
                     time.sleep(delay[0])  # a server that does not answer in time
-                self._send(status, answer(body or {}) if callable(answer) else answer)
+                if callable(answer):
+                    answer = answer(body or {})
+                    if isinstance(answer, tuple):  # (status, body): the state says no
+                        status, answer = answer
+                self._send(status, answer)
+
+            def do_PUT(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                path = urlparse(self.path).path
+                if self.headers.get("Authorization"):
+                    fake.leaked_auth = True  # upload URLs are pre-signed too
+                fake.calls.append(Call(f"PUT {path}", None, dict(self.headers)))
+                token = path.rsplit("/", 1)[-1]
+                queue = fake.scripted.get("PUT")
+                if queue:
+                    status, answer = queue.pop(0)[:2]
+                    return self._send(status, answer)
+                if token not in fake.blobs:
+                    return self._send(404, {"code": 404, "message": "upload expired"})
+                if data or not self.headers.get("Content-Range", "").startswith("bytes */"):  # not a resume query
+                    fake.blobs[token] = (fake.blobs[token][0], data)
+                self._send(200, {})
 
             def do_GET(self):
                 path = urlparse(self.path).path
@@ -87,7 +119,108 @@ class FakeKaggle:
             "ListSubmissions": lambda body: {"submissions": self.submissions[::-1][: body.get("pageSize", 20)],
                                              "nextPageToken": ""},
             "GetAcceleratorQuotaStatistics": self.quota(used_h=10),
+            "StartBlobUpload": self._start_upload,
+            "GetDatasetStatus": self._dataset_status,
+            "CreateDataset": self._create_dataset,
+            "CreateDatasetVersion": self._create_dataset_version,
+            "ListDatasetFiles": self._list_dataset_files,
+            "GetModel": self._get_model,
+            "CreateModel": self._create_model,
+            "GetModelInstance": self._get_instance,
+            "CreateModelInstance": self._create_instance,
+            "CreateModelInstanceVersion": self._create_instance_version,
+            "ListKernelSessionOutput": self._kernel_output,
         }
+
+    # -- blobs, datasets, models: the state behind the default answers ----------------------------------------
+
+    def _start_upload(self, body: dict) -> dict:
+        token = f"blob-{len(self.blobs) + 1}"
+        self.blobs[token] = (body.get("name", ""), b"")
+        return {"token": token, "createUrl": f"http://localhost/upload/{token}"}
+
+    def _files(self, tokens: list[dict]) -> dict[str, bytes]:
+        return dict(self.blobs[t["token"]] for t in tokens or [] if t.get("token") in self.blobs)
+
+    @staticmethod
+    def _missing(what: str) -> tuple[int, dict]:
+        return 404, {"code": 404, "message": f"{what} not found"}
+
+    def _dataset_status(self, body: dict):
+        ref = f"{body.get('ownerSlug')}/{body.get('datasetSlug')}"
+        return {"status": "READY"} if ref in self.datasets else self._missing("Dataset")
+
+    def _create_dataset(self, body: dict) -> dict:
+        ref = f"{body.get('ownerSlug')}/{body.get('slug')}"
+        self.datasets[ref] = [self._files(body.get("files", []))]
+        return {"ref": ref, "url": f"https://www.kaggle.com/datasets/{ref}", "status": "Ok", "error": "", "invalidTags": []}
+
+    def _create_dataset_version(self, body: dict):
+        ref = f"{body.get('ownerSlug')}/{body.get('datasetSlug')}"
+        if ref not in self.datasets:
+            return self._missing("Dataset")
+        self.datasets[ref].append(self._files(body.get("body", {}).get("files", [])))
+        return {"ref": ref, "url": f"https://www.kaggle.com/datasets/{ref}", "status": "Ok", "error": "", "invalidTags": []}
+
+    def _list_dataset_files(self, body: dict):
+        ref = f"{body.get('ownerSlug')}/{body.get('datasetSlug')}"
+        if ref not in self.datasets:
+            return self._missing("Dataset")
+        current = self.datasets[ref][-1]
+        return {"datasetFiles": [{"name": n, "totalBytes": len(b), "creationDate": "2026-11-23T10:00:00.000Z"}
+                                 for n, b in sorted(current.items())], "nextPageToken": ""}
+
+    def _get_model(self, body: dict):
+        ref = f"{body.get('ownerSlug')}/{body.get('modelSlug')}"
+        return self.models[ref] if ref in self.models else self._missing("Model")
+
+    def _create_model(self, body: dict) -> dict:
+        ref = f"{body.get('ownerSlug')}/{body.get('slug')}"
+        self.models[ref] = {"id": len(self.models) + 11, "ref": ref, "slug": body.get("slug"), "title": body.get("title"),
+                            "isPrivate": body.get("isPrivate", False)}
+        return {"id": self.models[ref]["id"], "ref": ref, "url": f"https://www.kaggle.com/models/{ref}", "error": ""}
+
+    @staticmethod
+    def framework(name: str) -> str:
+        """MODEL_FRAMEWORK_PY_TORCH -> pytorch: the handle's spelling, as a kernel mounts it."""
+        return name.removeprefix("MODEL_FRAMEWORK_").replace("_", "").lower()
+
+    def _instance_ref(self, body: dict, framework: str) -> str:
+        return f"{body.get('ownerSlug')}/{body.get('modelSlug')}/{self.framework(framework)}/{body.get('instanceSlug')}"
+
+    def _get_instance(self, body: dict):
+        ref = self._instance_ref(body, body.get("framework", ""))
+        if ref not in self.instances:
+            return self._missing("Model instance")
+        return {"id": 7, "slug": body.get("instanceSlug"), "framework": body.get("framework"),
+                "versionNumber": len(self.instances[ref]), "url": f"https://www.kaggle.com/models/{ref}"}
+
+    def _create_instance(self, body: dict):
+        inner = body.get("body", {})
+        ref = self._instance_ref({**body, "instanceSlug": inner.get("instanceSlug")}, inner.get("framework", ""))
+        if f"{body.get('ownerSlug')}/{body.get('modelSlug')}" not in self.models:
+            return self._missing("Model")
+        if ref in self.instances:
+            return {"error": f"Instance {ref} already exists", "errorCode": 409}
+        self.instances[ref] = [self._files(inner.get("files", []))]
+        return {"id": 7, "ref": ref, "url": f"https://www.kaggle.com/models/{ref}/1", "error": ""}
+
+    def _create_instance_version(self, body: dict):
+        ref = self._instance_ref(body, body.get("framework", ""))
+        if ref not in self.instances:
+            return self._missing("Model instance")
+        self.instances[ref].append(self._files(body.get("body", {}).get("files", [])))
+        return {"id": 7, "ref": ref, "url": f"https://www.kaggle.com/models/{ref}/{len(self.instances[ref])}", "error": ""}
+
+    def _kernel_output(self, body: dict) -> dict:
+        """The files of `files` under /out/ as the latest session's output, and the log."""
+        names = [p.removeprefix("/out/") for p in sorted(self.files) if p.startswith("/out/")]
+        return {"files": [{"url": f"http://localhost/out/{n}", "fileName": n} for n in names],
+                "log": self._log(), "nextPageToken": ""}
+
+    def _log(self) -> str:
+        """The next of `logs` (a log that grows while the run goes on); the last one stays."""
+        return (self.logs.pop(0) if len(self.logs) > 1 else self.logs[0]) if self.logs else ""
 
     @staticmethod
     def quota(used_h: float, allowed_h: float = 30, reserved_h: float = 0) -> dict:

@@ -2,7 +2,10 @@
 the inference notebook finds the trained folds in Kaggle's mount layouts and predicts from the test files
 alone, equal to the training kernel's own submission, and again on a hidden test set at a rerun."""
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -45,6 +48,8 @@ def test_make_kernel_builds_both_bundles(tmp_path, kaggle_user, pair_toml):
     ('[inference]\ntitle = "Dog Breed EfficientNet"\n', "gives the training kernel's slug"),
     ('[inference]\ntitle = "x" \n', "has 1 characters"),
     ('[inference]\nenable_internet = true\n', "enable_internet"),
+    ('[inference]\ntrained_model = "tester/dogs/pytorch/default"\n', "trained_model 'tester/dogs/pytorch/default' is not of "
+                                                                     "the form owner/model/framework/variation/version"),
 ])
 def test_bad_inference_tables_are_one_line(tmp_path, kaggle_user, write_toml, table, message):
     with pytest.raises(KitError, match=message):
@@ -95,6 +100,34 @@ def test_a_rerun_predicts_the_hidden_test_set(trained_pair, tmp_path):
     log = (tmp_path / "inference" / "kaggle" / "working" / "kit.log").read_text()
     assert "on the hidden test set (a competition rerun)" in log
     assert "from the checkpoints: image_size 96 -> 64" in log
+
+
+def test_a_published_run_predicts_what_the_training_kernel_did(trained_pair, tmp_path, fake_kaggle, kaggle_user):
+    """make publish uploads the run's folds as a model version (through the official client); an inference
+    kernel built against that version, with it mounted where Kaggle mounts a model and no training kernel
+    attached, submits what the training kernel did."""
+    cfg, root, result = trained_pair
+    env = {**os.environ, **fake_kaggle.env(), "KAGGLE_USERNAME": "tester", "KAGGLE_KEY": "f00d" * 8, "TMPDIR": str(tmp_path),
+           "KAGGLE_CONFIG_DIR": str(kaggle_user), "KIT_KERNELS_DIR": str(tmp_path / "kernels"), "KIT_POLL_S": "0.01"}
+    working = root / "kaggle" / "working"
+    done = subprocess.run([sys.executable, "-m", "kit", "publish", str(cfg.path), "--from", str(working)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    version = "tester/dog-breed-efficientnet/pytorch/default/1"
+    assert done.stdout.splitlines()[-2:] == ["[inference]", f'trained_model = "{version}"']
+    published = tmp_path / "published"
+    published.mkdir()
+    for name, data in fake_kaggle.instances[version.rsplit("/", 1)[0]][0].items():  # what reached Kaggle
+        (published / name).write_bytes(data)
+    path = tmp_path / "dogs-published.toml"
+    path.write_text(cfg.path.read_text().replace("[inference]\n", f'[inference]\ntrained_model = "{version}"\n'))
+    infer = bundle.build(str(path), tmp_path / "dogs-published").inference
+    assert infer.metadata["model_sources"] == [version] and infer.metadata["kernel_sources"] == []
+    inferred = smoke.run_inference(config.load(str(path)), tmp_path, published, root / "kaggle" / "input" / cfg.spec.slug,
+                                   SMALL, mount=f"models/{version}")
+    smoke.same_predictions(result.submission, inferred, cfg.spec)  # to 1e-4
+    log = (tmp_path / "inference" / "kaggle" / "working" / "kit.log").read_text()
+    assert f"models/{version}" in log and "predict mode" in log
 
 
 def test_no_trained_model_is_one_line(trained_pair, tmp_path):
