@@ -3,7 +3,7 @@
 training kernel's latest output, which every new run of that kernel replaces; a model version stays.
 
 The run comes from the training kernel's downloaded output (`make output ALL=1`, kernels/<name>/output/) or a
-local run's output folder. The version holds the run's folder flat (run.json, fold<k>.pt, fold<k>.json: not
+local run's output folder. The version holds the run's folder flat (run.json, fold<k>.pt, .meta.pt and .json: not
 the resume state), which kit.runtime.trained finds under the models mount like any run."""
 from __future__ import annotations
 
@@ -32,11 +32,12 @@ class Published:
 
 
 def run_files(folder: Path) -> list[Path]:
-    """What a run's version holds: run.json, each fold's best checkpoint and its summary."""
+    """What a run's version holds: run.json, and each fold's best weights (fold<k>.pt), what prediction reads
+    beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json)."""
     keep = [folder / runs.RECORD]
     for path in sorted(folder.iterdir()):
-        if runs.FOLD.fullmatch(path.name) or (path.suffix == ".json" and runs.FOLD.fullmatch(path.stem + ".pt")):
-            keep.append(path)
+        if runs.FOLD.fullmatch(path.name):
+            keep += [p for p in (path, path.with_suffix(".meta.pt"), path.with_suffix(".json")) if p.is_file()]
     return keep
 
 

@@ -144,7 +144,7 @@ def test_publish_creates_the_model_then_adds_versions(env, fake_kaggle, tmp_path
     instance = fake_kaggle.called("CreateModelInstance")[0].body
     assert instance["body"]["framework"] == "MODEL_FRAMEWORK_PY_TORCH" and instance["body"]["instanceSlug"] == "default"
     files = fake_kaggle.instances[f"{TRAINING}/pytorch/default"][0]
-    assert sorted(files) == ["fold0.json", "fold0.pt", "run.json"]  # no resume state
+    assert sorted(files) == ["fold0.json", "fold0.meta.pt", "fold0.pt", "run.json"]  # no resume state
     assert files["fold0.pt"] == (output / "checkpoints" / "abc123" / "fold0.pt").read_bytes()
     again = kit(env, "publish", "dog-breed", "--from", str(output))
     assert again.returncode == 0, again.stderr
