@@ -81,7 +81,7 @@ def test_timm_weights_from_a_local_file(env, fake_kaggle, tmp_path, monkeypatch,
     p = CnnParams(model_name=given["model_name"], pretrained=True, weights_path=given["weights_path"], image_size=64)
     session = Session("cnn", p, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
     session.log = lambda line: None
-    model = CnnPipeline(session).model(SimpleNamespace(target=Target("probs", ("a", "b"), ("a", "b"))))
+    model = CnnPipeline(session).model(SimpleNamespace(target=Target("probs", ("a", "b"), ("a", "b")), recipe={}))
     assert torch.all(model.conv_stem.weight == 0.125)  # the file's weights, through kit's loader
     built = bundle.build(str(config_with(done.stdout, tmp_path, "dog-breed.toml")), tmp_path / "built")
     assert built.metadata["model_sources"] == [version] and built.warnings == ()

@@ -62,7 +62,7 @@ def test_model_loads_the_weights_file_without_the_hub(kaggle_input, tmp_path, mo
     logs = []
     session = Session("cnn", params, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
     session.log = logs.append
-    data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")))
+    data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")), recipe={})
     model = CnnPipeline(session).model(data)
     assert torch.all(model.conv_stem.weight == 0.125)
     assert model.get_classifier().out_features == 3
@@ -78,7 +78,7 @@ def test_a_vision_transformer_is_built_for_the_image_size(tmp_path, name):
     logs = []
     session = Session("cnn", params, Spec(slug="x"), hw, setup(hw), tmp_path, tmp_path)
     session.log = logs.append
-    data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")))
+    data = SimpleNamespace(target=Target("probs", ("a", "b", "c"), ("a", "b", "c")), recipe={})
     model = CnnPipeline(session).model(data, pretrained=False)
     assert model(torch.zeros(2, 3, 64, 64)).shape == (2, 3)
     assert [line for line in logs if "is built for 64 px" in line]
