@@ -42,6 +42,7 @@ data_dir: str = ""  # competition input folder; empty finds it under /kaggle/inp
 output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
 mode: str = "train"  # train, then predict; predict: only predict with the folds a training run left (model_dir)
 model_dir: str = ""  # predict mode: the training kernel's output; empty searches /kaggle/input
+blend = []  # predict mode: the runs to blend (Kaggle sources or folders); empty predicts with the one run found
 device: str = "auto"  # auto, cuda or cpu
 epochs: int = 40  # at most this many epochs per fold
 folds: int = 5  # cross-validation folds of whole sequences; 1 is a single holdout split

@@ -11,12 +11,14 @@ does not beat the best run alone is that run alone.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import optimize, stats
 
+from kit.run import predictions
 from kit.train import metrics
 from kit.train.targets import Target
 
@@ -182,3 +184,42 @@ def describe(fitted: Fitted, names: Sequence[str], per_fold: Sequence[Sequence[f
         lines.append(f"weights by {fitted.how}: out-of-fold {fitted.metric} {fitted.score:.4f} against the best run's "
                      f"{fitted.singles[best]:.4f} ({names[best]})")
     return "\n".join(lines)
+
+
+@dataclass
+class Blended:
+    fitted: Fitted
+    names: list[str]
+    test: np.ndarray  # (test rows, outputs) the blended test predictions, cut into labels where the metric decides them
+    oof: pd.DataFrame  # the blend's oof.csv (under ranks: the blended ranks)
+    record: dict  # blend.json: the rule, the weights, the scores
+
+
+def blend_runs(metric: str, loaded: Sequence[predictions.RunPredictions], tests: Sequence[np.ndarray],
+               log: Callable[[str], None]) -> Blended:
+    """The blend of runs whose kept predictions are `loaded` and whose test predictions (in one row order) are
+    `tests`: weights fitted on the out-of-fold rows every run predicted, the table logged, the same weights
+    applied to the test predictions: what the inference kernel and `make blend` both do."""
+    aligned = predictions.align(list(loaded), log)
+    target, truth, weight = aligned.target, aligned.truth, aligned.weight
+    fitted = fit(metric, aligned.preds, truth, weight, target)
+    space = [transform(p, fitted.rule, target) for p in aligned.preds]
+    mixed = mix(space, fitted.weights, target)
+    names = [r.name for r in loaded]
+    folds = sorted(int(f) for f in np.unique(aligned.folds))
+    per_fold = [fold_scores(metric, finish(p, target), truth, weight, target, aligned.folds) for p in space]
+    log(describe(fitted, names, per_fold, fold_scores(metric, mixed, truth, weight, target, aligned.folds), folds,
+                 len(truth)))
+    test = combine(tests, fitted.weights, fitted.rule, target)
+    if fitted.cut is not None:
+        test = metrics.apply_cut(metric, test, fitted.cut)
+    parts = []
+    for fold in folds:
+        rows = aligned.folds == fold
+        parts.append((fold, aligned.ids[rows], {"pred": mixed[rows], "target": truth[rows],
+                                                **({} if weight is None else {"weight": weight[rows]})}))
+    record = {"metric": metric, "rule": fitted.rule, "how": fitted.how, "score": fitted.score, "rows": len(truth),
+              "threshold": None if fitted.cut is None else fitted.cut.threshold,
+              "runs": [{"name": r.name, "run": r.record.get("run", ""), "template": r.record.get("template", ""),
+                        "score": s, "weight": float(w)} for r, s, w in zip(loaded, fitted.singles, fitted.weights)]}
+    return Blended(fitted, names, test, predictions.oof_frame(target, parts), record)
