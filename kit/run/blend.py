@@ -169,7 +169,8 @@ def describe(fitted: Fitted, names: Sequence[str], per_fold: Sequence[Sequence[f
     the blend's, and the line that says what the submission is."""
     width = max(12, *(len(n) for n in names))
     head = f"{'run':<{width}}  " + "".join(f"{f'fold {f + 1}':>9}" for f in folds) + f"  {'out-of-fold':>11}  {'weight':>6}"
-    lines = [f"blend of {len(names)} runs on the {rows} out-of-fold rows every run predicted ({fitted.metric}, "
+    runs = f"{len(names)} run{'s' * (len(names) != 1)}"
+    lines = [f"blend of {runs} on the {rows} out-of-fold rows every run predicted ({fitted.metric}, "
              f"{'ranks' if fitted.rule == 'rank' else 'weighted mean'}):", head]
     for name, scores, single, w in zip(names, per_fold, fitted.singles, fitted.weights):
         lines.append(f"{name:<{width}}  " + "".join(f"{s:>9.4f}" for s in scores) + f"  {single:>11.4f}  {w:>6.3f}")

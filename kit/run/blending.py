@@ -53,9 +53,10 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     if not loaded:
         raise KitError(f"blend: none of its {len(session.blend)} runs could be blended (see the lines above); train "
                        "them with this kit, which keeps the out-of-fold predictions blends weigh")
-    if len(loaded) < len(session.blend) or len(loaded) == 1:
-        session.log(f"blend: {len(loaded)} of the {len(session.blend)} runs named take part: "
-                    f"{', '.join(r.name for r in loaded)}")
+    named = len(session.params.blend)
+    if len(loaded) < named:
+        session.warn(f"blend: {len(loaded)} of the {named} runs named take part ({', '.join(r.name for r in loaded)})"
+                     f"{': the submission is its predictions alone' if len(loaded) == 1 else ''}")
     done = blend.blend_runs(session.spec.metric, loaded, tests, session.log)
     sub = pipe.submission(data, done.test)
     validate(sub, data.sample, data.target, session.spec.id_column)

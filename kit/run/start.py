@@ -84,7 +84,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
             session.log(f"               {note}")
     if blend:
         listed = ", ".join(f"{source} ({t.template}, run {t.folder.name})" for source, t in blend)
-        session.log(f"blend          {len(blend)} runs: {listed}")
+        session.log(f"blend          {len(blend)} of {len(p.blend)} runs attached: {listed}")
     for line in missing:
         session.warn(line)
     if p.blend and not predict:
