@@ -36,6 +36,8 @@
 # **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
 # The folds a training run left (its output attached as an input, or `model_dir`) predict, reading only the
 # test table and the sample submission; the model's settings come from its checkpoints.
+# With `blend` (a config's `[blend]` runs), every run named predicts with its own folds and the submission is
+# their blend, weighted on the out-of-fold predictions each training run keeps (`oof.csv`).
 
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
