@@ -1,13 +1,17 @@
 """Blends: each metric family's rule (kit.run.blend), and the out-of-fold rows of several runs lined up or refused
 with one line (kit.run.predictions)."""
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from scipy import stats
 
+from kit.data.text import TextBatches, Tokens
 from kit.errors import KitError
+from kit.pipelines.text import TextPipeline
 from kit.run import blend, predictions
 from kit.train import metrics
 from kit.train.targets import Target
@@ -195,3 +199,17 @@ def test_predictions_round_trip_through_their_files(tmp_path):
     assert np.array_equal(aligned.preds[0], rows["pred"])  # every float as it was
     ids, mean = predictions.test_mean(back)
     assert list(ids) == ["t1", "t2"] and mean[:, 1] == pytest.approx([0.7, 0.3])
+
+
+def test_text_names_its_validation_rows_in_the_order_its_batches_yield_them():
+    """Validation batches texts longest first (fewer pad tokens): oof.csv's ids follow that order, not the fold's."""
+    lengths = RNG.integers(1, 40, 50)
+    tokens = Tokens(np.ones(lengths.sum(), np.int32), np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+    y = RNG.normal(size=50).astype(np.float32)
+    rows = np.sort(RNG.choice(50, 23, replace=False))
+    batches = TextBatches(tokens, rows, y, 4, shuffle=False, device=torch.device("cpu"), pad_id=0)
+    seen = np.concatenate([b["target"].numpy() for b in batches])
+    data = SimpleNamespace(train=tokens, ids=np.array([f"essay{i}" for i in range(50)]), y=y)
+    ids, truth = TextPipeline.validation_rows(None, data, rows)
+    assert np.array_equal(truth, seen) and not np.array_equal(seen, y[rows])  # their order, not the fold's
+    assert [int(i.removeprefix("essay")) for i in ids] == [int(np.flatnonzero(y == t)[0]) for t in seen]
