@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from kit import cli, config, files, smoke
-from kit.build import bundle, execute, notebook
+from kit.build import bundle, execute, notebook, publish
 from kit.errors import KitError
 from kit.run import predictions
 
@@ -88,6 +88,8 @@ def test_each_run_keeps_its_predictions_and_the_blend_beats_the_best_run(two_run
         test = pd.read_csv(folder / predictions.TEST, dtype={"id": str})
         assert len(test) == 2 * len(sample) and list(test["id"][: len(sample)]) == list(sample["id"])
         assert json.loads((folder / predictions.RECORD).read_text())["run"] == folder.name
+        published = {p.name for p in publish.run_files(folder)}  # make publish carries them with the folds
+        assert {predictions.OOF, predictions.TEST, predictions.RECORD, "fold0.pt", "fold0.meta.pt"} <= published
     record = json.loads((made / "blend.json").read_text())
     singles = [r["score"] for r in record["runs"]]
     assert record["score"] <= min(singles) + 1e-12  # log loss: the blend at least as good as the best run

@@ -13,6 +13,7 @@ from kit.data.text import TextBatches, Tokens
 from kit.errors import KitError
 from kit.pipelines.text import TextPipeline
 from kit.run import blend, predictions
+from kit.runtime import checkpoint, runs, trained
 from kit.train import metrics
 from kit.train.targets import Target
 
@@ -213,3 +214,33 @@ def test_text_names_its_validation_rows_in_the_order_its_batches_yield_them():
     ids, truth = TextPipeline.validation_rows(None, data, rows)
     assert np.array_equal(truth, seen) and not np.array_equal(seen, y[rows])  # their order, not the fold's
     assert [int(i.removeprefix("essay")) for i in ids] == [int(np.flatnonzero(y == t)[0]) for t in seen]
+
+
+@pytest.mark.parametrize("source, mounted", [
+    ("you/dogs-a", "notebooks/you/dogs-a"),  # a kernel's output, today's layout
+    ("you/dogs-a", "dogs-a"),  # and the older one
+    ("you/dogs/pytorch/default/2", "models/you/dogs/pytorch/default/2"),  # a published model version
+    ("you/dogs/pytorch/default/2", "dogs/pytorch/default/2"),
+    ("runs/c", "runs/c"),  # a folder relative to /kaggle/input
+])
+def test_a_blends_runs_are_found_where_kaggle_mounts_them(tmp_path, monkeypatch, source, mounted):
+    monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
+    (tmp_path / mounted).mkdir(parents=True)
+    assert trained.locate(source, tmp_path) == tmp_path / mounted
+    assert trained.locate(str(tmp_path / mounted), tmp_path) == tmp_path / mounted  # an absolute folder
+    assert trained.locate("you/elsewhere", tmp_path) is None
+
+
+def test_a_run_not_attached_is_a_line_and_none_attached_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
+    run = tmp_path / "notebooks" / "you" / "dogs-a" / "checkpoints" / "abc"
+    run.mkdir(parents=True)
+    checkpoint.save_json({"format": runs.FORMAT, "template": "cnn"}, run / "run.json")
+    checkpoint.save({}, run / "fold0.pt")
+    stamp = {"format": runs.FORMAT, "version": "0", "template": "cnn", "params": {}, "recipe": {}}
+    checkpoint.save({"epoch": 1, "score": 0.5, "kit": stamp}, run / "fold0.meta.pt")
+    found, missing = trained.find_blend(("you/dogs-a", "you/dogs-b"))
+    assert [(s, t.folder) for s, t in found] == [("you/dogs-a", run)]
+    assert missing == ["blend: you/dogs-b is not attached; blending the other runs"]
+    with pytest.raises(KitError, match=r"blend: none of its 1 runs is attached \(you/dogs-b; .* holds notebooks/you/dogs-a\)"):
+        trained.find_blend(("you/dogs-b",))
