@@ -146,9 +146,11 @@ def build_inference(config: Config, user: str, packages: str = "") -> dict[str, 
     datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources,
                                    *([packages] if packages else [])]))
     trained = [inf.trained_model] if inf.trained_model else []
-    blended = [(blend_source(r, f"{config.path}: [blend]"), r) for r in (config.blend.runs if config.blend else ())]
-    if blended:  # the runs it blends, in place of the training kernel
+    kernels = [] if trained else [f"{user}/{kernel_slug(config)}"]
+    if config.blend is not None:  # the runs it blends, in place of the training kernel (folders are attached as datasets)
+        blended = [(blend_source(r, f"{config.path}: [blend]"), r) for r in config.blend.runs]
         trained = [r for kind, r in blended if kind == "model"]
+        kernels = [r for kind, r in blended if kind == "kernel"]
     models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources, *trained]))
     meta: dict[str, Any] = {
         "id": f"{user}/{slug}",
@@ -162,8 +164,7 @@ def build_inference(config: Config, user: str, packages: str = "") -> dict[str, 
         "enable_internet": False,
         "dataset_sources": datasets,
         "competition_sources": [config.spec.slug],
-        "kernel_sources": [r for kind, r in blended if kind == "kernel"] if blended
-        else [] if trained else [f"{user}/{kernel_slug(config)}"],
+        "kernel_sources": kernels,
         "model_sources": models,
     }
     if inf.trained_model and not SOURCES["model_sources"][0].match(inf.trained_model):

@@ -19,7 +19,8 @@ from kit.run import predictions
 
 pytestmark = pytest.mark.e2e
 MODELS = {"dogs-a": "test_efficientnet", "dogs-b": "test_resnet"}  # two models on the same folds (same seed)
-SMALL = ["epochs=1", "folds=2", "image_size=64", "batch_size=16", "pretrained=false", "device=cpu"]
+# two epochs: the two models learn enough to differ, and the blend weighs both (after one, the ResNet adds nothing)
+SMALL = ["epochs=2", "folds=2", "image_size=64", "batch_size=16", "pretrained=false", "device=cpu"]
 BLEND = '\n[blend]\nruns = ["you/dogs-a", "you/dogs-b"]\n'
 
 
