@@ -129,8 +129,8 @@ def keep(session: Session, pipe: Pipeline, data: Any, folder: Path,
         if named is None or not rows:
             continue
         ids, truth = named(data, splits[fold][1])
-        got = np.asarray(rows["target"], dtype=np.float64)
-        if len(ids) != len(got) or not np.allclose(np.asarray(truth, dtype=np.float64).reshape(got.shape), got, equal_nan=True):
+        got, truth = np.asarray(rows["target"], dtype=np.float64), np.asarray(truth, dtype=np.float64)
+        if len(ids) != len(got) or truth.size != got.size or not np.allclose(truth.reshape(got.shape), got, equal_nan=True):
             session.warn(f"fold {fold + 1}: its validation rows do not line up with the training rows' ids (validated "
                          f"in shards across processes?); {OOF} leaves them out")
             continue

@@ -244,3 +244,48 @@ def test_a_run_not_attached_is_a_line_and_none_attached_is_an_error(tmp_path, mo
     assert missing == ["blend: you/dogs-b is not attached; blending the other runs"]
     with pytest.raises(KitError, match=r"blend: none of its 1 runs is attached \(you/dogs-b; .* holds notebooks/you/dogs-a\)"):
         trained.find_blend(("you/dogs-b",))
+
+
+def classes(k):
+    return lambda n: (np.arange(n) % k, softmax(RNG.normal(size=(n, k))))
+
+
+def values(k, labels=False):
+    return lambda n: ((RNG.random((n, k)) > 0.5 if labels else RNG.random((n, k))).astype(np.float32), RNG.random((n, k)))
+
+
+KINDS = {  # each kind of target: its record, and (truth, predictions) as the objectives' metric rows hold them
+    "probs": (PROBS, classes(3)),
+    "onehot": (Target("onehot", ("a", "b", "tie"), ("a", "b", "tie")), classes(3)),
+    "binary": (Target("binary", ("y",), (0, 1)), classes(2)),
+    "label": (Target("label", ("Label",), ("NA", "cat", "dog"), top=3), classes(3)),
+    "value": (Target("value", ("y",), limits=((0.0, 9.0),)), lambda n: (RNG.random(n).astype(np.float32), RNG.random((n, 1)))),
+    "ordinal": (Target("ordinal", ("score",), (1, 2, 3)), lambda n: (RNG.integers(1, 4, n).astype(np.float32),
+                                                                    RNG.random((n, 1)))),
+    "values": (Target("values", ("u", "v")), values(2)),
+    "multi": (Target("multi", ("u", "v"), ("u", "v")), values(2, labels=True)),
+    "tags": (Target("tags", ("tags",), ("clear", "haze", "road")), values(3, labels=True)),
+    "bias_auc": (Target("multi", ("prediction",), ("toxic", "male", "female")), values(3)),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_of_target_round_trips_through_oof_csv(tmp_path, kind):
+    """What the metric rows of any target hold is what a blend reads back: the truth as the metrics take it, and
+    every output (a class called NA stays a class)."""
+    target, make = KINDS[kind]
+    truth, pred = make(8)
+    oof = predictions.oof_frame(target, [(0, np.arange(4), {"pred": pred[:4], "target": truth[:4]}),
+                                         (1, np.arange(4, 8), {"pred": pred[4:], "target": truth[4:]})])
+    test = predictions.test_frame(target, np.arange(3), {0: pred[:3], 1: pred[3:6]})
+    record = {"target": {"kind": target.kind, "columns": list(target.columns), "classes": list(target.classes),
+                         "top": target.top, "limits": [list(x) for x in target.limits]}}
+    predictions.save(tmp_path, record, oof, test)
+    back = predictions.read(tmp_path, kind, with_test=True)
+    aligned = predictions.align([back], print)
+    assert np.allclose(aligned.truth, truth) and aligned.truth.shape == np.asarray(truth).shape
+    want = pred if kind != "binary" else np.stack([1 - pred[:, 1], pred[:, 1]], 1)
+    assert np.allclose(aligned.preds[0], want) and back.target == target
+    fitted = blend.fit("qwk" if kind == "ordinal" else "log_loss" if target.classification or kind == "multi" else "rmse",
+                       aligned.preds, aligned.truth, None, target) if kind not in ("tags", "bias_auc") else None
+    assert fitted is None or fitted.weights == pytest.approx([1.0])
