@@ -20,7 +20,7 @@ FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 override MESSAGE := $(value MESSAGE)
 export MESSAGE
 
-.PHONY: help venv kernel kernels push status output logs publish weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv kernel kernels push status output logs publish blend weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -56,6 +56,9 @@ logs: venv ## the latest run's log; FOLLOW=1 prints new lines until it ends  (CO
 
 publish: venv ## a finished run's fold checkpoints -> a Kaggle Model version for [inference]  (COMP=... [FROM=folder] [MODEL=owner/slug])
 	@$(PY) -m kit publish "$(COMP)" $(if $(FROM),--from "$(FROM)",) $(if $(MODEL),--model "$(MODEL)",)
+
+blend: venv ## blend runs on their out-of-fold predictions: submission.csv, oof.csv, blend.json  (COMP=... RUNS="out1 out2" [OUT=folder])
+	@$(PY) -m kit blend "$(COMP)" $(RUNS) $(if $(OUT),--out "$(OUT)",)
 
 weights: venv ## save pretrained weights, publish them as a Kaggle Model, print the config lines  (NAME=... [FILE=...])
 	@$(PY) -m kit weights "$(NAME)" $(if $(FILE),--file "$(FILE)",) $(if $(SLUG),--slug "$(SLUG)",)

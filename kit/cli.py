@@ -97,6 +97,14 @@ def cmd_publish(args) -> None:
     print(f'[inference]\ntrained_model = "{done.version}"')
 
 
+def cmd_blend(args) -> None:
+    from kit.build import blend
+
+    done = blend.blend_outputs(args.comp, args.runs, out=args.out or "")
+    weights = ", ".join(f"{name} {w:.3f}" for name, w in zip(done.blended.names, done.blended.fitted.weights))
+    print(f"wrote {done.folder}/submission.csv ({done.rows} rows; the blend of {weights}), oof.csv and blend.json")
+
+
 def cmd_weights(args) -> None:
     from kit.build import weights
 
@@ -198,6 +206,11 @@ def parser() -> argparse.ArgumentParser:
     pb.add_argument("--from", dest="source", help="the run's output folder (default: kernels/<name>/output/)")
     pb.add_argument("--model", help="owner/slug of the model (default: yours, named as the training kernel)")
     pb.set_defaults(func=cmd_publish)
+    bl = sub.add_parser("blend", help="blend runs' kept predictions: weights fitted out of fold, a blended submission")
+    bl.add_argument("comp")
+    bl.add_argument("runs", nargs="+", help="each run's output folder (a local run's, or a kernel's from make output)")
+    bl.add_argument("--out", help="where submission.csv, oof.csv and blend.json go (default: kernels/<name>/blend/)")
+    bl.set_defaults(func=cmd_blend)
     we = sub.add_parser("weights", help="save pretrained weights and publish them as a Kaggle Model")
     we.add_argument("name", help="a timm model name, a Hugging Face model folder, or a hub id")
     we.add_argument("--file", help="timm: a weights file on this machine instead of the hub's")

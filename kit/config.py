@@ -52,6 +52,27 @@ class Inference:
 
 
 @dataclass(frozen=True)
+class Blend:
+    """[blend]: the runs the inference kernel blends, each by where it comes from: a training kernel's output
+    (owner/kernel-slug, attached through kernel_sources), a run published with make publish
+    (owner/model/framework/variation/version, through model_sources) or a folder the kernel sees (an absolute
+    path, such as a dataset's under /kaggle/input). Weights come from their out-of-fold predictions."""
+
+    runs: tuple[str, ...] = ()
+
+
+def blend_source(run: str, where: str) -> str:
+    """What a [blend] run names: "folder", "kernel" or "model"; anything else is one line."""
+    if run.startswith(("/", "~")):
+        return "folder"
+    parts = run.split("/")
+    if len(parts) in (2, 5) and all(parts):
+        return "kernel" if len(parts) == 2 else "model"
+    raise KitError(f"{where} runs: '{run}' is neither a kernel (owner/kernel-slug), a model version "
+                   "(owner/model/framework/variation/version) nor an absolute folder")
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path
     name: str  # the file's stem: the bundle goes to kernels/<name>/
@@ -61,6 +82,7 @@ class Config:
     checked: params.TrainParams  # [params] over the template's defaults: what the training kernel runs with
     smoke: Mapping[str, Any]  # [smoke] as written (checked): applied over params by `make smoke`
     inference: Inference | None = None  # [inference]: build a predict-only kernel beside the training one
+    blend: Blend | None = None  # [blend]: the runs the inference kernel blends
 
     def parameters(self, smoke: bool = False) -> dict[str, Any]:
         """Notebook parameters: the competition spec plus the overrides of [params] (and [smoke])."""
@@ -71,10 +93,11 @@ class Config:
 
     def inference_parameters(self, smoke: bool = False) -> dict[str, Any]:
         """The inference kernel's: the same values in predict mode (the model's own come from its checkpoints)."""
-        return {**self.parameters(smoke), "mode": "predict"}
+        blend = {"blend": list(self.blend.runs)} if self.blend is not None else {}
+        return {**self.parameters(smoke), "mode": "predict", **blend}
 
 
-SECTIONS = ("competition", "data", "kernel", "inference", "params", "smoke")
+SECTIONS = ("competition", "data", "kernel", "inference", "blend", "params", "smoke")
 
 
 def resolve(comp: str) -> Path:
@@ -131,8 +154,18 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
             if "model_name" in values:
                 check_model_name(values["model_name"], f"{path}: [{table}]")
     inference = fields.build(Inference, raw["inference"], f"{path}: [inference]") if "inference" in raw else None
+    blend = fields.build(Blend, raw["blend"], f"{path}: [blend]") if "blend" in raw else None
+    if blend is not None:
+        if not blend.runs:
+            raise KitError(f"{path}: [blend] runs is empty; name the runs to blend (owner/kernel-slug, or a model version)")
+        for run in blend.runs:
+            blend_source(run, f"{path}: [blend]")
+        if inference is not None and inference.trained_model:
+            raise KitError(f"{path}: [inference] trained_model and [blend] are both set; name the published run in "
+                           "[blend] runs instead")
+        inference = inference or Inference()  # the blend is what the inference kernel submits
     return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, checked=checked, smoke=smoke,
-                  inference=inference)
+                  inference=inference, blend=blend)
 
 
 def _asdict(obj) -> dict[str, Any]:

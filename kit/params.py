@@ -26,6 +26,8 @@ class TrainParams:
     mode: str = setting("train", choices=("train", "predict"),
                         doc="train, then predict; predict: only predict with the folds a training run left (model_dir)")
     model_dir: str = setting("", doc="predict mode: the training kernel's output; empty searches /kaggle/input")
+    blend: tuple[str, ...] = setting((), doc="predict mode: the runs to blend (Kaggle sources or folders); empty "
+                                             "predicts with the one run found")
     device: str = setting("auto", choices=("auto", "cuda", "cpu"), doc="auto, cuda or cpu")
     epochs: int = setting(10, minimum=1, doc="at most this many epochs per fold")
     folds: int = setting(5, minimum=1, doc="cross-validation folds; 1 is a single holdout split")

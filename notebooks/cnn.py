@@ -35,12 +35,15 @@
 # **Predict mode** (`mode = "predict"`, what a code competition's inference kernel runs): nothing trains.
 # The folds a training run left (its output attached as an input, or `model_dir`) predict, reading only the
 # test images and the sample submission; the model's settings come from its checkpoints.
+# With `blend` (a config's `[blend]` runs), every run named predicts with its own folds and the submission is
+# their blend, weighted on the out-of-fold predictions each training run keeps (`oof.csv`).
 
 # %% tags=["parameters"]
 data_dir: str = ""  # competition input folder; empty finds it under /kaggle/input
 output_dir: str = ""  # checkpoints, logs, plots, submission.csv; empty: /kaggle/working on Kaggle
 mode: str = "train"  # train, then predict; predict: only predict with the folds a training run left (model_dir)
 model_dir: str = ""  # predict mode: the training kernel's output; empty searches /kaggle/input
+blend = []  # predict mode: the runs to blend (Kaggle sources or folders); empty predicts with the one run found
 device: str = "auto"  # auto, cuda or cpu
 epochs: int = 10  # at most this many epochs per fold
 folds: int = 5  # cross-validation folds; 1 is a single holdout split

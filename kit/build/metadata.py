@@ -12,7 +12,7 @@ from typing import Any
 from slugify import slugify
 
 from kit import templates
-from kit.config import MACHINE_SHAPES, Config
+from kit.config import MACHINE_SHAPES, Config, blend_source
 from kit.errors import KitError
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -146,6 +146,11 @@ def build_inference(config: Config, user: str, packages: str = "") -> dict[str, 
     datasets = list(dict.fromkeys([*(inherited.dataset_sources if inherited else ()), *inf.dataset_sources,
                                    *([packages] if packages else [])]))
     trained = [inf.trained_model] if inf.trained_model else []
+    kernels = [] if trained else [f"{user}/{kernel_slug(config)}"]
+    if config.blend is not None:  # the runs it blends, in place of the training kernel (folders are attached as datasets)
+        blended = [(blend_source(r, f"{config.path}: [blend]"), r) for r in config.blend.runs]
+        trained = [r for kind, r in blended if kind == "model"]
+        kernels = [r for kind, r in blended if kind == "kernel"]
     models = list(dict.fromkeys([*(inherited.model_sources if inherited else ()), *inf.model_sources, *trained]))
     meta: dict[str, Any] = {
         "id": f"{user}/{slug}",
@@ -159,7 +164,7 @@ def build_inference(config: Config, user: str, packages: str = "") -> dict[str, 
         "enable_internet": False,
         "dataset_sources": datasets,
         "competition_sources": [config.spec.slug],
-        "kernel_sources": [] if trained else [f"{user}/{kernel_slug(config)}"],
+        "kernel_sources": kernels,
         "model_sources": models,
     }
     if inf.trained_model and not SOURCES["model_sources"][0].match(inf.trained_model):

@@ -17,9 +17,11 @@ from kit import files
 from kit.build import bundle, metadata, models
 from kit.build.client import Client
 from kit.errors import KitError
+from kit.run import predictions
 from kit.runtime import runs, trained
 
 FRAMEWORK = "pytorch"
+KEPT = (predictions.OOF, predictions.TEST, predictions.RECORD)  # what a blend weighs the run by
 LICENSE = "Apache 2.0"
 
 
@@ -33,12 +35,13 @@ class Published:
 
 def run_files(folder: Path) -> list[Path]:
     """What a run's version holds: run.json, and each fold's best weights (fold<k>.pt), what prediction reads
-    beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json)."""
+    beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json), and the predictions a
+    blend weighs it by (oof.csv, test_predictions.csv, predictions.json) where the run kept them."""
     keep = [folder / runs.RECORD]
     for path in sorted(folder.iterdir()):
         if runs.FOLD.fullmatch(path.name):
             keep += [p for p in (path, path.with_suffix(".meta.pt"), path.with_suffix(".json")) if p.is_file()]
-    return keep
+    return keep + [folder / name for name in KEPT if (folder / name).is_file()]
 
 
 def find_run(source: Path, template: str, hint: str) -> trained.Trained:

@@ -53,6 +53,10 @@ class Pipeline(Protocol):
     def split(self, data: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         """The folds: (training rows, validation rows) of each."""
 
+    def validation_rows(self, data: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, targets) of the metric rows that validating `rows` yields, in the order it yields them in one
+        process: what names a fold checkpoint's validation rows in oof.csv (kit.run.predictions)."""
+
     def model(self, data: Any, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The model on the device; `pretrained=False` before a fold checkpoint's weights are loaded into it;
         `fit_rows`: the fold's training rows, for statistics the model keeps in its state."""

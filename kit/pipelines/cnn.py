@@ -213,6 +213,10 @@ class CnnPipeline:
                               labels=data.y[rows] if t.multilabel else None, **keys)
         return [(rows[tr], rows[v]) for tr, v in folds]
 
+    def validation_rows(self, data: ImageData, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, targets) of validation rows `rows`: one per image, in their order (the loader keeps it)."""
+        return data.ids[rows], data.y[rows]
+
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: ImageData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The timm model with one output per class (or one value), on the device; `pretrained=False` for

@@ -41,6 +41,7 @@ class SequenceData:
     recipe: dict
     identity: str = ""  # what decides training: the training table's values (kit.runtime.runs)
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # "train"/"test" tensors where batches come from
+    row_ids: np.ndarray | None = None  # the training table's id of each of its rows (per_step: what oof.csv names)
 
 
 class SequencePipeline:
@@ -109,7 +110,7 @@ class SequencePipeline:
                                    *target_columns])) if spec.step_columns else list(train.columns)
         data = SequenceData(tr, te, target, sample, per_step, cardinalities, positions, recipe,
                             runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(),
-                                        np.array(target.columns)))
+                                        np.array(target.columns)), row_ids=train[spec.id_column].to_numpy())
         s.log(self.describe(data))
         return data
 
@@ -213,6 +214,15 @@ class SequencePipeline:
         """Folds of whole sequences (stratified by class for per-sequence classification)."""
         classes = data.train.y if data.target.classification and not data.per_step else None
         return cv.make_folds(len(data.train.ids), self.p.folds, self.p.seed, classes=classes)
+
+    def validation_rows(self, data: SequenceData, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, targets) of validation sequences `rows`: per step, each real step's row id, sequence by sequence
+        and step by step (as the objective flattens them); per sequence, the sequence ids."""
+        tr = data.train
+        if not data.per_step:
+            return tr.ids[rows], tr.y[rows]
+        real = tr.mask[rows]
+        return data.row_ids[tr.row_index[rows][real]], tr.y[rows][real]
 
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: SequenceData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:

@@ -46,6 +46,7 @@ class TextData:
     identity: str = ""
     groups: np.ndarray | None = None  # [data] group_column's value of each training text
     assigned: np.ndarray | None = None  # [data] fold_column's value of each training text
+    ids: np.ndarray | None = None  # each training text's id ([data] id_column, else its row number): oof.csv's
 
 
 def load_tokenizer(folder: Path):
@@ -125,8 +126,9 @@ class TextPipeline:
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
                                                           index=False).to_numpy(), np.array(target.columns),
                                np.array([fingerprint(folder, key)]))
+        ids = (train[spec.id_column] if spec.id_column in train.columns else pd.Series(range(len(train)))).astype(str)
         data = TextData(tokens, data_test, y, target, sample, test_positions, tokenizer.pad_token_id, folder, recipe, identity,
-                        groups, assigned)
+                        groups, assigned, ids.to_numpy())
         s.log(self.describe(data))
         return data
 
@@ -245,6 +247,12 @@ class TextPipeline:
         classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.kind == "ordinal" else None
         return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes, groups=data.groups,
                              labels=data.y if t.multilabel else None, assigned=data.assigned)
+
+    def validation_rows(self, data: TextData, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, targets) of validation texts `rows` in the order validation batches them: longest first
+        (kit.data.text.bucketed without a generator; the stable sort keeps equal lengths in row order)."""
+        order = rows[np.argsort(-data.train.lengths[rows], kind="stable")]
+        return data.ids[order], data.y[order]
 
     # -- model ------------------------------------------------------------------------------------------
     def model(self, data: TextData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:

@@ -37,7 +37,12 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     if not predict:
         check_choices(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
     data = paths.data_dir(p.data_dir, spec.slug)
-    found = trained.find(p.model_dir, template, skip=(data,)) if predict else None
+    blend, missing = trained.find_blend(p.blend, skip=(data,)) if predict and p.blend else ([], [])
+    found = None  # predict mode: the run whose folds this notebook's steps read (a blend's first of this template)
+    if blend:
+        found = blend_run(blend, template, p.model_dir)
+    elif predict:
+        found = trained.find(p.model_dir, template, skip=(data,))
     notes: list[str] = []
     if found is not None:
         p = trained.apply(found, p, notes.append)
@@ -56,6 +61,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         started=_process_start_time(),
         worker=worker,
         trained=found,
+        blend=blend,
     )
     configure_torch(setup)
     seed_everything(p.seed)
@@ -76,7 +82,26 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
                     f"predicting{rerun}, no training")
         for note in notes:
             session.log(f"               {note}")
+    if blend:
+        listed = ", ".join(f"{source} ({t.template}, run {t.folder.name})" for source, t in blend)
+        session.log(f"blend          {len(blend)} of {len(p.blend)} runs attached: {listed}")
+    for line in missing:
+        session.warn(line)
+    if p.blend and not predict:
+        session.warn("blend is read in predict mode only (an inference kernel); this training run leaves it aside")
     return session
+
+
+def blend_run(blend: list[tuple[str, trained.Trained]], template: str, model_dir: str) -> trained.Trained:
+    """The run of a blend that this notebook's own steps (data, folds) stand for: its first of this template."""
+    if model_dir:
+        raise KitError("model_dir and blend are both set; blend names every run to predict with: leave model_dir empty")
+    mine = [t for _, t in blend if t.template == template]
+    if not mine:
+        names = ", ".join(f"{source} ({t.template})" for source, t in blend)
+        raise KitError(f"blend: none of its runs is a {template} run ({names}); predict with the notebook of one of "
+                       "their templates")
+    return mine[0]
 
 
 def changed_parameters(p: params.TrainParams) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 from kit import files
 from kit.errors import KitError
 from kit.pipelines.base import Pipeline, csv_text, prior, validate
+from kit.run import predictions
 from kit.run.batch import prediction_batch
 from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
@@ -20,11 +21,12 @@ from kit.runtime.session import Session
 from kit.train import metrics
 
 
-def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path,
-             oof: list | None = None) -> tuple[np.ndarray | None, list[int]]:
+def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: list | None = None,
+             each: dict | None = None) -> tuple[np.ndarray | None, list[int]]:
     """Mean of the test predictions of every fold checkpoint in the run's `folder`, and which folds took part
-    (their validation rows appended to `oof`, when given). Each fold predicts in the precision it was trained
-    in (a fold that fell back to fp32 may overflow in fp16)."""
+    (their validation rows appended to `oof`, and {fold: (test predictions, validation rows)} put in `each`,
+    when given). Each fold predicts in the precision it was trained in (a fold that fell back to fp32 may
+    overflow in fp16)."""
     total, used = None, []
     size = 2 * prediction_batch(session, folder)  # no gradients, no optimizer state: twice the training batch
     for fold, path in fold_checkpoints(folder).items():
@@ -47,6 +49,8 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path,
         used.append(fold)
         if oof is not None and state.get("rows"):
             oof.append(state["rows"])
+        if each is not None:
+            each[fold] = (pred, state.get("rows"))
         session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, "
                     f"{precision.name})")
     return (None if total is None else total / len(used)), used
@@ -73,7 +77,9 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     did, interrupted or not), or fall back to the training prior when there are none; build the submission in
     the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
-    pred, used = ensemble(session, pipe, data, run_folder(session, pipe, data), oof)
+    each: dict[int, tuple] = {}
+    folder = run_folder(session, pipe, data)
+    pred, used = ensemble(session, pipe, data, folder, oof, each)
     if pred is None:
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
         pred = np.tile(prior(data), (len(data.sample), 1))
@@ -84,6 +90,8 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     path = session.output_dir / "submission.csv"
     files.write_text(path, csv_text(sub))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
+    if session.trained is None and each:  # a training run: its predictions, for blends (kit.run.predictions)
+        predictions.keep(session, pipe, data, folder, each)
     return sub
 
 

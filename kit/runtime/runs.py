@@ -6,7 +6,7 @@ it: the training parameters, the template and the competition's files and column
 labels, files), the fold split and the checkpoint format. The same settings find their folder again and reuse
 or resume it; changed ones train afresh in a new folder, and the earlier run's files stay where they were.
 Parameters that decide only where or how fast a run goes (folders, device, loader processes, the time
-budget, compile, parallel workers), or which run predicts (mode, model_dir), are left out: changing them keeps
+budget, compile, parallel workers), or which runs predict (mode, model_dir, blend), are left out: changing them keeps
 the finished folds.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ from kit.spec import Spec
 FORMAT = 4  # what fold files hold; bump when a checkpoint written before could not be read the same way
 # (3: stamped; 4: the weights apart from the epoch, rows and stamp, and the resume state in the scratch folder)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
-                      "world_size", "mode", "model_dir")
+                      "world_size", "mode", "model_dir", "blend")
 RECORD, LATEST = "run.json", "latest.json"
 FOLD = re.compile(r"fold(\d+)\.pt")  # a fold's best weights in a run's folder (beside it, its .meta.pt and .json)
 

@@ -30,6 +30,7 @@ class Session:
     started: float = field(default_factory=time.time)  # wall clock the time budget counts from
     worker: int | None = None  # the rank of a worker process (kit.runtime.workers); None in the notebook
     trained: Trained | None = None  # predict mode: the training run whose folds predict
+    blend: list[tuple[str, Trained]] = field(default_factory=list)  # predict mode: the runs blended, by their source
 
     @property
     def device(self) -> torch.device:

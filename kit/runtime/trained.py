@@ -89,6 +89,45 @@ def find(given: str, template: str, skip: tuple[Path, ...] = ()) -> Trained:
     return mine[0]
 
 
+def locate(source: str, root: Path) -> Path | None:
+    """Where a blend's run is mounted: a folder (absolute, or relative to /kaggle/input), a kernel's output or a
+    dataset (owner/slug), or a model version (owner/model/framework/variation/version), in any of Kaggle's
+    layouts; None where it is not attached."""
+    given = Path(source).expanduser()
+    if given.is_absolute():
+        return given if given.is_dir() else None
+    parts = source.strip("/").split("/")
+    candidates = [root / source]
+    if len(parts) == 2:
+        candidates += [root / "notebooks" / parts[0] / parts[1], root / "datasets" / parts[0] / parts[1], root / parts[1]]
+    elif len(parts) == 5:
+        candidates += [root / "models" / source, root.joinpath(*parts[1:])]
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def find_blend(sources: tuple[str, ...], skip: tuple[Path, ...] = ()) -> tuple[list[tuple[str, Trained]], list[str]]:
+    """The runs a blend names (`sources`), each the one trained run where it is mounted, and a line for each that
+    is not attached or holds none (the blend goes on with the others); none at all is one line."""
+    root = paths.input_root()
+    found, missing = [], []
+    for source in sources:
+        where = locate(source, root)
+        folders = run_folders(where, skip) if where is not None else []
+        if not folders:
+            state = "not attached" if where is None else f"attached at {where} but holds no trained kit model"
+            missing.append(f"blend: {source} is {state}; blending the other runs")
+            continue
+        if len(folders) > 1:
+            raise KitError(f"blend: {len(folders)} trained kit models under {where} ({source}): "
+                           f"{', '.join(str(f) for f in folders)}; name each run's folder in blend")
+        found.append((source, read(folders[0])))
+    if not found:
+        seen = ", ".join(attached(root)[:8]) if root.is_dir() else "nothing"
+        raise KitError(f"blend: none of its {len(sources)} runs is attached ({', '.join(sources)}; {root} holds {seen}); "
+                       "attach the training kernels' outputs or the published model versions ([blend] runs in the config)")
+    return found, missing
+
+
 def attached(root: Path) -> list[str]:
     """What is mounted under `root`, named as far down as Kaggle's layouts name it (notebooks/<user>/<slug>)."""
     out = []

@@ -32,7 +32,7 @@ def test_parameters_cell_mirrors_the_contract(template):
     cls = templates.get(template).params
     fields = {f.name: f.default for f in dataclasses.fields(cls)}
     assert list(cell)[:-1] == list(fields)  # same names, same order, then `competition`
-    assert {k: cell[k] for k in fields} == fields
+    assert {k: tuple(cell[k]) if isinstance(cell[k], list) else cell[k] for k in fields} == fields  # a list is a tuple's literal
     for name in CONTRACT:
         assert name in cell
     spec = Spec.from_dict(cell["competition"])

@@ -1,0 +1,226 @@
+"""Blends of several runs' predictions: non-negative weights fitted on the out-of-fold rows every run predicted,
+by the competition's metric, and the same weights applied to the runs' test predictions.
+
+Each metric family has its rule (`rule`, `finish`): class probabilities are averaged and renormalised;
+rank-based metrics (AUC) average each run's ranks instead of its scores, which live on other scales;
+values (MAE, RMSE, the regressed score of QWK) are averaged and then scored as the metric scores them
+(QWK rounds the blended value); metrics taken at a threshold (F-scores of label sets, bias_auc) choose it
+again on the blend's out-of-fold rows. The weights: a non-negative least-squares fit (scipy's nnls) and hill
+climbing with replacement from the best run (Caruana et al., 2004), whichever scores better; a blend that
+does not beat the best run alone is that run alone.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from kit.run import predictions
+from kit.train import metrics
+from kit.train.targets import Target
+
+RANKED = ("auc", "weighted_auc")  # rank-based: a blend of ranks (only the order of a column's scores counts)
+CLASS_KINDS = ("probs", "onehot", "binary", "label")  # one class per row: rows are distributions
+STEPS = 100  # hill climbing adds at most this many runs to its bag
+
+
+@dataclass(frozen=True)
+class Fitted:
+    metric: str
+    rule: str  # "mean" (of probabilities or values) or "rank" (of each column's ranks)
+    weights: np.ndarray  # (runs,) non-negative, summing to 1
+    score: float  # the blend's out-of-fold score
+    singles: tuple[float, ...]  # each run's out-of-fold score on the same rows
+    how: str  # "hill climbing", "least squares", or "the best run alone"
+    cut: metrics.Cut | None = None  # where label probabilities become labels, chosen on the blend's rows
+
+    @property
+    def best(self) -> int:
+        """The run that scores best alone."""
+        return best_of(self.metric, self.singles)
+
+
+def rule(metric: str, target: Target) -> str:
+    """"rank" where the metric ranks each column's scores (AUC of a binary or per-label probability), else "mean".
+    Multi-class AUC keeps the mean: its grader wants rows of probabilities that sum to 1."""
+    return "rank" if metric in RANKED and target.kind in ("binary", "multi") else "mean"
+
+
+def transform(pred: np.ndarray, how: str, target: Target) -> np.ndarray:
+    """(N, outputs) a run's predictions in the space they are averaged in: as they are, or each column's ranks
+    scaled to (0, 1] (scipy's rankdata, ties averaged). Binary: the positive class's rank, and its complement."""
+    pred = np.asarray(pred, dtype=np.float64)
+    if how != "rank":
+        return pred
+    if target.kind == "binary":
+        r = stats.rankdata(pred[:, 1]) / len(pred)
+        return np.stack([1.0 - r, r], axis=1)
+    return stats.rankdata(pred, axis=0) / len(pred)
+
+
+def finish(mixed: np.ndarray, target: Target) -> np.ndarray:
+    """A weighted mean as a prediction: class probabilities renormalised to sum to 1 in every row."""
+    if target.kind in CLASS_KINDS:
+        return mixed / np.maximum(mixed.sum(1, keepdims=True), 1e-300)
+    return mixed
+
+
+def mix(space: Sequence[np.ndarray], weights: np.ndarray, target: Target) -> np.ndarray:
+    """The weighted mean of predictions already in their blending space (`transform`)."""
+    total = np.zeros_like(space[0])
+    for w, p in zip(weights, space):
+        if w > 0:
+            total += w * p
+    return finish(total / max(float(np.sum(weights)), 1e-300), target)
+
+
+def combine(preds: Sequence[np.ndarray], weights: np.ndarray, how: str, target: Target) -> np.ndarray:
+    """The blend of the runs' predictions `preds` with `weights`, by the rule `how`."""
+    return mix([transform(p, how, target) for p in preds], weights, target)
+
+
+def evaluate(metric: str, pred: np.ndarray, truth: np.ndarray, weight: np.ndarray | None,
+             target: Target) -> tuple[float, metrics.Cut | None]:
+    """The metric on these rows; where it is taken at a threshold, at the one that maximises it (and that cut)."""
+    if metric in metrics.THRESHOLDED and target.multilabel:
+        cut, value = metrics.decide(metric, pred, truth, weight)
+        return value, cut
+    return metrics.score(metric, pred, truth, weight), None
+
+
+def best_of(metric: str, scores: Sequence[float]) -> int:
+    best = 0
+    for i, s in enumerate(scores):
+        if metrics.better(metric, s, scores[best]) and i != best:
+            best = i
+    return best
+
+
+def dense_truth(truth: np.ndarray, target: Target, outputs: int) -> np.ndarray:
+    """(N, outputs) what a perfect prediction holds: one-hot classes, 0/1 labels, or the values."""
+    if target.kind in CLASS_KINDS:
+        return np.eye(outputs)[truth.astype(np.int64)]
+    return np.asarray(truth, dtype=np.float64).reshape(len(truth), -1)
+
+
+def least_squares(space: Sequence[np.ndarray], truth: np.ndarray, weight: np.ndarray | None, target: Target) -> np.ndarray:
+    """Non-negative weights whose blend is nearest the truth in squared error (scipy.optimize.nnls), summing to
+    1; equal weights where nnls gives none. Rows the score masks out count for nothing."""
+    b = dense_truth(truth, target, space[0].shape[1])
+    scale = np.ones(len(b)) if weight is None else np.sqrt(np.maximum(weight, 0.0))
+    a = np.stack([(p * scale[:, None]).ravel() for p in space], axis=1)  # (N x outputs, runs)
+    w, _ = optimize.nnls(a, (b * scale[:, None]).ravel())
+    return w / w.sum() if w.sum() > 0 else np.full(len(space), 1.0 / len(space))
+
+
+def hill_climb(metric: str, space: Sequence[np.ndarray], truth: np.ndarray, weight: np.ndarray | None, target: Target,
+               start: int, start_score: float, steps: int = STEPS) -> np.ndarray:
+    """Hill climbing with replacement (Caruana et al.): from the best run, add to the bag whichever run (again or
+    not) improves the blend's score most, until none does; the weights are the bag's counts."""
+    counts = np.zeros(len(space))
+    counts[start] = 1
+    total, now = space[start].copy(), start_score
+    for _ in range(steps):
+        n = counts.sum() + 1
+        trials = [evaluate(metric, finish((total + p) / n, target), truth, weight, target)[0] for p in space]
+        pick = best_of(metric, trials)
+        if not metrics.better(metric, trials[pick], now):
+            break
+        counts[pick] += 1
+        total += space[pick]
+        now = trials[pick]
+    return counts / counts.sum()
+
+
+def fit(metric: str, preds: Sequence[np.ndarray], truth: np.ndarray, weight: np.ndarray | None, target: Target) -> Fitted:
+    """Weights for the runs' out-of-fold predictions `preds` (each (N, outputs), rows aligned with `truth`)."""
+    how = rule(metric, target)
+    space = [transform(p, how, target) for p in preds]
+    singles = tuple(evaluate(metric, finish(p, target), truth, weight, target)[0] for p in space)
+    best = best_of(metric, singles)
+    alone = np.eye(len(space))[best]
+    chosen, chosen_how, chosen_score = alone, "the best run alone", singles[best]
+    if len(space) > 1:
+        for name, w in (("hill climbing", hill_climb(metric, space, truth, weight, target, best, singles[best])),
+                        ("least squares", least_squares(space, truth, weight, target))):
+            value = evaluate(metric, mix(space, w, target), truth, weight, target)[0]
+            if metrics.better(metric, value, chosen_score):
+                chosen, chosen_how, chosen_score = w, name, value
+    score, cut = evaluate(metric, mix(space, chosen, target), truth, weight, target)
+    return Fitted(metric, how, chosen, score, singles, chosen_how, cut)
+
+
+def fold_scores(metric: str, pred: np.ndarray, truth: np.ndarray, weight: np.ndarray | None, target: Target,
+                folds: np.ndarray) -> list[float]:
+    """The metric on each fold's rows, in fold order."""
+    out = []
+    for fold in np.unique(folds):
+        rows = folds == fold
+        out.append(evaluate(metric, pred[rows], truth[rows], None if weight is None else weight[rows], target)[0])
+    return out
+
+
+def describe(fitted: Fitted, names: Sequence[str], per_fold: Sequence[Sequence[float]], blend_folds: Sequence[float],
+             folds: Sequence[int], rows: int) -> str:
+    """The table the notebook and `make blend` print: each run's score per fold and out of fold, its weight,
+    the blend's, and the line that says what the submission is."""
+    width = max(12, *(len(n) for n in names))
+    head = f"{'run':<{width}}  " + "".join(f"{f'fold {f + 1}':>9}" for f in folds) + f"  {'out-of-fold':>11}  {'weight':>6}"
+    runs = f"{len(names)} run{'s' * (len(names) != 1)}"
+    lines = [f"blend of {runs} on the {rows} out-of-fold rows every run predicted ({fitted.metric}, "
+             f"{'ranks' if fitted.rule == 'rank' else 'weighted mean'}):", head]
+    for name, scores, single, w in zip(names, per_fold, fitted.singles, fitted.weights):
+        lines.append(f"{name:<{width}}  " + "".join(f"{s:>9.4f}" for s in scores) + f"  {single:>11.4f}  {w:>6.3f}")
+    lines.append(f"{'blend':<{width}}  " + "".join(f"{s:>9.4f}" for s in blend_folds) + f"  {fitted.score:>11.4f}  {'':>6}")
+    if fitted.cut is not None:
+        lines.append(f"{metrics.describe_cut(fitted.metric, fitted.cut)}: chosen again on the blend's out-of-fold rows")
+    best = fitted.best
+    if fitted.how == "the best run alone" and len(names) > 1:
+        lines.append(f"the blend scores no better than {names[best]} alone ({fitted.singles[best]:.4f}): the submission "
+                     f"is {names[best]}'s")
+    elif len(names) > 1:
+        lines.append(f"weights by {fitted.how}: out-of-fold {fitted.metric} {fitted.score:.4f} against the best run's "
+                     f"{fitted.singles[best]:.4f} ({names[best]})")
+    return "\n".join(lines)
+
+
+@dataclass
+class Blended:
+    fitted: Fitted
+    names: list[str]
+    test: np.ndarray  # (test rows, outputs) the blended test predictions, cut into labels where the metric decides them
+    oof: pd.DataFrame  # the blend's oof.csv (under ranks: the blended ranks)
+    record: dict  # blend.json: the rule, the weights, the scores
+
+
+def blend_runs(metric: str, loaded: Sequence[predictions.RunPredictions], tests: Sequence[np.ndarray],
+               log: Callable[[str], None]) -> Blended:
+    """The blend of runs whose kept predictions are `loaded` and whose test predictions (in one row order) are
+    `tests`: weights fitted on the out-of-fold rows every run predicted, the table logged, the same weights
+    applied to the test predictions: what the inference kernel and `make blend` both do."""
+    aligned = predictions.align(list(loaded), log)
+    target, truth, weight = aligned.target, aligned.truth, aligned.weight
+    fitted = fit(metric, aligned.preds, truth, weight, target)
+    space = [transform(p, fitted.rule, target) for p in aligned.preds]
+    mixed = mix(space, fitted.weights, target)
+    names = [r.name for r in loaded]
+    folds = sorted(int(f) for f in np.unique(aligned.folds))
+    per_fold = [fold_scores(metric, finish(p, target), truth, weight, target, aligned.folds) for p in space]
+    log(describe(fitted, names, per_fold, fold_scores(metric, mixed, truth, weight, target, aligned.folds), folds,
+                 len(truth)))
+    test = combine(tests, fitted.weights, fitted.rule, target)
+    if fitted.cut is not None:
+        test = metrics.apply_cut(metric, test, fitted.cut)
+    parts = []
+    for fold in folds:
+        rows = aligned.folds == fold
+        parts.append((fold, aligned.ids[rows], {"pred": mixed[rows], "target": truth[rows],
+                                                **({} if weight is None else {"weight": weight[rows]})}))
+    record = {"metric": metric, "rule": fitted.rule, "how": fitted.how, "score": fitted.score, "rows": len(truth),
+              "threshold": None if fitted.cut is None else fitted.cut.threshold,
+              "runs": [{"name": r.name, "run": r.record.get("run", ""), "template": r.record.get("template", ""),
+                        "score": s, "weight": float(w)} for r, s, w in zip(loaded, fitted.singles, fitted.weights)]}
+    return Blended(fitted, names, test, predictions.oof_frame(target, parts), record)

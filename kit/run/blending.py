@@ -1,0 +1,97 @@
+"""The notebook's submission step, and the inference kernel's blend: in predict mode with `blend`, each run
+predicts the test set with its own folds, as one run's inference kernel does (a run of this notebook's
+template through its pipeline, any other through a set-up and a pipeline of its own template, its model's
+settings from its checkpoints), and the runs are blended with the weights their out-of-fold rows give
+(kit.run.blend). The blended submission is checked and written like any other; beside it, the blend's own
+oof.csv and blend.json (the rule, the weights, the scores)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kit import files
+from kit.errors import KitError
+from kit.pipelines import create_pipeline
+from kit.pipelines.base import Pipeline, csv_text, validate
+from kit.run import blend, predictions, submission
+from kit.run.start import start
+from kit.runtime import checkpoint, runs
+from kit.runtime.session import Session
+from kit.runtime.trained import Trained
+
+BLEND_RECORD, SUBMISSION = "blend.json", "submission.csv"
+
+
+def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
+    """Write submission.csv: the blend of the runs in `blend` (predict mode), else this run's folds' mean
+    (kit.run.submission.write_submission: whatever training did, or the prior with none)."""
+    if not session.blend:
+        return submission.write_submission(session, pipe, data)
+    return write_blend(session, pipe, data)
+
+
+def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
+    """Predict with every run of the blend that kept its out-of-fold predictions, blend, check and write."""
+    loaded, tests = [], []
+    for source, run in session.blend:
+        try:
+            kept = predictions.read(run.folder, source)
+        except KitError as e:  # a run from an older kit: nothing to weight it by
+            session.warn(f"{e}; {source} is left out of the blend")
+            continue
+        pred = run_prediction(session, pipe, data, source, run)
+        if pred is None:
+            session.warn(f"blend: no fold of {source} predicted the test set; it is left out of the blend")
+            continue
+        loaded.append(kept)
+        tests.append(pred)
+    if not loaded:
+        raise KitError(f"blend: none of its {len(session.blend)} runs could be blended (see the lines above); train "
+                       "them with this kit, which keeps the out-of-fold predictions blends weigh")
+    named = len(session.params.blend)
+    if len(loaded) < named:
+        session.warn(f"blend: {len(loaded)} of the {named} runs named take part ({', '.join(r.name for r in loaded)})"
+                     f"{': the submission is its predictions alone' if len(loaded) == 1 else ''}")
+    done = blend.blend_runs(session.spec.metric, loaded, tests, session.log)
+    sub = pipe.submission(data, done.test)
+    validate(sub, data.sample, data.target, session.spec.id_column)
+    path = save(session.output_dir, sub, done)
+    weights = ", ".join(f"{name} {w:.3f}" for name, w in zip(done.names, done.fitted.weights))
+    session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, the blend of {weights}")
+    return sub
+
+
+def save(folder: Path, sub: pd.DataFrame, done: blend.Blended) -> Path:
+    """The blended submission, the blend's own oof.csv and blend.json, each written whole; the submission's path."""
+    path = folder / SUBMISSION
+    predictions.write_csv(done.oof, folder / predictions.OOF)
+    files.write_text(folder / BLEND_RECORD, json.dumps(done.record, indent=1, default=float) + "\n")
+    files.write_text(path, csv_text(sub))
+    return path
+
+
+def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run: Trained) -> np.ndarray | None:
+    """(test rows, outputs) the mean of `run`'s folds' test predictions, in the sample submission's row order."""
+    if run is session.trained:  # the run this notebook's own steps read
+        return submission.ensemble(session, pipe, data, run.folder)[0]
+    session.log(f"blend: {source}: a {run.template} run; its own set-up and data, then its folds")
+    competition = checkpoint.load_json(run.folder / runs.RECORD)["competition"]  # its files and columns, as it read them
+    namespace = {**dataclasses.asdict(session.params), "model_dir": str(run.folder), "blend": (),
+                 "data_dir": str(session.data_dir), "output_dir": str(session.output_dir), "competition": competition}
+    theirs = start(run.template, namespace)
+    other = create_pipeline(theirs)
+    other_data = other.load()
+    pred, _ = submission.ensemble(theirs, other, other_data, run.folder)
+    id_column = session.spec.id_column
+    same = (other_data.sample[id_column].astype(str).tolist() == data.sample[id_column].astype(str).tolist()
+            if id_column in data.sample.columns and id_column in other_data.sample.columns
+            else len(other_data.sample) == len(data.sample))
+    if not same:
+        raise KitError(f"blend: {source} predicts other test rows than {session.blend[0][0]} ({len(other_data.sample)} "
+                       f"and {len(data.sample)}); blend runs of one competition")
+    return pred

@@ -1,0 +1,175 @@
+"""Blends end to end: two runs of different models on the dog-breed smoke data keep their out-of-fold and test
+predictions; `make blend` weighs them and writes a blended submission at least as good out of fold as the best
+run; an inference kernel with both training outputs mounted as Kaggle mounts them writes the same submission,
+and with one of them missing blends the other and says so; runs that cannot blend are one line each."""
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from kit import cli, config, files, smoke
+from kit.build import bundle, execute, notebook, publish
+from kit.errors import KitError
+from kit.run import predictions
+
+pytestmark = pytest.mark.e2e
+MODELS = {"dogs-a": "test_efficientnet", "dogs-b": "test_resnet"}  # two models on the same folds (same seed)
+# two epochs: the two models learn enough to differ, and the blend weighs both (after one, the ResNet adds nothing)
+SMALL = ["epochs=2", "folds=2", "image_size=64", "batch_size=16", "pretrained=false", "device=cpu"]
+BLEND = '\n[blend]\nruns = ["you/dogs-a", "you/dogs-b"]\n'
+
+
+@pytest.fixture(scope="session")
+def two_runs(tmp_path_factory):
+    """The dog-breed smoke data and two training runs on it ({slug: output folder}), trained once for every test."""
+    root = tmp_path_factory.mktemp("blend")
+    cfg = config.load("dog-breed")
+    data = root / "data"
+    smoke.make_dataset(cfg.spec, data, seed=3)
+    outputs = {}
+    for slug, model in MODELS.items():
+        outputs[slug] = root / slug
+        args = ["run", "dog-breed", "--data", str(data), "--output", str(outputs[slug])]
+        assert cli.main(args + [a for p in [*SMALL, f"model_name={model}"] for a in ("-p", p)]) == 0
+    return root, data, outputs
+
+
+@pytest.fixture(scope="session")
+def made_blend(two_runs):
+    """`kit blend` (make blend's verb) of the two runs: its output folder, and what it printed."""
+    root, _, outputs = two_runs
+    out = root / "made-blend"
+    with contextlib.redirect_stdout(io.StringIO()) as shown:
+        assert cli.main(["blend", "dog-breed", str(outputs["dogs-a"]), str(outputs["dogs-b"]), "--out", str(out)]) == 0
+    return out, shown.getvalue()
+
+
+def inference(root: Path, data: Path, mounted: dict[str, Path]) -> Path:
+    """The inference notebook of a config whose [blend] names both runs, run as Kaggle runs it: the competition's
+    test files only, each training output mounted at notebooks/you/<slug>/. Returns its output folder."""
+    toml = root / "dogs-blend.toml"
+    toml.write_text(config.resolve("dog-breed").read_text() + BLEND)
+    cfg = config.load(str(toml))
+    infer = root / "inference"
+    shutil.rmtree(infer, ignore_errors=True)
+    input_root = infer / "kaggle" / "input"
+    competition = input_root / "competitions" / cfg.spec.slug
+    competition.mkdir(parents=True)
+    for name in smoke.test_files(cfg.spec, data):
+        (shutil.copytree if (data / name).is_dir() else shutil.copy2)(data / name, competition / name)
+    for slug, output in mounted.items():
+        shutil.copytree(output, input_root / "notebooks" / "you" / slug)
+    out = infer / "kaggle" / "working"
+    out.mkdir(parents=True)
+    built = infer / "inference.ipynb"
+    files.write_text(built, notebook.dumps(notebook.build("cnn", cfg.inference_parameters(smoke=True), internet=False)))
+    execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out,
+                env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache")})
+    smoke.check_submission(out / "submission.csv", data / cfg.spec.sample_submission, cfg.spec)
+    return out
+
+
+def test_each_run_keeps_its_predictions_and_the_blend_beats_the_best_run(two_runs, made_blend):
+    _, data, outputs = two_runs
+    made, shown = made_blend
+    labels = pd.read_csv(data / "labels.csv")
+    sample = pd.read_csv(data / "sample_submission.csv")
+    for output in outputs.values():
+        folder = predictions.find(output)
+        oof = pd.read_csv(folder / predictions.OOF, dtype={"id": str})
+        assert sorted(oof["id"]) == sorted(labels["id"]) and set(oof["fold"]) == {0, 1} and (oof["scored"] == 1).all()
+        assert list(oof.columns[:4]) == ["id", "fold", "scored", "target"]
+        assert list(oof.columns[4:]) == [f"pred:{c}" for c in sample.columns[1:]]  # probabilities, the submission's shape
+        assert dict(zip(oof["id"], oof["target"])) == dict(zip(labels["id"], labels["breed"]))
+        test = pd.read_csv(folder / predictions.TEST, dtype={"id": str})
+        assert len(test) == 2 * len(sample) and list(test["id"][: len(sample)]) == list(sample["id"])
+        assert json.loads((folder / predictions.RECORD).read_text())["run"] == folder.name
+        published = {p.name for p in publish.run_files(folder)}  # make publish carries them with the folds
+        assert {predictions.OOF, predictions.TEST, predictions.RECORD, "fold0.pt", "fold0.meta.pt"} <= published
+    record = json.loads((made / "blend.json").read_text())
+    singles = [r["score"] for r in record["runs"]]
+    assert record["score"] <= min(singles) + 1e-12  # log loss: the blend at least as good as the best run
+    assert all(r["weight"] >= 0 for r in record["runs"]) and sum(r["weight"] for r in record["runs"]) == pytest.approx(1)
+    assert "out-of-fold  weight" in shown and f"{record['runs'][0]['weight']:.3f}" in shown
+    assert len(pd.read_csv(made / predictions.OOF)) == len(labels)
+
+
+def test_the_inference_kernel_blends_as_make_blend_does(two_runs, made_blend):
+    root, data, outputs = two_runs
+    out = inference(root, data, outputs)
+    smoke.same_predictions(out / "submission.csv", made_blend[0] / "submission.csv", config.load("dog-breed").spec)
+    log = (out / "kit.log").read_text()
+    assert "blend          2 of 2 runs attached: you/dogs-a (cnn" in log
+    assert "blend of 2 runs on the" in log and "you/dogs-b: a cnn run; its own set-up" in log
+
+
+def test_with_a_run_missing_the_kernel_blends_the_rest_and_says_so(two_runs):
+    root, data, outputs = two_runs
+    out = inference(root, data, {"dogs-a": outputs["dogs-a"]})
+    smoke.same_predictions(out / "submission.csv", outputs["dogs-a"] / "submission.csv", config.load("dog-breed").spec)
+    log = (out / "kit.log").read_text()
+    assert "WARNING: blend: you/dogs-b is not attached; blending the other runs" in log
+    assert "WARNING: blend: 1 of the 2 runs named take part (you/dogs-a): the submission is its predictions alone" in log
+
+
+def other_folds(folder: Path) -> None:
+    oof = pd.read_csv(folder / predictions.OOF)
+    oof["fold"] = 1 - oof["fold"]
+    oof.to_csv(folder / predictions.OOF, index=False)
+
+
+def other_ids(folder: Path) -> None:
+    oof = pd.read_csv(folder / predictions.OOF)
+    oof["id"] = "x" + oof["id"].astype(str)
+    oof.to_csv(folder / predictions.OOF, index=False)
+
+
+def other_columns(folder: Path) -> None:
+    record = json.loads((folder / predictions.RECORD).read_text())
+    record["target"]["columns"] = [c.upper() for c in record["target"]["columns"]]
+    (folder / predictions.RECORD).write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (other_folds, r"error: .*dogs-b splits the rows into other folds than .*dogs-a \(id '\w+': fold \d there, \d here"),
+    (other_ids, r"error: .*dogs-a validates id '\w+' in fold 1, and .*dogs-b has no such id \(\d+ such rows\)"),
+    (other_columns, r"error: .*dogs-b predicts the target columns \['AFFENPINSCHER', .*\] and .*dogs-a \['affenpinscher'"),
+])
+def test_runs_that_cannot_blend_are_one_line(two_runs, tmp_path, capsys, spoil, message):
+    _, _, outputs = two_runs
+    spoilt = tmp_path / "dogs-b"
+    shutil.copytree(outputs["dogs-b"], spoilt)
+    spoil(predictions.find(spoilt))
+    assert cli.main(["blend", "dog-breed", str(outputs["dogs-a"]), str(spoilt), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and re.fullmatch(message + r".*", err), err
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+# -- [blend] in a config: the inference kernel attaches the runs ------------------------------------------------
+
+def test_the_inference_kernel_attaches_every_run_of_the_blend(tmp_path, kaggle_user, write_toml):
+    path = write_toml('[blend]\nruns = ["tester/dogs-a", "tester/dogs/pytorch/default/2", "/kaggle/input/runs/c"]\n',
+                      base=True)
+    built = bundle.build(str(path), tmp_path / "dogs")
+    meta = built.inference.metadata
+    assert meta["kernel_sources"] == ["tester/dogs-a"] and meta["model_sources"] == ["tester/dogs/pytorch/default/2"]
+    assert 'blend = [\\"tester/dogs-a\\", \\"tester/dogs/pytorch/default/2\\", \\"/kaggle/input/runs/c\\"]' in \
+        built.inference.notebook.read_text()
+    assert "blend = []" in built.notebook.read_text()  # the training kernel blends nothing
+
+
+@pytest.mark.parametrize("table, message", [
+    ('[blend]\nruns = []\n', r"\[blend\] runs is empty"),
+    ('[blend]\nruns = ["dogs-a"]\n', r"\[blend\] runs: 'dogs-a' is neither a kernel \(owner/kernel-slug\)"),
+    ('[inference]\ntrained_model = "tester/dogs/pytorch/default/1"\n[blend]\nruns = ["tester/dogs-a"]\n',
+     r"\[inference\] trained_model and \[blend\] are both set"),
+])
+def test_bad_blend_tables_are_one_line(write_toml, table, message):
+    with pytest.raises(KitError, match=message):
+        config.load(str(write_toml(table, base=True)))
