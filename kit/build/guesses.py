@@ -121,9 +121,11 @@ def train_table(survey: Survey, names: list[str], test: str, key: str = "") -> s
 
 
 def id_of(sample: pd.DataFrame, table: pd.DataFrame | None) -> str:
-    """The sample's id column: its first column of distinct values that `table` holds too ("" for none)."""
+    """The sample's id column: its first column of distinct values that `table` holds too, and not free text
+    (detecting-insults' comments are distinct, but may repeat in the hidden rows); "" for none."""
     for column in columns(sample):
-        if unique(sample[column]) and (table is None or holds_ids(table, column, sample[column])):
+        if unique(sample[column]) and not is_text(sample[column]) and \
+                (table is None or holds_ids(table, column, sample[column])):
             return column
     return ""
 
@@ -172,18 +174,17 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
     if not targets:
         return None
     lines = [Line("train", train, "the training table"), Line("test", test, "the test table: it holds the texts"),
-             Line("sample_submission", sample_file, "named so")]
+             Line("sample_submission", sample_file, "the sample submission, by its name")]
     cannot = []
+    through = [c for c in columns(sample) if c != key and c in test_frame.columns]
+    copied = f"; {', '.join(through)} copied through from the sample" if through else ""
     if key:
-        lines.append(Line("id_column", key, f"the sample's ids are {test}'s"))
+        lines.append(Line("id_column", key, f"the sample's ids are {test}'s{copied}"))
     else:
         lines.append(Line("id_column", "", f"no column of distinct values in both {sample_file} and {test}: their rows "
-                                           "match by order"))
+                                           f"match by order{copied}"))
     lines += target_lines(train_frame, targets, key, test_frame, cannot)
     lines.append(Line("text_columns", texts, "free text (several words a cell) in both tables"))
-    through = [c for c in columns(sample) if c != key and c in test_frame.columns]
-    if through:
-        cannot.append(f"{', '.join(through)}: copied through from the sample as the test table holds them")
     labels = train_frame[targets] if all(t in train_frame.columns for t in targets) and len(targets) > 1 else \
         _labels(train_frame, lines)
     return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets, labels, cannot)
@@ -218,7 +219,8 @@ def tabular_guess(survey: Survey, sample_file: str, names: list[str], template: 
         return None
     train_frame = survey.read(train)
     targets = [c for c in columns(sample) if c != key and (test_frame is None or c not in test_frame.columns)]
-    lines = [Line("train", train, "the training table"), Line("sample_submission", sample_file, "named so")]
+    lines = [Line("train", train, "the training table"),
+             Line("sample_submission", sample_file, "the sample submission, by its name")]
     if test:
         lines.insert(1, Line("test", test, "the test table"))
     lines.append(Line("id_column", key, f"the sample's ids are {test or train}'s"))
@@ -270,7 +272,7 @@ def _steps(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[s
         else "step"
     strings = [c for c in stepped if head[c].map(lambda v: isinstance(v, str)).all()]
     lines = [Line("train", train, "the training rows"), Line("test", test, f"its {sequence} values start the sample's ids"),
-             Line("sample_submission", sample_file, "named so"),
+             Line("sample_submission", sample_file, "the sample submission, by its name"),
              Line("id_column", key, f"<{sequence}>_<step>: one row per step of each sequence"),
              Line("sequence_column", sequence, "the part of the sample's ids before the step"),
              Line("order_column", order, "made: the steps numbered from 0"),
@@ -325,7 +327,7 @@ def _long(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[st
     targets = [c for c in columns(sample) if c != key and c not in frame.columns]
     categorical = [c for c, v in numeric.items() if (v == v.round()).all() and CATEGORIES[0] <= v.nunique() <= CATEGORIES[1]]
     lines = [Line("train", train, "the training steps"), Line("test", test, "the test steps"),
-             Line("sample_submission", sample_file, "named so"),
+             Line("sample_submission", sample_file, "the sample submission, by its name"),
              Line("id_column", key, "the sample's ids are the test rows'" if per_step else "the sample's ids are the sequences'")]
     cannot: list[str] = []
     lines += target_lines(train_frame, targets, key, frame, cannot)

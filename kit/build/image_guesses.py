@@ -62,7 +62,7 @@ def coco_guess(survey: Survey, sample_file: str) -> Guess | None:
     train_images = _coco_folder(survey, train, coco.image_table(survey.labels[train], Path(train))["file_name"], "train")
     lines = [Line("layout", "coco", f"{train} is a COCO-style label file (images, annotations, categories)"),
              Line("train", train, "the COCO file with annotations"),
-             Line("sample_submission", sample_file, "named so"),
+             Line("sample_submission", sample_file, "the sample submission, by its name"),
              Line("id_column", key, "the sample's ids are the test images'" if test else "the sample's ids"),
              Line("target_column", targets[0] if targets else "category_id", "the sample's")]
     cannot = []
@@ -125,7 +125,7 @@ def rows_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         lines = [Line("layout", "arrays", f"{', '.join(arrays)} hold a list of side x side numbers a row: an image channel "
                                           "each")]
     lines += [Line("train", train, "the training rows"), Line("test", test, "the test rows"),
-              Line("sample_submission", sample_file, "named so"), Line("id_column", key, matched),
+              Line("sample_submission", sample_file, "the sample submission, by its name"), Line("id_column", key, matched),
               Line("target_column", column, why)]
     if arrays:
         lines.append(Line("array_columns", arrays, "a list of numbers a row, the same square length in each"))
@@ -180,7 +180,7 @@ def files_guess(survey: Survey, sample_file: str, names: list[str], metric: str)
             column, why = guesses.label_column(frame, targets, key, survey.read(test) if test else None)
             lines = [Line("layout", "files", f"{train} names each training image by its '{key}'"),
                      Line("train", train, "the table of training ids and labels"),
-                     Line("sample_submission", sample_file, "named so"),
+                     Line("sample_submission", sample_file, "the sample submission, by its name"),
                      Line("id_column", key, f"the sample's ids name the files in {test_folder.source}"),
                      Line("target_column", column, why),
                      Line("train_images", trained[0].name, f"{trained[0].source} holds the training ids' images"),
@@ -214,7 +214,7 @@ def _folders_guess(survey: Survey, sample_file: str, key: str, test_folder: Fold
     folder) or the start of a file's name."""
     others = sorted((f for f in survey.folders.values() if f is not test_folder),
                     key=lambda f: ("train" not in f.name.lower(), f.name))
-    common = [Line("sample_submission", sample_file, "named so"),
+    common = [Line("sample_submission", sample_file, "the sample submission, by its name"),
               Line("id_column", key, f"the sample's ids name the files in {test_folder.source}"),
               Line("target_column", targets[0] if targets else "label", "the sample's")]
     ext = [Line("image_ext", test_address.ext, "the ids end in their extension" if not test_address.ext else

@@ -205,6 +205,8 @@ def _json_below(data_dir: Path) -> Iterator[Path]:
 
 
 def _image_records(value: Any) -> bool:
-    """A plain list of image records with file names (herbarium-2022's test_metadata.json)."""
-    return (isinstance(value, list) and bool(value) and isinstance(value[0], dict) and "file_name" in value[0]
-            and ("id" in value[0] or "image_id" in value[0]))
+    """Image records with file names: a COCO file's images[] without annotations (a test file, inaturalist's
+    and herbarium's), or a plain list of them (herbarium-2022's test_metadata.json)."""
+    images = value.get("images") if isinstance(value, dict) else value
+    return (isinstance(images, list) and bool(images) and isinstance(images[0], dict) and "file_name" in images[0]
+            and ("id" in images[0] or "image_id" in images[0]))
