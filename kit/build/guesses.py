@@ -21,6 +21,7 @@ SAMPLE = re.compile(r"sample.?submission|submission.?sample", re.I)
 LABEL_NAMES = ("target", "label", "labels", "class", "category", "category_id", "y")
 TEXT_WORDS = 3.0  # a column is text when its cells hold this many words on average (or TEXT_CHARS characters)
 TEXT_CHARS = 40.0
+LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
 HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
 CATEGORIES = (3, 32)  # a sequence feature of whole numbers with this many distinct values is categorical
 
@@ -71,12 +72,14 @@ def numbers(values: pd.Series) -> pd.Series | None:
 
 
 def is_text(values: pd.Series) -> bool:
-    """Free text: strings of several words (or long), mostly distinct."""
+    """Free text: strings of several words (or long), mostly letters (not a date and time), mostly distinct."""
     filled = values.dropna()
     if filled.empty or not filled.map(lambda v: isinstance(v, str)).all() or numbers(filled) is not None:
         return False
     words = filled.str.split().str.len().mean()
-    return (words >= TEXT_WORDS or filled.str.len().mean() >= TEXT_CHARS) and filled.nunique() >= 0.5 * len(filled)
+    letters = filled.str.count(r"[^\W\d_]").sum() / max(int(filled.str.count(r"\S").sum()), 1)
+    return (words >= TEXT_WORDS or filled.str.len().mean() >= TEXT_CHARS) and letters >= LETTERS and \
+        filled.nunique() >= 0.5 * len(filled)
 
 
 def sample_name(survey: Survey) -> str:
