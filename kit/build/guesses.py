@@ -188,6 +188,8 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
                                            f"match by order{copied}"))
     lines += target_lines(train_frame, targets, key, test_frame, cannot)
     lines.append(Line("text_columns", texts, "free text (several words a cell) in both tables"))
+    if through:
+        lines.append(Line("submission_columns", targets, "the sample's columns the test table lacks: the model fills them"))
     labels = train_frame[targets] if all(t in train_frame.columns for t in targets) and len(targets) > 1 else \
         _labels(train_frame, lines)
     return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets, labels, cannot)

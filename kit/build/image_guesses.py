@@ -170,26 +170,45 @@ def files_guess(survey: Survey, sample_file: str, names: list[str], metric: str)
         return None
     key, test_folder, test_address = found
     targets = [c for c in columns(sample) if c != key]
-    with_key = [n for n in names if key in survey.read(n).columns]
-    if with_key:
-        train = guesses.train_table(survey, with_key, "", key)
+    trains = sorted((n for n in names if "test" not in n.lower()), key=lambda n: (key not in survey.read(n).columns,
+                                                                                 "train" not in n.lower(), n))
+    for train in trains:
         frame = survey.read(train)
-        trained = _train_folder(survey, frame, key, test_folder)
-        if trained is not None:
-            test = next((n for n in names if "test" in n.lower() and n != train), "")
-            column, why = guesses.label_column(frame, targets, key, survey.read(test) if test else None)
-            lines = [Line("layout", "files", f"{train} names each training image by its '{key}'"),
-                     Line("train", train, "the table of training ids and labels"),
-                     Line("sample_submission", sample_file, "the sample submission, by its name"),
-                     Line("id_column", key, f"the sample's ids name the files in {test_folder.source}"),
-                     Line("target_column", column, why),
-                     Line("train_images", trained[0].name, f"{trained[0].source} holds the training ids' images"),
-                     Line("test_images", test_folder.name, f"{test_folder.source} holds the sample's ids' images")]
-            lines += _addressing(key, trained[1], test_address)
-            labels = frame[column] if column in frame.columns else None
-            return Guess("cnn", f"images named by the ids ({test_folder.source}, {trained[0].source})", lines, targets,
-                         labels)
+        named = _named_by(survey, frame, key, test_folder)
+        if named is None:
+            continue
+        folder, column, where = named
+        test = next((n for n in names if "test" in n.lower()), "")
+        label, why = guesses.label_column(frame, targets, column, survey.read(test) if test else None)
+        own = column == key
+        lines = [Line("layout", "files", f"{train} names each training image by its '{column}'"),
+                 Line("train", train, "the table of training ids and labels"),
+                 Line("sample_submission", sample_file, "the sample submission, by its name"),
+                 Line("id_column", key, f"the sample's ids name the files in {test_folder.source}" if own else
+                      f"the sample's ids name the files in {test_folder.source}; {train} lacks it: its rows are numbered"),
+                 Line("target_column", label, why),
+                 Line("train_images", folder.name, f"{folder.source} holds the training table's images"),
+                 Line("test_images", test_folder.name, f"{test_folder.source} holds the sample's ids' images")]
+        lines += _addressing(key, where if own else Address("", where.template or f"{{{column}}}{where.ext}"), test_address)
+        labels = frame[label] if label in frame.columns else None
+        return Guess("cnn", f"images named by the ids ({test_folder.source}, {folder.source})", lines, targets, labels)
     return _folders_guess(survey, sample_file, key, test_folder, test_address, targets, metric)
+
+
+def _named_by(survey: Survey, frame: pd.DataFrame, key: str, test: Folder) -> tuple[Folder, str, Address] | None:
+    """The folder of a training table's images, the column naming them and how: the sample's id column where the
+    table has it, else the column whose values are the files' paths (iwildcam-2019's file_name) or ids (its "id"
+    where the sample says "Id")."""
+    rows = frame[frame[key].notna()] if key in frame.columns else frame
+    folders = sorted(survey.folders.values(), key=lambda f: (f is test, "train" not in f.name.lower(), f.name))
+    named = [key] if key in frame.columns else [c for c in frame.columns if guesses.unique(frame[c])]
+    for folder in folders:
+        found = [(c, address(survey, folder, rows, c)) for c in named]
+        found = [(c, a) for c, a in found if a is not None]
+        if found:
+            column, where = min(found, key=lambda f: (bool(f[1].ext or f[1].template), named.index(f[0])))
+            return folder, column, where
+    return None
 
 
 def _addressing(key: str, train: Address, test: Address) -> list[Line]:
@@ -286,17 +305,6 @@ def _test_folder(survey: Survey, sample: pd.DataFrame) -> tuple[str, Folder, Add
             found = address(survey, folder, sample, key)
             if found is not None:
                 return key, folder, found
-    return None
-
-
-def _train_folder(survey: Survey, frame: pd.DataFrame, key: str, test: Folder) -> tuple[Folder, Address] | None:
-    """The folder holding the training table's images (one named "train" first, the test folder last)."""
-    folders = sorted(survey.folders.values(), key=lambda f: (f is test, "train" not in f.name.lower(), f.name))
-    rows = frame[frame[key].notna()]
-    for folder in folders:
-        found = address(survey, folder, rows, key)
-        if found is not None:
-            return folder, found
     return None
 
 
