@@ -20,6 +20,7 @@ from kit.build import guesses, image_guesses, metric_guess
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
+from kit.train.metrics import LABEL_SETS
 
 # folder names that hold a competition's files but are not its slug (MLE-bench's <slug>/prepared/public)
 NOT_SLUGS = {"public", "prepared", "private", "data", "input", "raw", "files", "download", "downloads", "kaggle"}
@@ -117,8 +118,11 @@ def _metric(survey: Survey, guess: Guess, sample_file: str, metric: str) -> tupl
     description = next((p for p in sorted(survey.data_dir.glob("*.md")) if p.stem.lower() == "description"), None)
     if description is not None:
         said, words = metric_guess.from_description(description.read_text(encoding="utf-8", errors="replace"))
+        why = f"guessed: {description.name} says \"{words}\""
+        if said in LABEL_SETS and metric_guess.from_data(guess, survey.read(sample_file))[0] not in LABEL_SETS:
+            said, why = "accuracy", f"{why}, of one label a row: accuracy"  # plant-seedlings' micro-averaged F1
         if said and (said != "bias_auc" or any(c in _train_columns(survey, guess) for c in IDENTITIES)):
-            return said, Line("metric", said, f"guessed: {description.name} says \"{words}\""), cannot
+            return said, Line("metric", said, why), cannot
     chosen, why, others = metric_guess.from_data(guess, survey.read(sample_file))
     cannot.insert(0, f"the metric from the data alone: {chosen} fits ({why}), and so may {others}; pass --metric")
     return chosen, Line("metric", chosen, f"guessed: {why}"), cannot

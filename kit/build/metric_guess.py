@@ -20,22 +20,24 @@ SAID = (
     (r"root mean squared? error|\brmse\b", "rmse"),
     (r"mean absolute error|\bmae\b", "mae"),
     (r"mean average precision ?@ ?(\d+)|\bmap ?@ ?(\d+)", "map@k"),
-    (r"macro[- ]?(averaged )?f1|f1[- ]score[^.]{0,40}macro", "macro_f1"),
-    (r"micro[- ]?(averaged )?f1|f1[^.]{0,40}micro", "f1_micro"),
+    (r"macro[- ]?(averaged )?\[?f1|f1[- ]score[^.]{0,40}macro", "macro_f1"),
+    # MLE-bench grades Kaggle's "Mean F1-Score" (plant-pathology-2021) as micro F1 over the label sets
+    (r"micro[- ]?(averaged )?\[?f1|f1[^.]{0,40}micro|mean \[?f1", "f1_micro"),
     (r"\bf2\b|f-2 score|f_2", "f2_samples"),
     (r"spearman", "spearman"),
     (r"pearson", "pearson"),
     (r"log(arithmic)? ?loss|cross[- ]entropy", "log_loss"),
     (r"area under the roc|roc curve|\bauc\b", "auc"),
-    (r"accuracy", "accuracy"),
+    (r"accuracy|classification error|top-1 error", "accuracy"),  # inaturalist's top-1 error is 1 - accuracy
 )
 SECTION = 1500  # characters of the description read from its first mention of evaluation
 
 
 def from_description(description: str) -> tuple[str, str]:
     """(metric, the words that say it) from a competition description's evaluation section, or ("", "")."""
-    lower = description.lower()
-    start = lower.find("evaluat")
+    lower = re.sub(r"[^\S\n]+", " ", description.lower())  # one space for any run of them (imet's no-break space)
+    heading = re.search(r"^#+\W*evaluation", lower, re.M)  # "## Evaluation"; else the first mention
+    start = heading.start() if heading else lower.find("evaluat")
     section = lower[start: start + SECTION] if start >= 0 else ""
     found = []
     for pattern, metric in SAID:
@@ -73,7 +75,7 @@ def from_data(guess: Guess, sample: pd.DataFrame) -> tuple[str, str, str]:
     if tokens.str.len().max() > 1 and len(vocabulary) < text(labels).nunique():  # a few labels, combined: tags
         return "f1_samples", "rows hold several space-separated labels", "f2_samples or f1_micro"
     k = int(text(column).str.split().str.len().max()) if len(column) else 1
-    if k > 1:
+    if k > 1 and not text(column).isin(set(text(labels))).all():  # k labels, not one label with a space ("Sugar beet")
         return f"map@{k}", f"the sample lists {k} labels a row, best first", "another k"
     distinct = text(labels).nunique()
     numeric_sample = numbers(column) is not None

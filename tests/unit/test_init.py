@@ -7,7 +7,7 @@ import layouts
 import pytest
 
 from kit import cli, config
-from kit.build import init
+from kit.build import init, metric_guess
 from kit.errors import KitError
 
 # competition folder -> (template, the [data] keys init must guess as so)
@@ -103,6 +103,29 @@ def test_the_metric_is_read_from_the_description_where_there_is_one(tmp_path):
     (folder / "description.md").write_text("## Evaluation\nSubmissions are evaluated according to the Mean Average "
                                            "Precision @ 5 (MAP@5).")
     assert tomllib.loads(init.draft(folder))["competition"]["metric"] == "map@5"
+
+
+@pytest.mark.parametrize("evaluation, metric", [
+    ("Essays evaluate learning.\n\n## Evaluation\n\nSubmissions are scored on the quadratic weighted kappa.", "qwk"),
+    ("## Evaluation\nSubmissions will be evaluated based on their micro averaged\xa0[F1 score](https://x).", "f1_micro"),
+    ("## Evaluation\nThe evaluation metric for this competition is [Mean F1-Score](https://x).", "f1_micro"),
+    ("## Evaluation\nWe use top-1 classification error as the metric for this competition.", "accuracy"),
+    ("## Evaluation\nSubmissions are scored using MCRMSE, mean columnwise root mean squared error:", "rmse"),
+    ("## Evaluation\nThe metric is the Root Mean Squared Logarithmic Error.", "rmsle"),
+    ("## Evaluation\nSubmissions are evaluated on the weighted AUC. Each region of the ROC curve ...", "weighted_auc"),
+    ("## Evaluation\nSubmissions are evaluated with multi-class logarithmic loss.", "log_loss"),
+    ("## Evaluation\nSubmissions are evaluated according to the Mean Average Precision @ 5 (MAP@5).", "map@5"),
+    ("## Overview\nNothing about how it is scored.", ""),
+])
+def test_an_evaluation_section_names_its_metric(evaluation, metric):
+    assert metric_guess.from_description(evaluation)[0] == metric
+
+
+def test_micro_f1_of_one_label_a_row_is_accuracy(tmp_path):
+    folder = layouts.alaska2(tmp_path / "plant-seedlings-classification")
+    (folder / "description.md").write_text("## Evaluation\nSubmissions are evaluated on MeanFScore, micro-averaged F1.")
+    text = init.draft(folder)
+    assert 'metric = "accuracy"' in text and "of one label a row: accuracy" in text
 
 
 def test_jigsaws_metric_names_the_identities_it_scores(tmp_path):
