@@ -23,6 +23,7 @@ TEXT_WORDS = 3.0  # a column is text when its cells hold this many words on aver
 TEXT_CHARS = 40.0
 LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
 HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
+UNSURE = "the first of the columns the test table lacks"  # label_column's reason when it cannot tell
 CATEGORIES = (3, 32)  # a sequence feature of whole numbers with this many distinct values is categorical
 
 
@@ -154,7 +155,7 @@ def label_column(train: pd.DataFrame, targets: list[str], key: str, test: pd.Dat
     if named:
         return named[0], "a label's usual name, among the columns the test table lacks"
     if only:
-        return only[0], f"the first of the columns the test table lacks ({', '.join(map(str, only[:4]))}); check it"
+        return only[0], UNSURE
     return "", ""
 
 
@@ -190,9 +191,8 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
     lines.append(Line("text_columns", texts, "free text (several words a cell) in both tables"))
     if through:
         lines.append(Line("submission_columns", targets, "the sample's columns the test table lacks: the model fills them"))
-    labels = train_frame[targets] if all(t in train_frame.columns for t in targets) and len(targets) > 1 else \
-        _labels(train_frame, lines)
-    return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets, labels, cannot)
+    return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
 
 
 def target_lines(train: pd.DataFrame, targets: list[str], key: str, test: pd.DataFrame | None,
@@ -202,13 +202,19 @@ def target_lines(train: pd.DataFrame, targets: list[str], key: str, test: pd.Dat
     if len(targets) > 1 and all(t in train.columns for t in targets):
         return []
     column, why = label_column(train, targets, key, test)
+    if not column or why == UNSURE:
+        others = [c for c in train.columns if c != key and (test is None or c not in test.columns)]
+        cannot.append(f"which training column holds the target of {', '.join(targets)} (of {', '.join(map(str, others[:6]))}"
+                      f"{', ...' if len(others) > 6 else ''}): set target_column")
     if not column:
-        cannot.append(f"which training column holds the target of {', '.join(targets)}: set target_column")
         return []
     return [Line("target_column", column, why)]
 
 
-def _labels(train: pd.DataFrame, lines: list[Line]) -> pd.Series | None:
+def labels_of(train: pd.DataFrame, targets: list[str], lines: list[Line]) -> pd.DataFrame | pd.Series | None:
+    """The training labels the metric is guessed from: the target columns the table holds, or its target_column."""
+    if len(targets) > 1 and all(t in train.columns for t in targets):
+        return train[targets]
     column = next((line.value for line in lines if line.key == "target_column"), "")
     return train[column] if column in train.columns else None
 
@@ -231,9 +237,8 @@ def tabular_guess(survey: Survey, sample_file: str, names: list[str], template: 
     lines.append(Line("id_column", key, f"the sample's ids are {test or train}'s"))
     cannot: list[str] = []
     lines += target_lines(train_frame, targets, key, test_frame, cannot)
-    labels = train_frame[targets] if len(targets) > 1 and all(t in train_frame.columns for t in targets) else \
-        _labels(train_frame, lines)
-    return Guess(template, "tables of features, and no images, texts or sequences", lines, targets, labels, cannot)
+    return Guess(template, "tables of features, and no images, texts or sequences", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
 
 
 def sequence_guess(survey: Survey, sample_file: str, names: list[str], template: str) -> Guess | None:
@@ -344,10 +349,8 @@ def _long(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[st
                    "one sample row per step" if per_step else "one sample row per sequence")]
     cannot.append("which rows the metric scores: every row is trained on and scored; set score_mask (such as "
                   "\"u_out == 0\") where the competition scores only some")
-    column = next((line.value for line in lines if line.key == "target_column"), "")
-    labels = train_frame[column] if column in train_frame.columns else None
-    return Guess(template, f"{test}'s rows are steps of sequences ({sequence}, ordered by {order})", lines, targets, labels,
-                 cannot)
+    return Guess(template, f"{test}'s rows are steps of sequences ({sequence}, ordered by {order})", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
 
 
 def _grouping(values: pd.Series) -> bool:

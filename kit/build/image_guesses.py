@@ -115,8 +115,9 @@ def rows_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
     matched = f"the sample's ids are {test}'s" if key else f"the sample's; {test}'s row k is the sample's row k"
     key = key or next((c for c in columns(sample) if guesses.unique(sample[c])), "")
     targets = [c for c in columns(sample) if c != key]
-    column, why = guesses.label_column(train_frame.drop(columns=pixels), targets, key,
-                                       test_frame.drop(columns=pixels, errors="ignore"))
+    cannot: list[str] = []
+    labelled = train_frame.drop(columns=pixels)
+    target = guesses.target_lines(labelled, targets, key, test_frame.drop(columns=pixels, errors="ignore"), cannot)
     if pixels:
         side = math.isqrt(len(pixels))
         lines = [Line("layout", "pixels", f"{len(pixels)} pixel columns ({pixels[0]} ... {pixels[-1]}): {side} x {side} "
@@ -126,10 +127,10 @@ def rows_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
                                           "each")]
     lines += [Line("train", train, "the training rows"), Line("test", test, "the test rows"),
               Line("sample_submission", sample_file, "the sample submission, by its name"), Line("id_column", key, matched),
-              Line("target_column", column, why)]
+              *target]
     if arrays:
         lines.append(Line("array_columns", arrays, "a list of numbers a row, the same square length in each"))
-    return Guess("cnn", "images stored as table rows", lines, targets, train_frame[column] if column else None)
+    return Guess("cnn", "images stored as table rows", lines, targets, guesses.labels_of(labelled, targets, lines), cannot)
 
 
 def _pixel_columns(frame: pd.DataFrame) -> list[str]:
@@ -179,19 +180,20 @@ def files_guess(survey: Survey, sample_file: str, names: list[str], metric: str)
             continue
         folder, column, where = named
         test = next((n for n in names if "test" in n.lower()), "")
-        label, why = guesses.label_column(frame, targets, column, survey.read(test) if test else None)
+        cannot: list[str] = []
+        target = guesses.target_lines(frame, targets, column, survey.read(test) if test else None, cannot)
         own = column == key
         lines = [Line("layout", "files", f"{train} names each training image by its '{column}'"),
                  Line("train", train, "the table of training ids and labels"),
                  Line("sample_submission", sample_file, "the sample submission, by its name"),
                  Line("id_column", key, f"the sample's ids name the files in {test_folder.source}" if own else
                       f"the sample's ids name the files in {test_folder.source}; {train} lacks it: its rows are numbered"),
-                 Line("target_column", label, why),
+                 *target,
                  Line("train_images", folder.name, f"{folder.source} holds the training table's images"),
                  Line("test_images", test_folder.name, f"{test_folder.source} holds the sample's ids' images")]
         lines += _addressing(key, where if own else Address("", where.template or f"{{{column}}}{where.ext}"), test_address)
-        labels = frame[label] if label in frame.columns else None
-        return Guess("cnn", f"images named by the ids ({test_folder.source}, {folder.source})", lines, targets, labels)
+        return Guess("cnn", f"images named by the ids ({test_folder.source}, {folder.source})", lines, targets,
+                     guesses.labels_of(frame, targets, lines), cannot)
     return _folders_guess(survey, sample_file, key, test_folder, test_address, targets, metric)
 
 

@@ -150,6 +150,14 @@ def test_what_it_cannot_tell_is_one_line_each(tmp_path):
     assert "# cannot tell: which rows the metric scores" in text and "score_mask" not in raw
     text, _ = drafted(tmp_path / "t", "pizza")
     assert "# cannot tell: which Hugging Face model" in text
+    folder = tmp_path / "reviews"  # two columns the test lacks, neither named as a label is, nor as the sample's
+    texts = layouts.sentences(8)
+    layouts.csv({"id": range(6), "review": texts[:6], "stars": [1, 2, 3, 4, 5, 1], "helpful": 0}, folder / "train.csv")
+    layouts.csv({"id": [6, 7], "review": texts[6:]}, folder / "test.csv")
+    layouts.csv({"id": [6, 7], "rating": 3}, folder / "sample_submission.csv")
+    text = init.draft(folder, metric="rmse")
+    assert 'target_column = "stars"' in text
+    assert "# cannot tell: which training column holds the target of rating (of stars, helpful): set target_column" in text
 
 
 def test_the_slug_skips_folders_named_as_mle_bench_names_them(tmp_path):
