@@ -88,7 +88,7 @@ def sample_name(survey: Survey) -> str:
     names = [n for n in survey.tables if "/" not in n]
     found = [n for n in names if SAMPLE.search(n)] or [n for n in names if "submission" in n.lower()]
     if not found:
-        held = ", ".join(sorted(p.name for p in survey.data_dir.iterdir())[:10])
+        held = ", ".join(sorted(p.name for p in survey.data_dir.iterdir() if not p.name.startswith("."))[:10])
         raise KitError(f"{survey.data_dir}: no sample submission (a table named like sample_submission.csv) among {held}; "
                        "kit init reads the submission's shape from it: add it to the folder")
     return min(found, key=lambda n: (not n.lower().startswith("sample_submission"), len(n), n))

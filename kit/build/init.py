@@ -103,10 +103,13 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
             "sequence": "a test table of sequences (rows of steps grouped by a column, or rows holding whole sequences)",
             "text": "a test table with free-text columns that the training table has too",
             "tabular": "training and test tables"}
+    folders = list(survey.folders.values())
+    hint = (f" (the image folders {', '.join(f.source for f in folders[:3])} hold files such as {folders[0].files[0]}, "
+            f"which no column of {sample_file} names)") if folders and order[0] == "cnn" else ""
     if template:
-        raise KitError(f"{survey.data_dir}: found no {what[order[0]]} for template {template}; check the folder, or "
+        raise KitError(f"{survey.data_dir}: found no {what[order[0]]} for template {template}{hint}; check the folder, or "
                        "pass another --template")
-    raise KitError(f"{survey.data_dir}: found none of {', '.join(what[k] for k in order)}; kit's templates "
+    raise KitError(f"{survey.data_dir}: found none of {', '.join(what[k] for k in order)}{hint}; kit's templates "
                    f"({', '.join(templates.names())}) read one of them: pass --template to choose one")
 
 
