@@ -20,7 +20,7 @@ FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 override MESSAGE := $(value MESSAGE)
 export MESSAGE
 
-.PHONY: help venv kernel kernels push status output logs publish blend weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv init kernel kernels push status output logs publish blend weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -35,6 +35,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@touch $@
 
 venv: $(VENV)/.installed ## create .venv with kit, torch 2.14.1 (CPU is fine) and the dev tools
+
+init: venv ## draft a config from a competition's files, each guess commented  (DATA=folder [METRIC=...] [TEMPLATE=...] [OUT=file.toml])
+	@$(PY) -m kit init "$(DATA)" $(if $(METRIC),--metric "$(METRIC)",) $(if $(TEMPLATE),--template "$(TEMPLATE)",) $(if $(OUT),--output "$(OUT)",)
 
 kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>`  (COMP=...)
 	@$(PY) -m kit kernel "$(COMP)"

@@ -155,6 +155,17 @@ def cmd_smoke(args) -> None:
         print(f"  inference  {result.inference} (the inference notebook's, from the mounted training output: the same to 1e-4)")
 
 
+def cmd_init(args) -> None:
+    from kit.build import init
+
+    text = init.draft(args.data, metric=args.metric or "", template=args.template or "")
+    if not args.output:
+        print(text, end="")
+        return
+    path = init.write(text, args.output)
+    print(f"wrote {path}; check its guessed lines, then: make kernel COMP={path}")
+
+
 def cmd_run(args) -> None:
     from kit import config as kit_config
     from kit import files, params, templates
@@ -231,6 +242,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-p", "--param", action="append", type=_value, metavar="KEY=VALUE", help="override a parameter")
     s.add_argument("--kernel-python", help="run the notebook on this interpreter (e.g. .venv-kaggle/bin/python)")
     s.set_defaults(func=cmd_smoke)
+    it = sub.add_parser("init", help="draft a config from a competition's files: each guess commented, and what it cannot tell")
+    it.add_argument("data", help="the competition's data folder (sample submission, tables, images, archives)")
+    it.add_argument("--metric", help="the competition's metric (log_loss, auc, map@5, ...); guessed where not given")
+    it.add_argument("--template", help="cnn, lstm, transformer, text, ...; guessed where not given")
+    it.add_argument("--output", help="write the config to this file (never over an existing one) instead of printing it")
+    it.set_defaults(func=cmd_init)
     r = sub.add_parser("run", help="run the built notebook locally on a copy of the competition data")
     r.add_argument("comp")
     r.add_argument("--data", required=True, help="the competition's data folder")

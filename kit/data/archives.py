@@ -108,6 +108,11 @@ def find_folder(data_dir: Path, name: str, key: str, scratch: Path | None = None
     return folder
 
 
+def members(archive: Path) -> list[str]:
+    """The names of what `archive` holds (files and folders), read from its index without unpacking it."""
+    return _reader(archive).listing()[0]
+
+
 def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> Path:
     """The folder `archive` unpacks to under `scratch`: reused when this archive was unpacked before, else
     unpacked now, after checking the disk has room, into a temporary folder renamed into place when whole."""

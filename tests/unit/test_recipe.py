@@ -104,7 +104,8 @@ def test_the_budget_knows_the_average_is_validated_too(tmp_path, monkeypatch):
 
     seen, real = [], Budget.measure_epoch
     monkeypatch.setattr(Budget, "measure_epoch",
-                        lambda self, train_s, val_s, rows, save_s=0.0: seen.append(rows) or real(self, train_s, val_s, rows, save_s))
+                        lambda self, train_s, val_s, rows, save_s=0.0:
+                        seen.append(rows) or real(self, train_s, val_s, rows, save_s))
     fit_toy(tmp_path, ema=True, budget=Budget(time.time(), 3600.0, predict_rows=32))
     fit_toy(tmp_path, name="b", budget=Budget(time.time(), 3600.0, predict_rows=32))
     assert seen == [64] * 4 + [32] * 4

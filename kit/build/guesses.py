@@ -1,0 +1,368 @@
+"""`kit init`'s readings of a competition's tables: the sample submission, its id and target columns, the
+training and test tables, and the templates that read tables (text, sequences, tabular). Each guess carries
+the reason it was made, which becomes its line's comment; what the data cannot say is a "cannot tell" line.
+The image layouts are kit.build.image_guesses'."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from kit.build.survey import Survey
+from kit.errors import KitError
+
+UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a blank-headed column (an index written with the frame)
+SAMPLE = re.compile(r"sample.?submission|submission.?sample", re.I)
+# what a training table's label column is called where its name is not the sample's (jigsaw's "target" for
+# the sample's "prediction"): tried in this order among the columns the test table lacks
+LABEL_NAMES = ("target", "label", "labels", "class", "category", "category_id", "y")
+TEXT_WORDS = 3.0  # a column is text when its cells hold this many words on average (or TEXT_CHARS characters)
+TEXT_CHARS = 40.0
+LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
+HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
+UNSURE = "the first of the columns the test table lacks"  # label_column's reason when it cannot tell
+CATEGORIES = (3, 32)  # a sequence feature of whole numbers with this many distinct values is categorical
+
+
+@dataclass(frozen=True)
+class Line:
+    """One `key = value` of the drafted config and the reason for it (its comment)."""
+
+    key: str
+    value: Any
+    why: str = ""
+
+
+@dataclass
+class Guess:
+    """A template's reading of the data: its [data] lines, what it cannot tell, and the labels the metric is
+    guessed from."""
+
+    template: str
+    why: str  # why this template
+    data: list[Line]
+    targets: list[str]  # the sample's columns the model fills
+    labels: pd.DataFrame | pd.Series | None = None  # the training labels: one column, or the target columns
+    cannot: list[str] = field(default_factory=list)
+
+
+def columns(sample: pd.DataFrame) -> list[str]:
+    """The sample's columns but a blank-headed index."""
+    return [c for c in sample.columns if not UNNAMED.fullmatch(str(c))]
+
+
+def text(values: pd.Series) -> pd.Series:
+    """Cells as text, as a table read with ids as text spells them (1, not 1.0, where a JSON number is whole)."""
+    return values.map(lambda v: str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
+
+
+def unique(values: pd.Series) -> bool:
+    return bool(values.notna().all()) and not text(values).duplicated().any()
+
+
+def numbers(values: pd.Series) -> pd.Series | None:
+    """The cells as numbers, or None where some filled cell is not one (booleans are not numbers here)."""
+    filled = values.dropna()
+    if filled.map(lambda v: isinstance(v, (bool, list, dict))).any():
+        return None
+    converted = pd.to_numeric(filled, errors="coerce")
+    return None if converted.isna().any() or filled.empty else converted
+
+
+def is_text(values: pd.Series) -> bool:
+    """Free text: strings of several words (or long), mostly letters (not a date and time), mostly distinct."""
+    filled = values.dropna()
+    if filled.empty or not filled.map(lambda v: isinstance(v, str)).all() or numbers(filled) is not None:
+        return False
+    words = filled.str.split().str.len().mean()
+    letters = filled.str.count(r"[^\W\d_]").sum() / max(int(filled.str.count(r"\S").sum()), 1)
+    return (words >= TEXT_WORDS or filled.str.len().mean() >= TEXT_CHARS) and letters >= LETTERS and \
+        filled.nunique() >= 0.5 * len(filled)
+
+
+def sample_name(survey: Survey) -> str:
+    """The sample submission: the top-level table named like sample_submission.csv (or holding "submission")."""
+    names = [n for n in survey.tables if "/" not in n]
+    found = [n for n in names if SAMPLE.search(n)] or [n for n in names if "submission" in n.lower()]
+    if not found:
+        held = ", ".join(sorted(p.name for p in survey.data_dir.iterdir() if not p.name.startswith("."))[:10])
+        raise KitError(f"{survey.data_dir}: no sample submission (a table named like sample_submission.csv) among {held}; "
+                       "kit init reads the submission's shape from it: add it to the folder")
+    return min(found, key=lambda n: (not n.lower().startswith("sample_submission"), len(n), n))
+
+
+def data_tables(survey: Survey, sample: str) -> list[str]:
+    """The top-level tables but the sample submission (and other submissions)."""
+    return [n for n in survey.tables if "/" not in n and n != sample and not SAMPLE.search(n) and "submission" not in n.lower()]
+
+
+def holds_ids(table: pd.DataFrame, column: str, ids: pd.Series) -> bool:
+    """Whether `table`'s `column` holds the first of `ids`."""
+    return column in table.columns and bool(text(ids.head(HEAD_IDS)).isin(set(text(table[column]))).all())
+
+
+def test_table(survey: Survey, names: list[str], sample: pd.DataFrame) -> str:
+    """The test table: a table named "test" whose column holds the sample's ids (or any named "test")."""
+    tests = [n for n in names if "test" in n.lower()]
+    for name in tests:
+        if any(holds_ids(survey.read(name), c, sample[c]) for c in columns(sample) if unique(sample[c])):
+            return name
+    return tests[0] if tests else ""
+
+
+def train_table(survey: Survey, names: list[str], test: str, key: str = "") -> str:
+    """The training table: among the tables but the test's, one named "train" (or "labels") that holds `key`."""
+    candidates = [n for n in names if n != test]
+
+    def rank(name: str) -> tuple:
+        lower = name.lower()
+        return (not (key and key in survey.read(name).columns), "train" not in lower, "label" not in lower, name)
+
+    return min(candidates, key=rank) if candidates else ""
+
+
+def id_of(sample: pd.DataFrame, table: pd.DataFrame | None) -> str:
+    """The sample's id column: its first column of distinct values that `table` holds too, and not free text
+    (detecting-insults' comments are distinct, but may repeat in the hidden rows); "" for none."""
+    for column in columns(sample):
+        if unique(sample[column]) and not is_text(sample[column]) and \
+                (table is None or holds_ids(table, column, sample[column])):
+            return column
+    return ""
+
+
+def label_column(train: pd.DataFrame, targets: list[str], key: str, test: pd.DataFrame | None) -> tuple[str, str]:
+    """The training table's column holding the one target, and why: the sample's own name, the same name in
+    another case, the one column the test table lacks, a label's usual name, or the columns' first."""
+    others = [c for c in train.columns if c != key and not UNNAMED.fullmatch(str(c))]
+    if len(targets) == 1 and targets[0] in others:
+        return targets[0], f"the sample's '{targets[0]}', a column of the training table"
+    if len(targets) > 1:  # one column of class names: dog-breed's breed for its 120 probability columns
+        for c in others:
+            if text(train[c].dropna()).isin(set(targets)).all():
+                return c, f"its values are the sample's {len(targets)} column names: one probability column per class"
+    if len(targets) == 1:
+        same = [c for c in others if str(c).lower() == targets[0].lower()]
+        if same:
+            return same[0], f"the sample's '{targets[0]}', spelled so in the training table"
+    only = [c for c in others if test is None or c not in test.columns]
+    if len(only) == 1:
+        return only[0], "the one column of the training table that the test table lacks"
+    named = [c for name in LABEL_NAMES for c in only if str(c).lower() == name]
+    if named:
+        return named[0], "a label's usual name, among the columns the test table lacks"
+    if only:
+        return only[0], UNSURE
+    return "", ""
+
+
+def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | None:
+    """The text template: a test table with free-text columns the training table holds too."""
+    sample = survey.read(sample_file)
+    test = test_table(survey, names, sample)
+    if not test:
+        return None
+    test_frame = survey.read(test)
+    key = id_of(sample, test_frame)
+    train = train_table(survey, names, test, key)
+    if not train:
+        return None
+    train_frame = survey.read(train)
+    texts = [c for c in test_frame.columns if c in train_frame.columns and c != key and is_text(test_frame[c])]
+    if not texts:
+        return None
+    targets = [c for c in columns(sample) if c != key and c not in test_frame.columns]
+    if not targets:
+        return None
+    lines = [Line("train", train, "the training table"), Line("test", test, "the test table: it holds the texts"),
+             Line("sample_submission", sample_file, "the sample submission, by its name")]
+    cannot = []
+    through = [c for c in columns(sample) if c != key and c in test_frame.columns]
+    copied = f"; {', '.join(through)} copied through from the sample" if through else ""
+    if key:
+        lines.append(Line("id_column", key, f"the sample's ids are {test}'s{copied}"))
+    else:
+        lines.append(Line("id_column", "", f"no column of distinct values in both {sample_file} and {test}: their rows "
+                                           f"match by order{copied}"))
+    lines += target_lines(train_frame, targets, key, test_frame, cannot)
+    lines.append(Line("text_columns", texts, "free text (several words a cell) in both tables"))
+    if through:
+        lines.append(Line("submission_columns", targets, "the sample's columns the test table lacks: the model fills them"))
+    return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
+
+
+def target_lines(train: pd.DataFrame, targets: list[str], key: str, test: pd.DataFrame | None,
+                 cannot: list[str]) -> list[Line]:
+    """target_column, where one training column holds the labels; none where the training table holds each of
+    several target columns (lmsys' one-hot winners, google-quest's 30 scores)."""
+    if len(targets) > 1 and all(t in train.columns for t in targets):
+        return []
+    column, why = label_column(train, targets, key, test)
+    if not column or why == UNSURE:
+        others = [c for c in train.columns if c != key and (test is None or c not in test.columns)]
+        cannot.append(f"which training column holds the target of {', '.join(targets)} (of {', '.join(map(str, others[:6]))}"
+                      f"{', ...' if len(others) > 6 else ''}): set target_column")
+    if not column:
+        return []
+    return [Line("target_column", column, why)]
+
+
+def labels_of(train: pd.DataFrame, targets: list[str], lines: list[Line]) -> pd.DataFrame | pd.Series | None:
+    """The training labels the metric is guessed from: the target columns the table holds, or its target_column."""
+    if len(targets) > 1 and all(t in train.columns for t in targets):
+        return train[targets]
+    column = next((line.value for line in lines if line.key == "target_column"), "")
+    return train[column] if column in train.columns else None
+
+
+def tabular_guess(survey: Survey, sample_file: str, names: list[str], template: str) -> Guess | None:
+    """A table of features per row (the tabular template): train, test, the id and the target."""
+    sample = survey.read(sample_file)
+    test = test_table(survey, names, sample)
+    test_frame = survey.read(test) if test else None
+    key = id_of(sample, test_frame)
+    train = train_table(survey, names, test, key)
+    if not train:
+        return None
+    train_frame = survey.read(train)
+    targets = [c for c in columns(sample) if c != key and (test_frame is None or c not in test_frame.columns)]
+    lines = [Line("train", train, "the training table"),
+             Line("sample_submission", sample_file, "the sample submission, by its name")]
+    if test:
+        lines.insert(1, Line("test", test, "the test table"))
+    lines.append(Line("id_column", key, f"the sample's ids are {test or train}'s"))
+    cannot: list[str] = []
+    lines += target_lines(train_frame, targets, key, test_frame, cannot)
+    return Guess(template, "tables of features, and no images, texts or sequences", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
+
+
+def sequence_guess(survey: Survey, sample_file: str, names: list[str], template: str) -> Guess | None:
+    """The sequence templates: a long table (rows of time steps grouped by a sequence column), or rows holding
+    whole sequences in list or string columns (step_columns)."""
+    sample = survey.read(sample_file)
+    test = test_table(survey, names, sample)
+    if not test:
+        return None
+    test_frame = survey.read(test)
+    return _steps(survey, sample_file, sample, names, test, test_frame, template) or \
+        _long(survey, sample_file, sample, names, test, test_frame, template)
+
+
+def _steps(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[str], test: str, frame: pd.DataFrame,
+           template: str) -> Guess | None:
+    """stanford-covid-vaccine: the sample's ids are "<sequence>_<step>" and the test rows hold each step's
+    values in strings (a character a step) or lists as long as the sample's steps."""
+    key = columns(sample)[0]
+    ids = text(sample[key])
+    split = ids.str.rsplit("_", n=1)
+    if not (split.str.len() == 2).all() or not split.str[1].str.isdigit().all():
+        return None
+    prefixes = split.str[0]
+    sequence = next((c for c in frame.columns if holds_ids(frame, c, prefixes)), "")
+    if not sequence:
+        return None
+    steps = prefixes.value_counts()
+    head = frame.head(HEAD_IDS)
+    want = text(head[sequence]).map(steps)
+    stepped = [c for c in frame.columns if c != sequence and _lengths(head[c]).eq(want).all()]
+    if not stepped:
+        return None
+    train = train_table(survey, names, test, sequence)
+    if not train:
+        return None
+    train_frame = survey.read(train)
+    targets = [c for c in columns(sample) if c != key and c not in frame.columns]
+    listed = [c for c in targets if c in train_frame.columns and train_frame[c].map(lambda v: isinstance(v, list)).all()]
+    order = key[len(sequence) + 1:] if key.startswith(f"{sequence}_") and key[len(sequence) + 1:] not in frame.columns \
+        else "step"
+    strings = [c for c in stepped if head[c].map(lambda v: isinstance(v, str)).all()]
+    lines = [Line("train", train, "the training rows"), Line("test", test, f"its {sequence} values start the sample's ids"),
+             Line("sample_submission", sample_file, "the sample submission, by its name"),
+             Line("id_column", key, f"<{sequence}>_<step>: one row per step of each sequence"),
+             Line("sequence_column", sequence, "the part of the sample's ids before the step"),
+             Line("order_column", order, "made: the steps numbered from 0"),
+             Line("step_columns", [*stepped, *listed], "a string or list as long as the sequence's steps in the sample "
+                                                         "(the targets' lists in the training table)"),
+             Line("features", [order], "the step's position"),
+             Line("categorical", strings, "one character a step: a code, embedded"),
+             Line("task", "per_step", "one sample row per step")]
+    if len(targets) == 1:
+        lines.insert(4, Line("target_column", targets[0], "the sample's"))
+    labels = _exploded(train_frame, listed)
+    return Guess(template, f"each row of {test} holds whole sequences ({', '.join(stepped[:3])})", lines, targets,
+                 labels, [])
+
+
+def _lengths(values: pd.Series) -> pd.Series:
+    return values.map(lambda v: len(v) if isinstance(v, (str, list)) else -1)
+
+
+def _exploded(train: pd.DataFrame, listed: list[str]) -> pd.DataFrame | None:
+    """The first rows' per-step targets, one row a step: what the metric is guessed from."""
+    if not listed:
+        return None
+    rows = train.head(200)
+    return pd.DataFrame({c: pd.Series([x for cell in rows[c] for x in cell]) for c in listed})
+
+
+def _long(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[str], test: str, frame: pd.DataFrame,
+          template: str) -> Guess | None:
+    """ventilator-pressure-prediction: a long table whose rows are time steps, grouped by a sequence column
+    whose values each fill one run of rows; the sample names the rows (per step) or the sequences."""
+    key = id_of(sample, frame)
+    groups = [c for c in frame.columns if c != key and _grouping(frame[c])]
+    if not groups:
+        return None
+    per_step = bool(key) and unique(frame[key])
+    if not per_step:
+        key = next((c for c in columns(sample) if c in groups and holds_ids(frame, c, sample[c])), "")
+        if not key:
+            return None
+    sequence = key if not per_step else min(groups, key=lambda c: (not str(c).lower().endswith("id"), frame[c].nunique()))
+    numeric = {c: numbers(frame[c]) for c in frame.columns if c not in (key, sequence)}
+    numeric = {c: v for c, v in numeric.items() if v is not None and len(v) == len(frame)}
+    orders = [c for c, v in numeric.items() if _increasing(v, frame[sequence])]
+    if not orders:
+        return None
+    order = min(orders, key=lambda c: (not re.search(r"time|step|order|pos|seq", str(c), re.I), orders.index(c)))
+    train = train_table(survey, names, test, sequence)
+    if not train:
+        return None
+    train_frame = survey.read(train)
+    targets = [c for c in columns(sample) if c != key and c not in frame.columns]
+    categorical = [c for c, v in numeric.items() if (v == v.round()).all() and CATEGORIES[0] <= v.nunique() <= CATEGORIES[1]]
+    lines = [Line("train", train, "the training steps"), Line("test", test, "the test steps"),
+             Line("sample_submission", sample_file, "the sample submission, by its name"),
+             Line("id_column", key, "the sample's ids are the test rows'" if per_step else "the sample's ids are the sequences'")]
+    cannot: list[str] = []
+    lines += target_lines(train_frame, targets, key, frame, cannot)
+    lines += [Line("sequence_column", sequence, "its values each fill one run of rows"),
+              Line("order_column", order, "rises within each sequence"),
+              Line("features", list(numeric), "the test table's numeric columns"),
+              Line("categorical", categorical, f"whole numbers of {CATEGORIES[0]} to {CATEGORIES[1]} values: embedded"),
+              Line("task", "per_step" if per_step else "per_sequence",
+                   "one sample row per step" if per_step else "one sample row per sequence")]
+    cannot.append("which rows the metric scores: every row is trained on and scored; set score_mask (such as "
+                  "\"u_out == 0\") where the competition scores only some")
+    return Guess(template, f"{test}'s rows are steps of sequences ({sequence}, ordered by {order})", lines, targets,
+                 labels_of(train_frame, targets, lines), cannot)
+
+
+def _grouping(values: pd.Series) -> bool:
+    """Each value fills one run of rows, of two rows or more on average, and there are several."""
+    as_text = text(values)
+    runs = int((as_text != as_text.shift()).sum())
+    distinct = as_text.nunique()
+    return values.notna().all() and 1 < distinct == runs and len(values) >= 2 * distinct
+
+
+def _increasing(values: pd.Series, groups: pd.Series) -> bool:
+    """Rising within each group (and not everywhere the same)."""
+    frame = pd.DataFrame({"v": values.to_numpy(dtype=np.float64), "g": text(groups).to_numpy()})
+    rises = frame.groupby("g", sort=False)["v"].apply(lambda v: bool((np.diff(v.to_numpy()) > 0).all()))
+    return bool(rises.all()) and frame["v"].nunique() > frame["g"].nunique()

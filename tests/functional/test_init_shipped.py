@@ -1,0 +1,101 @@
+"""kit init on every shipped config's smoke data (its competition's public layout, written by the config's smoke
+maker): the draft builds as `make kernel` builds a config, and its [data] agrees with the shipped config's on
+what decides the run: the template, the layout, the files, the id and target columns, how a row names its
+image, the text, array and sequence columns. Where they agree, the shipped config's own smoke run (make
+kaggle-smoke, the e2e tests) already shows the submission the draft's run writes, so none is trained here.
+
+A new shipped config is covered as it lands; one that kit init cannot reproduce goes in DIFFERENT with why."""
+from pathlib import Path
+
+import pytest
+
+from kit import config, smoke
+from kit.build import bundle, init
+from kit.data import archives, layouts, tables
+from kit.spec import Spec
+
+DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
+FILES = ("train", "test", "sample_submission", "train_images", "test_images")
+COLUMNS = ("id_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns", "submission_columns")
+SETS = ("text_columns", "step_columns")  # the same columns in any order
+FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
+
+
+def quiet(line: str) -> None:
+    pass
+
+
+def differences(shipped: Spec, drafted: Spec, data_dir: Path, scratch: Path) -> list[str]:
+    """What the draft says otherwise than the shipped config, in the keys that decide the run."""
+    out = []
+
+    def differ(key: str, a, b) -> None:
+        if a != b:
+            out.append(f"{key}: shipped {a!r}, drafted {b!r}")
+
+    differ("template", FAMILY.get(shipped.template, shipped.template), FAMILY.get(drafted.template, drafted.template))
+    for key in COLUMNS:
+        differ(key, getattr(shipped, key), getattr(drafted, key))
+    for key in SETS:
+        differ(key, sorted(getattr(shipped, key)), sorted(getattr(drafted, key)))
+    images = shipped.template == "cnn"
+    if images:
+        differ("layout", shipped.layout, drafted.layout)
+    for key in FILES:  # train.csv and train.csv.zip, train/ and train.zip serve alike: compare what each finds
+        a, b = getattr(shipped, key), getattr(drafted, key)
+        unused = images and ((key == "train" and shipped.layout in ("folders", "names"))
+                             or (key.endswith("_images") and shipped.layout in ("pixels", "arrays")))
+        if not unused and (a or b):
+            differ(key, archives.locate(data_dir, a) if a else None, archives.locate(data_dir, b) if b else None)
+    if not _several_held(shipped, data_dir, scratch):  # else the sample's columns are the targets: target_column unused
+        differ("target_column", shipped.target_column, drafted.target_column)
+    if images and shipped.layout in ("files", "coco"):
+        differ("training image paths", _train_path(shipped), _train_path(drafted))
+        differ("test image paths", _test_path(shipped), _test_path(drafted))
+    if images and shipped.layout in ("folders", "names"):  # class_folders, label_pattern, image_ext: the same labels
+        a, b = _labels(shipped, data_dir), _labels(drafted, data_dir)
+        if a != b:
+            odd = sorted(set(a) ^ set(b))
+            out.append(f"training labels: {len(odd)} of the files are labelled otherwise or only by one, such as {odd[0]}")
+    return out
+
+
+def _train_path(spec: Spec) -> str:
+    return spec.image_path or ("" if spec.layout == "coco" else f"{{{spec.id_column}}}{spec.image_ext}")
+
+
+def _test_path(spec: Spec) -> str:
+    return spec.test_image_path or _train_path(spec)
+
+
+def _labels(spec: Spec, data_dir: Path) -> list[tuple[str, str]]:
+    table, _ = layouts.training_table(spec, data_dir, log=quiet)
+    return sorted(zip(table[spec.id_column].astype(str), table[spec.target_column].astype(str)))
+
+
+def _several_held(spec: Spec, data_dir: Path, scratch: Path) -> bool:
+    """The sample has several target columns and the training table holds each (one-hot, multi-label, values)."""
+    if spec.template == "cnn" and spec.layout != "files":
+        return False
+    sample = tables.read_table(archives.find_file(data_dir, spec.sample_submission, "sample", scratch, quiet))
+    train = tables.read_table(archives.find_file(data_dir, spec.train, "train", scratch, quiet))
+    targets = [c for c in sample.columns if c != spec.id_column and not str(c).startswith("Unnamed: ")]
+    return len(targets) > 1 and all(c in train.columns for c in targets)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=DIFFERENT[n]))
+                                  if n in DIFFERENT else n for n in config.shipped()])
+def test_init_drafts_the_shipped_config_from_its_smoke_data(name, tmp_path, kaggle_user, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    shipped = config.load(name)
+    data_dir = tmp_path / "input" / shipped.spec.slug
+    smoke.make_dataset(shipped.spec, data_dir, 0)
+    text = init.draft(data_dir, metric=shipped.spec.metric)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    built = bundle.build(str(path), tmp_path / "kernels" / name)  # make kernel on the draft
+    assert built.notebook.is_file()
+    drafted = config.load(str(path))
+    assert drafted.spec.slug == shipped.spec.slug and drafted.spec.metric == shipped.spec.metric
+    found = differences(shipped.spec, drafted.spec, data_dir, tmp_path / "scratch")
+    assert not found, f"{name}: " + "; ".join(found) + f"\n{text}"

@@ -1,0 +1,236 @@
+"""kit init: the config drafted from tiny folders in the public layouts of real competitions (tests/layouts.py),
+each guess with its comment, what the files cannot say on a "cannot tell" line, and bad inputs in one line each."""
+import tomllib
+import zipfile
+
+import layouts
+import pytest
+
+from kit import cli, config
+from kit.build import init, metric_guess
+from kit.errors import KitError
+
+# competition folder -> (template, the [data] keys init must guess as so)
+EXPECTED = {
+    "aerial_cactus": ("cnn", {"layout": "files", "train": "train.csv", "id_column": "id", "target_column": "has_cactus",
+                              "train_images": "train", "test_images": "test", "image_ext": ""}),
+    "dogs_vs_cats": ("cnn", {"layout": "names", "id_column": "id", "target_column": "label", "train_images": "train",
+                             "test_images": "test", "image_ext": ".jpg", "label_pattern": r"^(cat|dog)\."}),
+    "imet": ("cnn", {"layout": "files", "train": "train.csv", "id_column": "id", "target_column": "attribute_ids",
+                     "image_ext": ".png"}),
+    "whale": ("cnn", {"train": "train.csv", "id_column": "Image", "target_column": "Id", "image_ext": ""}),
+    "hotel_id": ("cnn", {"id_column": "image", "target_column": "hotel_id", "train_images": "train_images",
+                         "test_images": "test_images", "image_path": "{chain}/{image}", "test_image_path": "{image}"}),
+    "iwildcam_2019": ("cnn", {"layout": "files", "train": "train.csv", "id_column": "Id", "target_column": "category_id",
+                              "train_images": "train_images", "test_images": "test_images", "image_path": "{file_name}",
+                              "test_image_path": "{Id}.jpg"}),
+    "seti": ("cnn", {"train": "train_labels.csv", "train_images": "train", "test_images": "test",
+                     "image_path": "{id[0]}/{id}.npy"}),
+    "alaska2": ("cnn", {"layout": "folders", "id_column": "Id", "target_column": "Label", "train_images": "",
+                        "test_images": "Test", "image_ext": "",
+                        "class_folders": ["Cover=0", "JMiPOD=1", "JUNIWARD=1", "UERD=1"]}),
+    "invasive": ("cnn", {"train": "train_labels.csv", "sample_submission": "sample_submission.csv", "id_column": "name",
+                         "target_column": "invasive", "train_images": "train", "test_images": "test", "image_ext": ".jpg"}),
+    "statoil": ("cnn", {"layout": "arrays", "train": "train.json", "test": "test.json",
+                        "sample_submission": "sample_submission.csv", "id_column": "id", "target_column": "is_iceberg",
+                        "array_columns": ["band_1", "band_2"]}),
+    "inaturalist": ("cnn", {"layout": "coco", "train": "train2019.json", "test": "test2019.json", "id_column": "id",
+                            "target_column": "predicted", "train_images": "train_val2019", "test_images": "test2019"}),
+    "herbarium_2020": ("cnn", {"layout": "coco", "train": "nybg2020/train/metadata.json",
+                               "test": "nybg2020/test/metadata.json", "id_column": "Id", "train_images": "nybg2020/train",
+                               "test_images": "nybg2020/test"}),
+    "iwildcam_2020": ("cnn", {"layout": "coco", "train": "iwildcam2020_train_annotations.json",
+                              "test": "iwildcam2020_test_information.json", "train_images": "train", "test_images": "test"}),
+    "insults": ("text", {"train": "train.csv", "test": "test.csv", "sample_submission": "sample_submission_null.csv",
+                         "id_column": "", "target_column": "Insult", "text_columns": ["Comment"],
+                         "submission_columns": ["Insult"]}),
+    "pizza": ("text", {"train": "train.json", "test": "test.json", "id_column": "request_id",
+                       "target_column": "requester_received_pizza",
+                       "text_columns": ["request_title", "request_text_edit_aware"]}),
+    "movie_review": ("text", {"train": "train.tsv", "test": "test.tsv", "id_column": "PhraseId", "target_column": "Sentiment",
+                              "text_columns": ["Phrase"]}),
+    "lmsys": ("text", {"id_column": "id", "text_columns": ["prompt", "response_a", "response_b"]}),
+    "jigsaw": ("text", {"id_column": "id", "target_column": "target", "text_columns": ["comment_text"]}),
+    "stanford_covid": ("lstm", {"train": "train.json", "test": "test.json", "id_column": "id_seqpos", "sequence_column": "id",
+                                "order_column": "seqpos", "features": ["seqpos"], "task": "per_step",
+                                "categorical": ["sequence", "structure", "predicted_loop_type"],
+                                "step_columns": ["sequence", "structure", "predicted_loop_type", "reactivity", "deg_Mg_pH10",
+                                                 "deg_pH10", "deg_Mg_50C", "deg_50C"]}),
+}
+
+
+def drafted(tmp_path, name, **kwargs) -> tuple[str, dict]:
+    folder = getattr(layouts, name)(tmp_path / "input" / name.replace("_", "-"))
+    text = init.draft(folder, **kwargs)
+    return text, tomllib.loads(text)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_layout_is_read_as_the_competition_ships_it(tmp_path, name):
+    template, expected = EXPECTED[name]
+    text, raw = drafted(tmp_path, name)
+    assert raw["competition"]["template"] == template
+    assert raw["competition"]["slug"] == name.replace("_", "-")
+    assert {k: raw["data"].get(k) for k in expected} == expected
+    data = text.split("[data]")[1].split("[kernel]")[0]
+    for line in data.splitlines():  # every guess says what it was read from
+        assert not line or line.startswith("# cannot tell: ") or " # guessed: " in line, line
+    config.parse(raw, tmp_path / "x.toml")  # loads as make kernel loads it
+
+
+@pytest.mark.parametrize("name, metric", [("aerial_cactus", "auc"), ("whale", "map@5"), ("imet", "f1_samples"),
+                                          ("lmsys", "log_loss"), ("stanford_covid", "rmse"), ("movie_review", "accuracy")])
+def test_the_metric_is_guessed_from_the_target_and_says_what_else_it_may_be(tmp_path, name, metric):
+    text, raw = drafted(tmp_path, name)
+    assert raw["competition"]["metric"] == metric
+    assert f"# cannot tell: the metric from the data alone: {metric} fits" in text and "pass --metric" in text
+
+
+def test_a_given_metric_and_template_are_taken_as_they_are(tmp_path):
+    text, raw = drafted(tmp_path, "lmsys", metric="auc", template="text")
+    assert raw["competition"]["metric"] == "auc" and "given (--metric)" in text and "given (--template)" in text
+    assert "cannot tell: the metric" not in text
+    _, raw = drafted(tmp_path / "t", "stanford_covid", template="transformer")
+    assert raw["competition"]["template"] == "transformer" and raw["smoke"]["nhead"] == 4
+
+
+def test_the_metric_is_read_from_the_description_where_there_is_one(tmp_path):
+    folder = layouts.aerial_cactus(tmp_path / "aerial-cactus-identification")
+    (folder / "description.md").write_text("# Overview\n\n## Evaluation\n\nSubmissions are evaluated on area under the ROC "
+                                           "curve between the predicted probability and the observed target.\n")
+    text = init.draft(folder)
+    assert 'metric = "auc"' in text and 'description.md says "area under the roc"' in text
+    (folder / "description.md").write_text("## Evaluation\nSubmissions are evaluated according to the Mean Average "
+                                           "Precision @ 5 (MAP@5).")
+    assert tomllib.loads(init.draft(folder))["competition"]["metric"] == "map@5"
+
+
+@pytest.mark.parametrize("evaluation, metric", [
+    ("Essays evaluate learning.\n\n## Evaluation\n\nSubmissions are scored on the quadratic weighted kappa.", "qwk"),
+    ("## Evaluation\nSubmissions will be evaluated based on their micro averaged\xa0[F1 score](https://x).", "f1_micro"),
+    ("## Evaluation\nThe evaluation metric for this competition is [Mean F1-Score](https://x).", "f1_micro"),
+    ("## Evaluation\nWe use top-1 classification error as the metric for this competition.", "accuracy"),
+    ("## Evaluation\nSubmissions are scored using MCRMSE, mean columnwise root mean squared error:", "rmse"),
+    ("## Evaluation\nThe metric is the Root Mean Squared Logarithmic Error.", "rmsle"),
+    ("## Evaluation\nSubmissions are evaluated on the weighted AUC. Each region of the ROC curve ...", "weighted_auc"),
+    ("## Evaluation\nSubmissions are evaluated with multi-class logarithmic loss.", "log_loss"),
+    ("## Evaluation\nSubmissions are evaluated according to the Mean Average Precision @ 5 (MAP@5).", "map@5"),
+    ("## Overview\nNothing about how it is scored.", ""),
+])
+def test_an_evaluation_section_names_its_metric(evaluation, metric):
+    assert metric_guess.from_description(evaluation)[0] == metric
+
+
+def test_micro_f1_of_one_label_a_row_is_accuracy(tmp_path):
+    folder = layouts.alaska2(tmp_path / "plant-seedlings-classification")
+    (folder / "description.md").write_text("## Evaluation\nSubmissions are evaluated on MeanFScore, micro-averaged F1.")
+    text = init.draft(folder)
+    assert 'metric = "accuracy"' in text and "of one label a row: accuracy" in text
+
+
+def test_jigsaws_metric_names_the_identities_it_scores(tmp_path):
+    _, raw = drafted(tmp_path, "jigsaw", metric="bias_auc")
+    assert raw["data"]["identity_columns"] == ["male", "female", "black"]
+
+
+def test_what_it_cannot_tell_is_one_line_each(tmp_path):
+    text, _ = drafted(tmp_path, "alaska2", metric="weighted_auc")
+    assert "# cannot tell: which class folders are which class: Cover is taken as class 0" in text
+    folder = tmp_path / "ventilator-pressure-prediction"
+    layouts.csv({"id": range(1, 13), "breath_id": [1] * 6 + [2] * 6, "R": [5] * 6 + [20] * 6, "C": 10,
+                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 0, 0, 1, 1, 1] * 2,
+                 "pressure": 5.0}, folder / "train.csv")
+    layouts.csv({"id": range(13, 25), "breath_id": [3] * 6 + [4] * 6, "R": 5, "C": 10,
+                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 0, 0, 1, 1, 1] * 2},
+                folder / "test.csv")
+    layouts.csv({"id": range(13, 25), "pressure": 0.0}, folder / "sample_submission.csv")
+    text = init.draft(folder, metric="mae")
+    raw = tomllib.loads(text)["data"]
+    assert (raw["sequence_column"], raw["order_column"], raw["task"]) == ("breath_id", "time_step", "per_step")
+    assert "# cannot tell: which rows the metric scores" in text and "score_mask" not in raw
+    text, _ = drafted(tmp_path / "t", "pizza")
+    assert "# cannot tell: which Hugging Face model" in text
+    folder = tmp_path / "reviews"  # two columns the test lacks, neither named as a label is, nor as the sample's
+    texts = layouts.sentences(8)
+    layouts.csv({"id": range(6), "review": texts[:6], "stars": [1, 2, 3, 4, 5, 1], "helpful": 0}, folder / "train.csv")
+    layouts.csv({"id": [6, 7], "review": texts[6:]}, folder / "test.csv")
+    layouts.csv({"id": [6, 7], "rating": 3}, folder / "sample_submission.csv")
+    text = init.draft(folder, metric="rmse")
+    assert 'target_column = "stars"' in text
+    assert "# cannot tell: which training column holds the target of rating (of stars, helpful): set target_column" in text
+
+
+def test_the_slug_skips_folders_named_as_mle_bench_names_them(tmp_path):
+    folder = layouts.whale(tmp_path / "whale-categorization-playground" / "prepared" / "public")
+    raw = tomllib.loads(init.draft(folder))
+    assert raw["competition"]["slug"] == "whale-categorization-playground"
+    assert 5 <= len(raw["kernel"]["title"]) <= 50
+
+
+def test_output_is_written_whole_and_never_over_a_config(tmp_path, capsys):
+    folder = layouts.dogs_vs_cats(tmp_path / "dogs-vs-cats-redux-kernels-edition")
+    out = tmp_path / "configs" / "dogs.toml"
+    assert cli.main(["init", str(folder), "--metric", "log_loss", "--output", str(out)]) == 0
+    assert config.load(str(out)).spec.label_pattern == r"^(cat|dog)\."
+    assert [p.name for p in out.parent.iterdir()] == ["dogs.toml"]
+    assert cli.main(["init", str(folder), "--output", str(out)]) == 1
+    assert "exists; kit init does not overwrite a config" in capsys.readouterr().err
+
+
+def bad_zip(tmp_path):
+    folder = layouts.aerial_cactus(tmp_path / "aerial-cactus-identification")
+    (folder / "test.zip").write_bytes(b"not a zip")
+    return [str(folder)]
+
+
+def no_sample(tmp_path):
+    folder = layouts.imet(tmp_path / "imet-2020-fgvc7")
+    (folder / "sample_submission.csv").unlink()
+    return [str(folder)]
+
+
+def empty_sample(tmp_path):
+    folder = layouts.imet(tmp_path / "imet-2020-fgvc7")
+    (folder / "sample_submission.csv").write_text("")
+    return [str(folder)]
+
+
+def empty_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    return [str(tmp_path / "empty")]
+
+
+@pytest.mark.parametrize("arguments, said", [
+    (lambda p: [str(p / "nowhere")], "no such folder; give kit init the competition's data folder"),
+    (empty_folder, "the folder is empty"),
+    (no_sample, "no sample submission (a table named like sample_submission.csv)"),
+    (empty_sample, "sample_submission.csv: cannot read it as a table"),
+    (bad_zip, "test.zip: not a zip archive"),
+    (lambda p: [str(layouts.whale(p / "w")), "--metric", "map@k"], "--metric 'map@k' is not a metric kit knows"),
+    (lambda p: [str(layouts.whale(p / "w")), "--template", "gbm"], "unknown template 'gbm' (known: cnn"),
+    (lambda p: [str(layouts.whale(p / "w")), "--template", "text"], "found no a test table with free-text columns"),
+    (lambda p: [str(layouts.tables_only(p / "t"))], "kit's templates (cnn, lstm, transformer, text"),
+    (lambda p: [str(layouts.whale(p / "w")), "--metric", "bias_auc"], "metric bias_auc needs the training table's identity"),
+])
+def test_bad_inputs_are_one_line(tmp_path, capsys, arguments, said):
+    assert cli.main(["init", *arguments(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and said in err, err
+
+
+def test_archived_tables_and_image_archives_are_named_as_the_kernel_finds_them(tmp_path):
+    """The kernel finds train.csv in train.csv.zip and train/ in train.zip: the draft names what serves both."""
+    folder = layouts.movie_review(tmp_path / "movie-review-sentiment-analysis-kernels-only")
+    raw = tomllib.loads(init.draft(folder))
+    assert (raw["data"]["train"], raw["data"]["test"]) == ("train.tsv", "test.tsv")
+    with zipfile.ZipFile(folder / "train.tsv.zip") as z:
+        assert z.namelist() == ["train.tsv"]
+
+
+def test_a_label_pattern_is_a_literal_string(tmp_path):
+    assert init.toml(r"^(cat|dog)\.") == r"'^(cat|dog)\.'"
+    assert init.toml("it's") == '"it\'s"' and init.toml(["a", 1, True]) == '["a", 1, true]'
+    with pytest.raises(KitError, match="exists"):
+        out = tmp_path / "x.toml"
+        out.write_text("")
+        init.write("text", out)
