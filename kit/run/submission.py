@@ -44,7 +44,8 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, cv: CVResult,
         used.append(fold)
         if oof is not None and state.get("rows"):
             oof.append(state["rows"])
-        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, "
+        session.log(f"predicted the test set with fold {fold + 1} ({state.get('unit', 'epoch')} {state['epoch']}, "
+                    f"score {state['score']:.4f}, "
                     f"{precision.name})")
     return (None if total is None else total / len(used)), used
 
