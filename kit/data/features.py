@@ -196,7 +196,7 @@ def encode(table: pd.DataFrame, recipe: dict, where: str = "", warn: Callable[[s
             numbers += _date_parts(values)
         elif kind == "category":
             text = as_text(values)
-            code = pd.Categorical(text, categories=recipe["levels"][column]).codes.astype(np.int32)
+            code = pd.Index(recipe["levels"][column]).get_indexer(text).astype(np.int32)  # -1: missing or unseen
             new = text[(code < 0) & text.notna().to_numpy()]
             if len(new):
                 unseen.append(f"'{column}' {len(new):,} rows ({', '.join(map(repr, new.unique()[:3]))}"
@@ -205,7 +205,7 @@ def encode(table: pd.DataFrame, recipe: dict, where: str = "", warn: Callable[[s
         else:
             text = as_text(values)
             for i, chars in enumerate(recipe["levels"][column]):
-                codes.append(pd.Categorical(text.str[i], categories=chars).codes.astype(np.int32))
+                codes.append(pd.Index(chars).get_indexer(text.str[i]).astype(np.int32))
     if unseen and warn is not None:
         warn(f"{where}: categories the training table never has, read as missing: {'; '.join(unseen[:4])}")
     number_names, category_names = names(recipe)
@@ -217,6 +217,6 @@ def encode(table: pd.DataFrame, recipe: dict, where: str = "", warn: Callable[[s
 
 def _date_parts(values: pd.Series) -> list[np.ndarray]:
     stamps = _datetimes(values) if not pd.api.types.is_datetime64_any_dtype(values) else pd.to_datetime(values, utc=True)
-    parts = [stamps.dt.year, stamps.dt.month, stamps.dt.day, stamps.dt.weekday, stamps.dt.hour,
+    parts = [stamps.dt.year, stamps.dt.month, stamps.dt.day, stamps.dt.day_of_week, stamps.dt.hour,
              (stamps - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds() / 86400.0]
     return [p.to_numpy(dtype=np.float32, na_value=np.nan) for p in parts]

@@ -135,10 +135,11 @@ def spaceship(spec: Spec, folder: Path, rng: np.random.Generator, n: int = 700, 
 def taxi(spec: Spec, folder: Path, rng: np.random.Generator, n: int = 600, test: int = 100) -> None:
     """new-york-city-taxi-fare-prediction: labels.csv (the training table: key, fare_amount, pickup_datetime, four
     coordinates, passenger_count), test.csv without fare_amount, sample key,fare_amount (11.35); rmse. The fare
-    is the meter's: a base, the distance, a night surcharge; a few rides have no drop-off or sit at (0, 0)."""
+    is the meter's: a base, the distance from a midtown pickup, a night surcharge; a few rides have no drop-off
+    or sit at (0, 0)."""
     stamps = pd.Timestamp("2009-01-01") + pd.to_timedelta(np.sort(rng.integers(0, 6 * 365 * 86400, n)), unit="s")
-    lon, lat = rng.normal(-73.97, 0.04, n), rng.normal(40.75, 0.03, n)
-    dlon, dlat = lon + rng.normal(0, 0.03, n), lat + rng.normal(0, 0.03, n)
+    lon, lat = rng.normal(-73.985, 0.004, n), rng.normal(40.758, 0.004, n)  # most rides start in midtown
+    dlon, dlat = lon + rng.normal(0, 0.04, n), lat + rng.normal(0, 0.04, n)
     km = np.hypot((dlon - lon) * 84.0, (dlat - lat) * 111.0)
     night = (stamps.hour >= 20) | (stamps.hour < 6)
     fare = (2.5 + 1.56 * km + 0.5 * night + rng.normal(0, 0.4, n)).clip(2.5).round(2)

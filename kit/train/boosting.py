@@ -31,6 +31,10 @@ MEASURE_S = 0.2  # and at least this long, so that a fast booster's rate is more
 PROBE_ROUNDS = 20  # a booster that takes no callback is timed on this many rounds first
 CURVE_POINTS = 16  # rounds at which the competition's metric is scored for the learning curve
 CURVE_ROWS = 5000  # validation rows those scores are taken on (every prediction there is a partial one)
+# rows a second a booster predicts until a fold has measured it (the budget's prior is a network's, 50): the
+# prediction reserve of the first fold's plan
+ROWS_PER_S = 100_000
+SHARE = "its share of the time budget"  # why a fold the plan cut stopped
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,15 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
     fold's share of the time budget; `convert` turns their validation predictions into the metric's (target is
     the validation rows' truth). The fold's checkpoint goes to `files.best`; its summary is the result."""
     started = time.time()
+    if budget is not None and not budget.eval_rows_per_s:
+        budget.eval_rows_per_s = ROWS_PER_S
     deadline = fold_deadline(budget, fold, started)
     if fold[0] > 0 and deadline - started < 1.0:
         return FitResult(stopped="time budget", unit="round")
     if budget is not None and fold[0] == 0:
+        folds = f"{fold[1]} folds share" if fold[1] > 1 else "1 fold takes"
         log(f"time budget: {fmt(budget.total_s)} for the notebook, {fmt(budget.left())} left, "
-            f"{fmt(budget.predict_s(fold[1]))} reserved for prediction; {fold[1]} folds share the rest")
+            f"{fmt(budget.predict_s(fold[1]))} reserved for prediction; {folds} the rest")
     plans = []
     for k, booster in enumerate(boosters):
         now = time.time()
@@ -111,22 +118,20 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
             where = "the CPU" if booster.device() == "cpu" else booster.device()
             log(f"{desc}: {plan.rate:,.0f} rounds/s on {where}; its share of the time budget, "
                 f"{fmt(plan.deadline - plan.started)}, fits {fits:,} rounds{cut}")
-    train_s = time.time() - started
     v0 = time.time()
     rows = {"pred": convert([b.predict(val) for b in boosters]), "target": target}
+    if budget is not None:  # the prediction reserve's rate, from these rows (the loop's measure_epoch plans epochs)
+        budget.eval_rows_per_s = len(target) / max(time.time() - v0, 1e-6)
     score = metrics.score(cfg.metric, rows["pred"], target)
     history = curve(boosters, val, convert, target, cfg.metric)
-    val_s = time.time() - v0
     best, run = max(b.best for b in boosters), max(b.rounds for b in boosters)
     names = tuple(train.columns)
     importance = {n: float(np.mean([b.importance(names)[n] for b in boosters])) for n in names}
     checkpoint.save({"model": {"boosters": [b.state() for b in boosters]}, "epoch": best, "score": score, "rows": rows,
                      "ema": False, "precision": "fp32", "kit": files.stamp, "importance": importance, "unit": "round"},
                     files.best)
-    if budget is not None:
-        budget.measure_epoch(train_s, val_s, len(target))
-    if any(p.stopped for p in plans):
-        stopped = "time budget"
+    if any(p.stopped for p in plans):  # not "time budget", which ends the training (kit.run.folds): the next fold has its share
+        stopped = SHARE
     elif any(b.rounds < cfg.rounds for b in boosters):
         stopped = f"early stop: no better {boosters[0].curves.metric} for {cfg.early_stopping} rounds"
     else:
