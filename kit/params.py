@@ -163,7 +163,7 @@ class TabularParams(TrainParams):
                               doc="training rows read, drawn at random; 0: all (a table too big for the memory stops)")
     hidden_size: int = setting(256, minimum=8, doc="mlp: units per hidden layer")
     num_layers: int = setting(3, minimum=1, doc="mlp: hidden layers")
-    dropout: float = setting(0.1, minimum=0.0, maximum=0.9)
+    dropout: float = setting(0.1, minimum=0.0, maximum=0.9, doc="mlp: dropout after each hidden layer")
     epochs: int = setting(40, minimum=1)
     lr: float = setting(2e-3, minimum=0.0)
     weight_decay: float = setting(0.01, minimum=0.0)

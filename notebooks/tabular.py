@@ -72,7 +72,7 @@ colsample: float = 0.8  # xgboost, lightgbm: the share of columns each tree sees
 train_rows: int = 0  # training rows read, drawn at random; 0: all (a table too big for the memory stops)
 hidden_size: int = 256  # mlp: units per hidden layer
 num_layers: int = 3  # mlp: hidden layers
-dropout: float = 0.1
+dropout: float = 0.1  # mlp: dropout after each hidden layer
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "tabular-playground-series-dec-2021",
     "template": "tabular",

@@ -294,6 +294,15 @@ class MlpPipeline(TabularPipeline):
     """The tabular network (kit.models.tabular) in the one training loop: the features' tensors stay on the device
     and batches are gathered there."""
 
+    def load(self) -> TableData:
+        data = super().load()
+        table = data.train if data.train is not None else data.test
+        if self.session.device.type == "cpu" and table.numbers.size + table.codes.size < boosters.PARALLEL_CELLS:
+            # a small network's steps are too short to share: two threads took 200 ms a step here, one 8 ms
+            torch.set_num_threads(1)
+            self.session.log("cpu threads    1: a small table's steps are too short to share between threads")
+        return data
+
     def model(self, data: TableData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> TabularNet:
         p, table = self.p, data.train if data.train is not None else data.test
         model = TabularNet(table.numbers.shape[1], table.cardinalities, data.target.outputs, p.hidden_size, p.num_layers,

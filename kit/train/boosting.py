@@ -29,6 +29,9 @@ from kit.train.loop import FitResult, FoldFiles
 WARM_ROUNDS = 3  # rounds before the rate is measured: the first ones build the histograms and caches
 MEASURE_S = 0.2  # and at least this long, so that a fast booster's rate is more than noise
 PROBE_ROUNDS = 20  # a booster that takes no callback is timed on this many rounds first
+# and planned for this share of what the probe's rate fits in its time: its rounds may slow down as they go
+# (CatBoost's 2,000th round took twice its 200th on wine), and it cannot be stopped at the deadline
+PROBED_SHARE = 0.6
 CURVE_POINTS = 16  # rounds at which the competition's metric is scored for the learning curve
 CURVE_ROWS = 5000  # validation rows those scores are taken on (every prediction there is a partial one)
 # rows a second a booster predicts until a fold has measured it (the budget's prior is a network's, 50): the
@@ -62,7 +65,7 @@ class Plan:
             self.warm = (done, now)
         elif self.warm is not None and not self.rate and now - self.warm[1] >= MEASURE_S:
             self.rate = (done - self.warm[0]) / (now - self.warm[1])
-            self.cap = min(self.rounds, done + int(self.rate * max(self.deadline - now, 0.0)))
+            self.cap = int(min(self.rounds, done + self.rate * max(self.deadline - now, 0.0)))  # inf: no deadline
         stop = done >= self.cap or now >= self.deadline
         self.stopped = stop and done < self.rounds
         return stop
@@ -71,7 +74,7 @@ class Plan:
         """The rounds the share fits at the measured rate (all of them if the booster finished before measuring)."""
         if not self.rate:
             return self.rounds
-        return min(self.rounds, int(self.rate * max(self.deadline - self.started, 0.0)))
+        return int(min(self.rounds, self.rate * max(self.deadline - self.started, 0.0)))
 
 
 def fold_deadline(budget: Budget | None, fold: tuple[int, int], now: float) -> float:
@@ -104,15 +107,15 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
         now = time.time()
         plan = Plan(cfg.rounds, now + (deadline - now) / (len(boosters) - k))
         if not booster.stoppable:  # timed on a few rounds, then trained for the rounds that fit
-            probe = Plan(PROBE_ROUNDS, math.inf)
-            booster.fit(train, ys[k], val, yvs[k], PROBE_ROUNDS, probe)
-            rate = PROBE_ROUNDS / max(time.time() - now, 1e-9)
-            plan.rate, plan.started = rate, time.time()
-            plan.cap = max(1, min(cfg.rounds, int(rate * max(plan.deadline - plan.started, 0.0))))
+            booster.fit(train, ys[k], val, yvs[k], PROBE_ROUNDS, Plan(PROBE_ROUNDS, math.inf))
+            plan.rate, plan.started = PROBE_ROUNDS / max(time.time() - now, 1e-9), time.time()
+            plan.cap = max(1, min(cfg.rounds, int(PROBED_SHARE * plan.rate * max(plan.deadline - plan.started, 0.0))))
             plan.stopped = plan.cap < cfg.rounds
+        fitted = time.time()
         booster.fit(train, ys[k], val, yvs[k], plan.cap, plan)
         plans.append(plan)
         if k == 0:
+            plan.rate = plan.rate or booster.rounds / max(time.time() - fitted, 1e-9)  # too quick to measure: its own
             fits = plan.fits() if booster.stoppable else plan.cap
             cut = "" if fits >= cfg.rounds else f": rounds cut from {cfg.rounds:,} to {fits:,}"
             where = "the CPU" if booster.device() == "cpu" else booster.device()

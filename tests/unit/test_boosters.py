@@ -1,11 +1,13 @@
 """The three booster libraries behind one interface (kit.models.boosters), and a fold of them (kit.train.boosting):
 early stopping, a clock that stops them, their own serialized models in kit's checkpoint, the time plan."""
 import time
+import types
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from kit.errors import KitError
 from kit.models import boosters
 from kit.models.boosters import Settings, Task
 from kit.runtime import checkpoint
@@ -73,7 +75,7 @@ def checkpoint_round_trip(state: dict) -> dict:
     return torch.load(buffer, weights_only=False)
 
 
-@pytest.mark.parametrize("name", LIBRARIES)
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])  # CatBoost takes no callback: its rounds are planned
 def test_the_clock_stops_each_library_where_it_says(name):
     booster = boosters.create(name, Task("regression"), Settings(early_stopping_rounds=0))
     x, y, xv, yv = problem(Task("regression"))(booster.categories)
@@ -124,11 +126,11 @@ def test_a_fold_of_boosters_writes_the_loops_checkpoint_with_their_models_and_a_
 
 
 def test_a_booster_that_takes_no_callback_is_timed_first_then_trained_for_the_rounds_that_fit(tmp_path, monkeypatch):
-    """CatBoost on a GPU takes no callback: a probe of a few rounds measures it, and the fit gets the rounds the
-    fold's share fits (here on the CPU, told it cannot be stopped)."""
+    """CatBoost takes no callback: a probe of a few rounds measures it, and the fit gets the rounds the fold's
+    share fits (its GPU path, which is the CPU's)."""
     task = Task("regression")
     booster = boosters.create("catboost", task, Settings(learning_rate=0.05, early_stopping_rounds=0))
-    booster.stoppable = False
+    assert not booster.stoppable
     x, y, xv, yv = problem(task)(booster.categories)
     budget = Budget(started=time.time(), total_s=12.0, predict_rows=0)
     lines = []
@@ -137,3 +139,16 @@ def test_a_booster_that_takes_no_callback_is_timed_first_then_trained_for_the_ro
     assert result.stopped == boosting.SHARE and 20 < booster.rounds < 10**7
     assert "rounds cut from 10,000,000 to" in lines[1]
     assert budget.left() > 0  # it stopped within the budget
+
+
+def test_a_booster_library_missing_or_too_old_is_one_line(monkeypatch):
+    def missing(name):
+        raise ImportError(name)
+
+    monkeypatch.setattr(boosters.importlib, "import_module", missing)
+    with pytest.raises(KitError, match=r"^model_name 'xgboost' needs the xgboost package, which this Python lacks; pip "
+                                       r"install xgboost-cpu \(Kaggle's image has it\)$"):
+        boosters.library("xgboost")
+    monkeypatch.setattr(boosters.importlib, "import_module", lambda name: types.SimpleNamespace(__version__="1.7.6"))
+    with pytest.raises(KitError, match=r"^xgboost 1.7.6 is older than kit's tabular template supports \(xgboost>=2.0: "):
+        boosters.library("xgboost")
