@@ -187,7 +187,7 @@ class XGBoost(Booster):
         xgb = library(self.name)
         self.model = xgb.Booster()
         self.model.load_model(bytearray(raw))
-        self.model.set_param({"nthread": self.settings.threads, "device": self.settings.device})
+        self.model.set_param({"nthread": self.settings.threads, "device": self.settings.device, "verbosity": 0})
 
     def _predict(self, x, rounds):
         xgb = library(self.name)

@@ -129,7 +129,8 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
     history = curve(boosters, val, convert, target, cfg.metric)
     best, run = max(b.best for b in boosters), max(b.rounds for b in boosters)
     names = tuple(train.columns)
-    importance = {n: float(np.mean([b.importance(names)[n] for b in boosters])) for n in names}
+    shares = [b.importance(names) for b in boosters]
+    importance = {n: float(np.mean([share[n] for share in shares])) for n in names}
     checkpoint.save({"model": {"boosters": [b.state() for b in boosters]}, "epoch": best, "score": score, "rows": rows,
                      "ema": False, "precision": "fp32", "kit": files.stamp, "importance": importance, "unit": "round"},
                     files.best)
