@@ -149,7 +149,7 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
     cls = templates.get(spec.template).params
     checked = params.check(cls, given, f"{path}: [params]")
     params.check(cls, {**given, **smoke}, f"{path}: [smoke]")
-    if "model_name" in fields.names(cls):  # the template's default is a timm model
+    if templates.get(spec.template).timm_model:
         for table, values in (("params", given), ("smoke", smoke)):
             if "model_name" in values:
                 check_model_name(values["model_name"], f"{path}: [{table}]")

@@ -135,6 +135,45 @@ class TextParams(TrainParams):
     ema: bool = setting(False)
 
 
+@dataclass(frozen=True)
+class TabularParams(TrainParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        "epochs": "mlp: at most this many epochs per fold (the boosters count rounds)",
+        "lr": "mlp: peak AdamW learning rate (for a batch of 64 or fewer); boosters: learning_rate",
+        "batch_size": "mlp: an int, or auto: the largest batch that fits and runs fastest",
+        "precision": "mlp: auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16, bf16",
+        "weight_decay": "mlp: AdamW weight decay (not on biases and norms)",
+        "warmup_epochs": "mlp: linear warm-up, then cosine decay",
+        "patience": "mlp: epochs without a better score before a fold stops (from half the planned); 0 never",
+        "ema": "mlp: validate a moving average of the weights too (timm's ModelEmaV3), keep the better",
+        "num_workers": "unused by tables (batches are gathered in place); kept for the contract",
+        "compile": "mlp: torch.compile the model (CUDA, sm_70 and newer)",
+        "parallel": "several GPUs: auto, none, folds (each GPU trains whole folds) or ddp (the mlp only)",
+    }
+
+    model_name: str = setting("xgboost", choices=("xgboost", "lightgbm", "catboost", "mlp"),
+                              doc="xgboost, lightgbm, catboost (trees; xgboost, catboost on the GPU) or mlp (a network)")
+    rounds: int = setting(10000, minimum=1,
+                          doc="boosters: at most this many rounds per fold (early stopping, the budget: fewer)")
+    learning_rate: float = setting(0.05, minimum=0.0, doc="boosters: each round's shrinkage")
+    early_stopping_rounds: int = setting(200, minimum=0,
+                                         doc="boosters: rounds without a better validation score before a fold stops")
+    max_depth: int = setting(6, minimum=1, doc="xgboost, catboost: tree depth (lightgbm grows num_leaves leaves)")
+    num_leaves: int = setting(31, minimum=2, doc="lightgbm: leaves per tree")
+    subsample: float = setting(0.8, minimum=0.0, maximum=1.0, doc="boosters: the share of rows each tree sees")
+    colsample: float = setting(0.8, minimum=0.0, maximum=1.0,
+                               doc="xgboost, lightgbm: the share of columns each tree sees")
+    train_rows: int = setting(0, minimum=0,
+                              doc="training rows read, drawn at random; 0: all (a table too big for the memory stops)")
+    hidden_size: int = setting(256, minimum=8, doc="mlp: units per hidden layer")
+    num_layers: int = setting(3, minimum=1, doc="mlp: hidden layers")
+    dropout: float = setting(0.1, minimum=0.0, maximum=0.9, doc="mlp: dropout after each hidden layer")
+    epochs: int = setting(40, minimum=1)
+    lr: float = setting(2e-3, minimum=0.0)
+    weight_decay: float = setting(0.01, minimum=0.0)
+    patience: int = setting(8, minimum=0)
+
+
 def doc(cls: type[TrainParams], name: str) -> str:
     """What parameter `name` means in template class `cls`: the class's own word for it, else its field's doc
     (a subclass that changes only a default keeps the doc of the field it overrides)."""

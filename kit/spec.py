@@ -99,8 +99,13 @@ class Data:
     array_columns: tuple[str, ...] = ()  # cnn arrays: the columns holding one channel each (a list of side x side numbers)
     sequence_column: str = ""  # sequences: rows with the same value form one sequence
     order_column: str = ""  # sequences: sort key inside a sequence
+    # sequences: the feature columns; tabular: the columns the model reads (() reads every column but the id,
+    # the targets, group_column, fold_column and drop_columns)
     features: tuple[str, ...] = ()
-    categorical: tuple[str, ...] = ()  # sequences: integer-coded features that get an embedding
+    drop_columns: tuple[str, ...] = ()  # tabular: columns the model never reads (leaks, ids of another name)
+    # sequences: integer-coded features that get an embedding; tabular: the columns read as categories (() infers
+    # them: strings, booleans, integers of few values)
+    categorical: tuple[str, ...] = ()
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
     score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
     text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
@@ -109,8 +114,8 @@ class Data:
     submission_columns: tuple[str, ...] = ()
     # regression: predictions are clipped to [low, high]; () clips them to the training targets' range
     target_range: tuple[float, ...] = setting((), normalize=value_range)
-    group_column: str = ""  # cnn, text: rows sharing its value (a patient, a prompt) stay in one fold
-    fold_column: str = ""  # cnn, text: each row's fold, the competitor's own (its distinct values are the folds)
+    group_column: str = ""  # cnn, text, tabular: rows sharing its value (a patient, a prompt) stay in one fold
+    fold_column: str = ""  # cnn, text, tabular: each row's fold, the competitor's own (its distinct values are the folds)
     identity_columns: tuple[str, ...] = ()  # bias_auc: the training table's identity columns (subgroups)
     # sequences: columns holding one list (or string: one character a step) per row, exploded into one row per
     # step; order_column numbers the steps and id_column is made "<sequence>_<step>" where the table lacks it

@@ -23,7 +23,7 @@ class Template:
     name: str
     params: type[params.TrainParams]  # the parameters cell's contract
     data_keys: tuple[str, ...]  # the [data] keys the notebook's `competition` parameter shows even at their defaults
-    pipeline: str  # "module:Class" of its pipeline (kit.pipelines.base.Pipeline)
+    pipeline: str  # "module:Class" of its pipeline (kit.pipelines.base.Pipeline), or a function of the session making one
     smoke: str  # "module:function" writing smoke data in the competition's layout: (spec, folder, seed)
     # "module:function" writing what else the kernel mounts for a smoke run, beside the competition's data:
     # (spec, data_dir, input_root, parameters, seed); "" for nothing
@@ -33,12 +33,14 @@ class Template:
     model_folder: bool = False
     channels_last: bool = False  # its batches are images, which convolutions read faster in channels_last
     prefetch: bool = True  # its loaders copy the next batch on a side stream (text builds its batches in place)
+    timm_model: bool = False  # its model_name is a timm name, checked at build and at set-up
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
-             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True),
+             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True,
+             timm_model=True),
     Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset"),
     Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
@@ -47,6 +49,9 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
              "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
              model_folder=True, prefetch=False),
+    Template("tabular", params.TabularParams,
+             ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
+             "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset"),
 )}
 
 

@@ -2,7 +2,7 @@
 from kit.pipelines import create_pipeline
 from kit.run.blending import write_submission
 from kit.run.folds import train_folds
-from kit.run.plots import plot_history
+from kit.run.plots import plot_history, plot_importance
 from kit.run.start import start
 
-__all__ = ["start", "create_pipeline", "train_folds", "write_submission", "plot_history"]
+__all__ = ["start", "create_pipeline", "train_folds", "write_submission", "plot_history", "plot_importance"]

@@ -1,4 +1,5 @@
-"""Cross-validated training: every fold through the one loop, under the time budget, resumable.
+"""Cross-validated training: every fold through the one loop (or a pipeline's own `fit_fold`, the boosters'),
+under the time budget, resumable.
 
 Files in the run's folder, <output_dir>/checkpoints/<run>/ (kit.runtime.runs): fold<k>.pt (the best epoch:
 weights, score, validation rows), fold<k>.last.pt (the latest epoch, while the fold is unfinished),
@@ -110,6 +111,8 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
     mode, world, why = workers.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
+    if mode == "ddp" and hasattr(pipe, "fit_fold"):  # a model of its own (a booster) trains in one process: folds
+        mode, world, why = "folds", min(world, len(pending)), "a fold per worker: these models train in one process each"
     if world == 1:
         mode = "none"
     if mode != "none":
@@ -201,12 +204,16 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     folder.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
     peers = peers or collective
-    probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
-    if mine:
-        preflight.run(session, pipe, data, probe, peers)
-    size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world,
-                             probe=probe)
-    probe.discard()
+    own = getattr(pipe, "fit_fold", None)  # a pipeline that trains its folds its own way (boosters): no batches
+    if own is None:
+        probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
+        if mine:
+            preflight.run(session, pipe, data, probe, peers)
+        size, lr = resolve_batch(session, pipe, data, folder, len(splits[0][0]), peers=peers, replicas=collective.world,
+                                 probe=probe)
+        probe.discard()
+    else:
+        size, lr = session.params.batch_size if isinstance(session.params.batch_size, int) else 1, session.params.lr
     # gradient accumulation: batches of `accumulate` x the batch size, stepped in micro-batches of the batch size
     accumulate = getattr(session.params, "accumulate", 1)
     cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
@@ -242,25 +249,28 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
             say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
             try:
-                built = time.time()
-                model = pipe.model(data, fit_rows=train_idx)
-                budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
-                fitted = fit(
-                    maybe_compile(session, collective.wrap(model)),
-                    pipe.objective(data),
-                    pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
-                                 shard=shard, precision=precision),
-                    pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
-                    cfg,
-                    precision,
-                    saved,
-                    log=session.log,
-                    desc=desc,
-                    budget=budget,
-                    fold=(position, len(mine)),
-                    monitor=monitor,
-                    collective=collective,
-                )
+                if own is not None:
+                    fitted = own(data, train_idx, val_idx, cfg, saved, budget, (position, len(mine)), session.log, desc)
+                else:
+                    built = time.time()
+                    model = pipe.model(data, fit_rows=train_idx)
+                    budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
+                    fitted = fit(
+                        maybe_compile(session, collective.wrap(model)),
+                        pipe.objective(data),
+                        pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
+                                     shard=shard, precision=precision),
+                        pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
+                        cfg,
+                        precision,
+                        saved,
+                        log=session.log,
+                        desc=desc,
+                        budget=budget,
+                        fold=(position, len(mine)),
+                        monitor=monitor,
+                        collective=collective,
+                    )
             except Exception as e:  # noqa: BLE001
                 # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
                 # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
@@ -274,11 +284,13 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                 break
             free_memory()
             if not fitted.best_epoch:
-                session.warn(f"{desc}: no epoch gave a finite {cfg.metric}; this fold is left out")
+                no_room = fitted.stopped == "time budget"  # a pipeline's own fit_fold found no time left to train
+                session.warn(f"{desc}: the time budget has no room for it; it is left out, and the folds after it" if no_room
+                             else f"{desc}: no epoch gave a finite {cfg.metric}; this fold is left out")
                 break
             summary = {"fold": fold, "best_score": fitted.best_score, "best_epoch": fitted.best_epoch,
                        "epochs_run": fitted.epochs_run, "stopped": fitted.stopped, "precision": fitted.precision,
-                       "history": fitted.history}  # fmt: skip
+                       "history": fitted.history, "unit": fitted.unit}  # fmt: skip
             if collective.main:
                 checkpoint.save_json(summary, saved.done)
                 saved.last.unlink(missing_ok=True)  # the fold is finished: its resume state is no longer needed
@@ -329,7 +341,8 @@ def summarize(session: Session, data: Any, result: CVResult) -> CVResult:
 
 
 def summary_table(result: CVResult) -> str:
-    lines = [f"{'fold':>4}  {'best epoch':>10}  {'epochs':>6}  {result.metric:>10}  stopped"]
+    unit = result.folds[0].get("unit", "epoch") if result.folds else "epoch"
+    lines = [f"{'fold':>4}  {f'best {unit}':>10}  {f'{unit}s':>6}  {result.metric:>10}  stopped"]
     for f in result.folds:
         lines.append(
             f"{f['fold'] + 1:>4}  {f['best_epoch']:>10}  {f['epochs_run']:>6}  {f['best_score']:>10.4f}  {f['stopped']}"

@@ -35,7 +35,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     if spec.template != template:
         raise KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
     if not predict:
-        check_choices(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
+        check_choices(p, record)  # a model name or weights file that is wrong fails now, not after the images are decoded
     data = paths.data_dir(p.data_dir, spec.slug)
     blend, missing = trained.find_blend(p.blend, skip=(data,)) if predict and p.blend else ([], [])
     found = None  # predict mode: the run whose folds this notebook's steps read (a blend's first of this template)
@@ -135,9 +135,9 @@ def accelerants(setup: hardware.Setup, record: templates.Template) -> hardware.S
                                prefetch=setup.prefetch and record.prefetch)
 
 
-def check_choices(p: params.TrainParams) -> None:
-    """At set-up, before the data is read: the model name, and the weights file where one is named."""
-    if hasattr(p, "model_name"):
+def check_choices(p: params.TrainParams, record: templates.Template) -> None:
+    """At set-up, before the data is read: a timm model's name, and the weights file where one is named."""
+    if record.timm_model:
         check_model_name(p.model_name, "parameters cell")
     if getattr(p, "weights_path", ""):
         paths.find_weights(p.weights_path)

@@ -51,7 +51,8 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
             oof.append(state["rows"])
         if each is not None:
             each[fold] = (pred, state.get("rows"))
-        session.log(f"predicted the test set with fold {fold + 1} (epoch {state['epoch']}, score {state['score']:.4f}, "
+        session.log(f"predicted the test set with fold {fold + 1} ({state.get('unit', 'epoch')} {state['epoch']}, "
+                    f"score {state['score']:.4f}, "
                     f"{precision.name})")
     return (None if total is None else total / len(used)), used
 

@@ -66,6 +66,7 @@ class FitResult:
     history: list[dict] = field(default_factory=list)
     stopped: str = "completed"  # or "early stop: ...", "time budget", ...
     precision: str = ""
+    unit: str = "epoch"  # what best_epoch and epochs_run count: epochs, or a booster's rounds (kit.train.boosting)
 
 
 @dataclass

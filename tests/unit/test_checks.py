@@ -3,12 +3,12 @@ one-line error that says where and what to write instead."""
 import pytest
 from conftest import MINIMAL_TOML
 
-from kit import config
+from kit import config, templates
 from kit.data import images
 from kit.data.layouts import check_image_files
 from kit.errors import KitError
 from kit.models.names import check_model_name, close_models
-from kit.params import CnnParams, SequenceParams
+from kit.params import CnnParams, SequenceParams, TabularParams
 from kit.run.start import check_choices
 from kit.spec import Spec
 
@@ -47,14 +47,15 @@ def test_build_names_the_config_table_that_set_a_wrong_model(write_toml, table):
 def test_setup_finds_a_missing_weights_file_and_a_wrong_model(tmp_path, monkeypatch):
     monkeypatch.setenv("KIT_KAGGLE_INPUT", str(tmp_path))
     with pytest.raises(KitError) as e:
-        check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
+        check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"), templates.get("cnn"))
     assert one_line(e).startswith("weights_path 'resnet18.safetensors' not found")
     with pytest.raises(KitError, match=r"^parameters cell: model_name = 'resnet_18' .*did you mean resnet18"):
-        check_choices(CnnParams(model_name="resnet_18"))
+        check_choices(CnnParams(model_name="resnet_18"), templates.get("cnn"))
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "resnet18.safetensors").write_bytes(b"")
-    check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"))
-    check_choices(SequenceParams())
+    check_choices(CnnParams(model_name="resnet18", weights_path="resnet18.safetensors"), templates.get("cnn"))
+    check_choices(SequenceParams(), templates.get("lstm"))
+    check_choices(TabularParams(model_name="catboost"), templates.get("tabular"))  # a booster's name is no timm name
 
 
 def test_image_ext_without_its_dot_gets_one_in_the_build_and_the_kernel(write_toml):

@@ -100,7 +100,7 @@ def test_every_import_points_down_a_floor_without_cycles():
     ("data/images.py", "def _f():\n    from kit.runtime import paths",
      "kit.data.images imports kit.runtime.paths inside a function"),
     ("run/start.py", "from kit.build import push", "kit.run.start imports the build side: kit.build.push"),
-    ("train/step.py", "from kit.train import loop", "cycle: kit.train.step -> kit.train.loop -> kit.train.step"),
+    ("train/step.py", "from kit.train import loop", "kit.train.step -> kit.train.loop"),  # in whichever cycle is walked first
 ], ids=["upward", "in-function", "build-side", "cycle"])
 def test_the_floor_check_finds_each_kind_of_problem(tmp_path, source, line, expected):
     """The check itself fails on each kind of import it forbids: a copy of the package with one import added."""
@@ -108,7 +108,7 @@ def test_the_floor_check_finds_each_kind_of_problem(tmp_path, source, line, expe
     shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
     path = root / source
     path.write_text(f"{path.read_text()}\n{line}\n")
-    assert expected in problems(imports(root))
+    assert any(expected in problem for problem in problems(imports(root)))
 
 
 def test_the_kernel_zip_ships_no_build_module_and_everything_it_imports():

@@ -1,0 +1,155 @@
+"""The three booster libraries behind one interface (kit.models.boosters), and a fold of them (kit.train.boosting):
+early stopping, a clock that stops them, their own serialized models in kit's checkpoint, the time plan."""
+import time
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kit.errors import KitError
+from kit.models import boosters
+from kit.models.boosters import Settings, Task
+from kit.runtime import checkpoint
+from kit.runtime.budget import Budget
+from kit.train import boosting
+from kit.train.boosting import BoostConfig, Plan
+from kit.train.loop import FoldFiles
+
+LIBRARIES = ("xgboost", "lightgbm", "catboost")
+
+
+def problem(task: Task, n: int = 400, seed: int = 0):
+    """Numbers and a category whose sum decides the target; (train, y, val, yv) frames for both kinds of frame."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    kind = rng.integers(-1, 3, n)  # -1: missing
+    signal = x[:, 0] + 0.5 * x[:, 1] + (kind == 1) - 0.3
+    if task.kind == "binary":
+        y = (signal + rng.normal(0, 0.3, n) > 0).astype(np.int64)
+    elif task.kind == "multiclass":
+        y = np.digitize(signal, [-0.8, 0.3]).astype(np.int64)
+    else:
+        y = (2 * signal + rng.normal(0, 0.1, n)).astype(np.float32)
+
+    def frame(rows, categories):
+        out = pd.DataFrame(x[rows], columns=["a", "b", "noise"])
+        out["kind"] = pd.Categorical.from_codes(kind[rows], categories=range(3)) if categories == "category" \
+            else kind[rows].astype(np.int32)
+        return out
+
+    tr, va = np.arange(300), np.arange(300, n)
+    return lambda categories: (frame(tr, categories), y[tr], frame(va, categories), y[va])
+
+
+@pytest.mark.parametrize("name", LIBRARIES)
+@pytest.mark.parametrize("task", [Task("binary", auc=True), Task("multiclass", classes=3), Task("regression")],
+                         ids=["binary", "multiclass", "regression"])
+def test_each_library_learns_stops_early_and_comes_back_from_its_own_bytes(name, task):
+    booster = boosters.create(name, task, Settings(learning_rate=0.3, early_stopping_rounds=10))
+    x, y, xv, yv = problem(task)(booster.categories)
+    booster.fit(x, y, xv, yv, 500, lambda done: False)
+    assert 0 < booster.best <= booster.rounds < 500  # early stopping ended it, with every round kept
+    assert len(booster.curves.valid) == booster.rounds
+    pred = booster.predict(xv)
+    assert pred.shape == ((len(yv), 3) if task.kind == "multiclass" else (len(yv),))
+    if task.kind == "regression":
+        assert np.corrcoef(pred, yv)[0, 1] > 0.9
+    else:
+        assert ((pred.argmax(1) if pred.ndim == 2 else pred > 0.5) == yv).mean() > 0.8
+    again = boosters.restore(checkpoint_round_trip(booster.state()), Settings())
+    assert np.allclose(again.predict(xv), pred, atol=1e-6)
+    assert not np.allclose(booster.predict(xv, 1), pred)  # an earlier round predicts otherwise
+    shares = booster.importance(tuple(x.columns))
+    assert sum(shares.values()) == pytest.approx(1.0) and shares["a"] > shares["noise"]
+
+
+def checkpoint_round_trip(state: dict) -> dict:
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=False)
+
+
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm"])  # CatBoost takes no callback: its rounds are planned
+def test_the_clock_stops_each_library_where_it_says(name):
+    booster = boosters.create(name, Task("regression"), Settings(early_stopping_rounds=0))
+    x, y, xv, yv = problem(Task("regression"))(booster.categories)
+    booster.fit(x, y, xv, yv, 1000, lambda done: done >= 7)
+    assert booster.rounds == 7 and booster.best == 7
+
+
+def test_the_plan_measures_the_rate_and_cuts_the_rounds_to_the_time_left():
+    now = [100.0]
+    plan = Plan(10_000, deadline=110.0, clock=lambda: now[0])
+    for done in range(1, 200):
+        now[0] += 0.01  # 100 rounds a second
+        if plan(done):
+            break
+    assert plan.rate == pytest.approx(100.0) and plan.fits() == pytest.approx(1000, abs=2)
+    assert 990 <= plan.cap <= 1010 and not plan.stopped  # not yet
+    while not plan(done):
+        done += 1
+        now[0] += 0.01
+    assert plan.stopped and done == plan.cap and now[0] <= 110.0 + 0.02
+
+
+def test_a_fold_has_its_share_of_the_time_left_and_none_once_it_is_spent():
+    budget = Budget(started=time.time(), total_s=100.0, predict_rows=0)
+    first = boosting.fold_deadline(budget, (0, 4), time.time()) - time.time()
+    assert 100 / 4 - 12 < first < 100 / 4  # a quarter of what the prediction reserve leaves
+    late = Budget(started=time.time() - 99.0, total_s=100.0, predict_rows=0)
+    result = boosting.fit([], None, [], None, [], None, None, BoostConfig(10, 0, "rmse"), None, late, (1, 2))
+    assert result.best_epoch == 0 and result.stopped == "time budget"
+
+
+def test_a_fold_of_boosters_writes_the_loops_checkpoint_with_their_models_and_a_curve(tmp_path):
+    task = Task("binary")
+    made = [boosters.create("xgboost", task, Settings(learning_rate=0.3, early_stopping_rounds=10))]
+    x, y, xv, yv = problem(task)("category")
+    files = FoldFiles(best=tmp_path / "fold0.pt", last=tmp_path / "fold0.last.pt", stamp={"format": 3})
+    lines = []
+    result = boosting.fit(made, x, [y], xv, [yv], lambda p: np.stack([1 - p[0], p[0]], 1), yv,
+                          BoostConfig(500, 10, "accuracy"), files, log=lines.append, desc="fold 1/1")
+    saved = checkpoint.load(files.meta)
+    assert set(checkpoint.load(files.best)) == {"model"}  # the models apart: prediction reads the rest without them
+    assert saved["epoch"] == result.best_epoch == made[0].best and saved["kit"] == {"format": 3}
+    assert saved["rows"]["pred"].shape == (len(yv), 2) and saved["score"] == result.best_score > 0.8
+    assert result.unit == "round" and result.stopped.startswith("early stop: no better logloss for 10 rounds")
+    assert 2 <= len(result.history) <= boosting.CURVE_POINTS and result.history[-1]["epoch"] == result.epochs_run
+    assert {"train_loss", "val_loss", "accuracy"} <= set(result.history[0])
+    assert set(saved["importance"]) == set(x.columns)
+    assert lines[-1].startswith(f"fold 1/1: {result.best_epoch} of {result.epochs_run} rounds kept")
+
+
+def test_a_booster_that_takes_no_callback_is_timed_first_then_trained_for_the_rounds_that_fit(tmp_path, monkeypatch):
+    """CatBoost takes no callback: a probe of a few rounds measures it, and the fit gets the rounds the fold's
+    share fits (its GPU path, which is the CPU's)."""
+    task = Task("regression")
+    booster = boosters.create("catboost", task, Settings(learning_rate=0.05, early_stopping_rounds=0))
+    assert not booster.stoppable
+    x, y, xv, yv = problem(task)(booster.categories)
+    budget = Budget(started=time.time(), total_s=12.0, predict_rows=0)
+    lines = []
+    result = boosting.fit([booster], x, [y], xv, [yv], lambda p: np.stack(p, 1), yv, BoostConfig(10**7, 0, "rmse"),
+                          FoldFiles(tmp_path / "f.pt", tmp_path / "f.last.pt"), budget, (0, 1), lines.append, "fold 1/1")
+    assert result.stopped == boosting.SHARE and 20 < booster.rounds < 10**7
+    assert "rounds cut from 10,000,000 to" in lines[1]
+    assert budget.left() > 0  # it stopped within the budget
+
+
+def test_a_booster_library_missing_or_too_old_is_one_line(monkeypatch):
+    def missing(name):
+        raise ImportError(name)
+
+    monkeypatch.setattr(boosters.importlib, "import_module", missing)
+    with pytest.raises(KitError, match=r"^model_name 'xgboost' needs the xgboost package, which this Python lacks; pip "
+                                       r"install xgboost-cpu \(Kaggle's image has it\)$"):
+        boosters.library("xgboost")
+    monkeypatch.setattr(boosters.importlib, "import_module", lambda name: types.SimpleNamespace(__version__="1.7.6"))
+    with pytest.raises(KitError, match=r"^xgboost 1.7.6 is older than kit's tabular template supports \(xgboost>=2.0: "):
+        boosters.library("xgboost")
