@@ -231,7 +231,7 @@ def kit_run(comp: str, data, out, *params: str) -> None:
     assert cli.main(args + [a for p in pairs for a in ("-p", p)]) == 0
 
 
-@pytest.mark.parametrize("comp", ["digit-recognizer", "learning-agency-lab-automated-essay-scoring-2"])
+@pytest.mark.parametrize("comp", ["digit-recognizer", "learning-agency-lab-automated-essay-scoring-2", "spaceship-titanic"])
 def test_a_rerun_whose_test_table_lists_rows_the_sample_does_not_predicts_them(tmp_path, comp):
     """A code competition's rerun may swap test.csv alone: the inference kernel that passed its commit stopped
     on Kaggle ("the test table and the sample submission must list the same ids"). In predict mode the test
