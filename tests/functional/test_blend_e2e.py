@@ -173,3 +173,25 @@ def test_the_inference_kernel_attaches_every_run_of_the_blend(tmp_path, kaggle_u
 def test_bad_blend_tables_are_one_line(write_toml, table, message):
     with pytest.raises(KitError, match=message):
         config.load(str(write_toml(table, base=True)))
+
+
+def test_a_booster_and_a_tabular_network_blend(tmp_path, capsys):
+    """Runs of different model families on one table (XGBoost's fold checkpoints and the network's, in the one
+    loop) keep their predictions in the same shape and blend: the blend at least as good out of fold as the best."""
+    cfg = config.load("spaceship-titanic")
+    data = tmp_path / "data"
+    smoke.make_dataset(cfg.spec, data, seed=3)
+    outputs = []
+    for model, extra in (("xgboost", []), ("mlp", ["epochs=8", "patience=0"])):
+        outputs.append(tmp_path / model)
+        values = {**cfg.smoke, "model_name": model, **dict(p.split("=", 1) for p in extra)}
+        pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items()]
+        args = ["run", "spaceship-titanic", "--data", str(data), "--output", str(outputs[-1])]
+        assert cli.main(args + [a for pair in pairs for a in ("-p", pair)]) == 0
+    capsys.readouterr()
+    assert cli.main(["blend", "spaceship-titanic", *map(str, outputs), "--out", str(tmp_path / "blend")]) == 0
+    record = json.loads((tmp_path / "blend" / "blend.json").read_text())
+    assert len(record["runs"]) == 2 and record["score"] >= max(r["score"] for r in record["runs"]) - 1e-12  # accuracy
+    sub = pd.read_csv(tmp_path / "blend" / "submission.csv", dtype=str)
+    assert sub["PassengerId"].tolist() == pd.read_csv(data / "sample_submission.csv", dtype=str)["PassengerId"].tolist()
+    assert set(sub["Transported"]) <= {"True", "False"}
