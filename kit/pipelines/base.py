@@ -40,7 +40,7 @@ class Pipeline(Protocol):
 
     One optional hook: `fit_fold(data, train_rows, val_rows, cfg, files, budget, fold, log, desc) -> FitResult`.
     A pipeline whose model does not train in the loop (a booster: kit.pipelines.tabular) trains a fold itself
-    and writes what the loop writes (kit.train.loop.FoldFiles, FitResult); kit.run.folds then calls it in place
+    and writes what the loop writes (kit.train.results.FoldFiles, FitResult); kit.run.folds then calls it in place
     of the loop, with no preflight, no batch trials and no DDP, and its `model(pretrained=False)` may be any
     object with `load_state_dict`, which its `predict` reads."""
 

@@ -28,8 +28,8 @@ from kit.runtime.budget import Budget
 from kit.runtime.session import Session
 from kit.train import boosting, cv, targets
 from kit.train.boosting import BoostConfig
-from kit.train.loop import FitConfig, FitResult, FoldFiles
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
+from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.targets import Target
 
 

@@ -36,7 +36,8 @@ from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
 from kit.train import metrics
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
+from kit.train.results import FitConfig, FoldFiles
 
 RAM_SHARE = 0.8  # parallel workers start only if their copies of the data fit in this share of free RAM
 

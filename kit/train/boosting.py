@@ -24,7 +24,7 @@ from kit.models.boosters import Booster
 from kit.runtime import checkpoint
 from kit.runtime.budget import Budget, fmt
 from kit.train import metrics
-from kit.train.loop import FitResult, FoldFiles
+from kit.train.results import FitResult, FoldFiles
 
 WARM_ROUNDS = 3  # rounds before the rate is measured: the first ones build the histograms and caches
 MEASURE_S = 0.2  # and at least this long, so that a fast booster's rate is more than noise

@@ -13,8 +13,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Sized
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -30,6 +28,7 @@ from kit.train import ema as averaging
 from kit.train import metrics
 from kit.train.evaluate import evaluate, unwrap
 from kit.train.objectives import Objective
+from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.resume import ResumeState
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
 from kit.train.tracking import Losses, epoch_line
@@ -41,49 +40,6 @@ CHECK_EVERY = 8  # steps between looks at the device's loss figures (a host sync
 # small dataset's validation score jumps, and a few epochs without a new best say little (a Transformer on
 # simulated breaths stopped at epoch 22 of 30 with MAE 0.68; run to the end, with the rest of the recipe, 0.62)
 PATIENCE_AFTER = 0.5
-
-
-@dataclass(frozen=True)
-class FitConfig:
-    epochs: int
-    lr: float
-    weight_decay: float
-    warmup_epochs: float  # linear warm-up, then cosine decay to zero over the remaining steps
-    patience: int  # stop after this many epochs without a better validation score (from PATIENCE_AFTER of them on); 0 never
-    metric: str
-    grad_clip: float = 1.0  # clip the gradient norm at this value, or disable if == 0.0
-    ema: bool = False  # validate a moving average of the weights too, and keep the better (kit.train.ema)
-    layer_decay: float = 1.0  # each layer group down learns at this times the rate of the one above (timm's groups)
-    micro: int = 0  # micro-batches of this many rows from the start: gradient accumulation (0: whole batches)
-
-
-@dataclass
-class FitResult:
-    best_score: float = float("nan")
-    best_epoch: int = 0  # 1-based; 0 if no epoch produced a finite score
-    epochs_run: int = 0
-    epochs_planned: int = 0
-    history: list[dict] = field(default_factory=list)
-    stopped: str = "completed"  # or "early stop: ...", "time budget", ...
-    precision: str = ""
-    unit: str = "epoch"  # what best_epoch and epochs_run count: epochs, or a booster's rounds (kit.train.boosting)
-
-
-@dataclass
-class FoldFiles:
-    best: Path  # the best epoch's weights: what prediction loads
-    last: Path  # the latest epoch: everything needed to resume (kit.train.resume; in the scratch folder)
-    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.run.folds.stamp)
-
-    @property
-    def meta(self) -> Path:
-        """The best epoch's epoch, score, precision, validation rows and stamp: read without the weights."""
-        return self.best.with_suffix(".meta.pt")
-
-    @property
-    def done(self) -> Path:
-        """The fold's summary, written when it finishes."""
-        return self.best.with_suffix(".json")
 
 
 class _Fallback(Exception):

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 from kit.runtime import progress
 from kit.runtime.precision import Precision
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
+from kit.train.results import FitConfig, FoldFiles
 from kit.train.objectives import Classification
 
 

@@ -14,7 +14,7 @@ from kit.runtime import checkpoint
 from kit.runtime.budget import Budget
 from kit.train import boosting
 from kit.train.boosting import BoostConfig, Plan
-from kit.train.loop import FoldFiles
+from kit.train.results import FoldFiles
 
 LIBRARIES = ("xgboost", "lightgbm", "catboost")
 

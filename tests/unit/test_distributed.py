@@ -13,8 +13,9 @@ from kit.errors import KitError
 from kit.runtime.collective import TorchCollective
 from kit.runtime.precision import Precision
 from kit.runtime.workers import choose, free_port
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
 from kit.train.objectives import Classification
+from kit.train.results import FitConfig, FoldFiles
 
 
 @pytest.mark.parametrize(

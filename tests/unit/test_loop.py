@@ -7,8 +7,9 @@ from torch import nn
 
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
 from kit.train.objectives import Classification
+from kit.train.results import FitConfig, FoldFiles
 from kit.train.step import split_batch, train_step, warmup_cosine
 
 CPU = Precision("fp32", "cpu")

@@ -16,8 +16,9 @@ from kit.run.batch import resolve_batch
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
 from kit.train import autobatch
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
 from kit.train.objectives import Classification
+from kit.train.results import FitConfig, FoldFiles
 from tests.toys import ToyPipeline, session
 
 CPU = Precision("fp32", "cpu")

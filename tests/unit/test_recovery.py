@@ -9,8 +9,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kit.runtime.budget import Budget
 from kit.runtime.precision import Precision
-from kit.train.loop import FitConfig, FoldFiles, fit
+from kit.train.loop import fit
 from kit.train.objectives import Classification
+from kit.train.results import FitConfig, FoldFiles
 
 FP16 = Precision("fp16", "cpu")
 

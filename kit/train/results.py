@@ -1,0 +1,49 @@
+"""What a fold's training is asked (FitConfig), what it returns (FitResult) and the files it writes (FoldFiles):
+shared by the one loop (kit.train.loop) and the boosters' fold (kit.train.boosting), and read by kit.run."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    epochs: int
+    lr: float
+    weight_decay: float
+    warmup_epochs: float  # linear warm-up, then cosine decay to zero over the remaining steps
+    patience: int  # stop after this many epochs without a better validation score (from PATIENCE_AFTER of them on); 0 never
+    metric: str
+    grad_clip: float = 1.0  # clip the gradient norm at this value, or disable if == 0.0
+    ema: bool = False  # validate a moving average of the weights too, and keep the better (kit.train.ema)
+    layer_decay: float = 1.0  # each layer group down learns at this times the rate of the one above (timm's groups)
+    micro: int = 0  # micro-batches of this many rows from the start: gradient accumulation (0: whole batches)
+
+
+@dataclass
+class FitResult:
+    best_score: float = float("nan")
+    best_epoch: int = 0  # 1-based; 0 if no epoch produced a finite score
+    epochs_run: int = 0
+    epochs_planned: int = 0
+    history: list[dict] = field(default_factory=list)
+    stopped: str = "completed"  # or "early stop: ...", "time budget", ...
+    precision: str = ""
+    unit: str = "epoch"  # what best_epoch and epochs_run count: epochs, or a booster's rounds (kit.train.boosting)
+
+
+@dataclass
+class FoldFiles:
+    best: Path  # the best epoch's weights: what prediction loads
+    last: Path  # the latest epoch: everything needed to resume (kit.train.resume; in the scratch folder)
+    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.run.folds.stamp)
+
+    @property
+    def meta(self) -> Path:
+        """The best epoch's epoch, score, precision, validation rows and stamp: read without the weights."""
+        return self.best.with_suffix(".meta.pt")
+
+    @property
+    def done(self) -> Path:
+        """The fold's summary, written when it finishes."""
+        return self.best.with_suffix(".json")
