@@ -95,7 +95,7 @@ def herbarium_2020_2021(folder: Path, seed: int, year: int, per_class: int = 20,
     images, annotations, hidden = [], [], []
     for k, category in enumerate(species):
         for n in range(per_class + test_per_class):
-            image_id = 100_000 + len(images) + len(hidden) * 7
+            image_id = 354_106 + 3 * (len(images) + len(hidden))  # ints, as the raw metadata's
             picture = of_class(rng, k, len(species))
             if n < per_class:
                 file_name = f"images/{category // 100:03d}/{category % 100:02d}/{image_id}.jpg"

@@ -3,7 +3,6 @@ angle, a set of labels is a set of coloured patches, a hidden message is a fine 
 default), so that decoding and a tiny CNN on the CPU take a second, not a minute."""
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +50,6 @@ def save(image: Image.Image, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path, **({"quality": 92} if path.suffix.lower() in (".jpg", ".jpeg") else {}))
     return path
-
-
-def jpeg_bytes(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=92)
-    return buffer.getvalue()
 
 
 def hex_id(rng: np.random.Generator, length: int) -> str:
