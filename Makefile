@@ -13,6 +13,10 @@ KAGGLE_PY := $(KAGGLE_VENV)/bin/python
 PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
+# the gallery's configs (docs/gallery.md): make test runs each one's smoke (tests/functional/test_gallery_e2e.py);
+# kaggle-smoke runs the others, and lmsys-chatbot-arena for the text template's one-hot target, on Kaggle's versions
+GALLERY = $(shell $(PY) -c 'from kit.smoke import gallery; print(*gallery.slugs())')
+KAGGLE_SMOKE = $(filter-out $(GALLERY),$(SHIPPED)) lmsys-chatbot-arena
 # push/status/output: INFER=1 acts on the inference kernel; FORCE=1 pushes whatever GPU hours are left
 INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
 FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
@@ -86,8 +90,8 @@ $(KAGGLE_VENV)/.installed: kaggle-image.txt
 
 kaggle-env: $(KAGGLE_VENV)/.installed ## create .venv-kaggle: Kaggle's GPU image's library versions on Python 3.12
 
-kaggle-smoke: venv kaggle-env ## every shipped config's smoke notebook on Kaggle's versions, and fp16 with two workers
-	@for c in $(SHIPPED); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
+kaggle-smoke: venv kaggle-env ## the shipped configs' smoke notebooks (one of the gallery's) on Kaggle's versions, and fp16 with two workers
+	@for c in $(KAGGLE_SMOKE); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
 	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
 
 run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output] [P="epochs=2 ..."])

@@ -15,6 +15,7 @@ from typing import Any
 from kit.errors import KitError
 
 INDENT = "    "
+WIDTH = 120  # a table's line longer than this wraps its list (jigsaw's nine identity columns), as a person would
 
 
 def fill(source: str, values: Mapping[str, Any]) -> str:
@@ -46,7 +47,7 @@ def literal(value: Any, comment: str = "") -> str:
     """Python source for a TOML-born value; a table is one key per line (with `comment` after its brace)."""
     if isinstance(value, dict):
         opening = "{" + (f"  {comment}" if comment else "")
-        items = [f"{INDENT}{literal(k)}: {literal(v)}," for k, v in value.items()]
+        items = [_item(literal(k), v) for k, v in value.items()]
         return "\n".join([opening, *items, "}"])
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(literal(v) for v in value) + "]"
@@ -59,4 +60,18 @@ def literal(value: Any, comment: str = "") -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     raise KitError(f"parameter value {value!r} ({type(value).__name__}) cannot be written into a notebook")
+
+
+def _item(key: str, value: Any) -> str:
+    """A table's `key: value,` line; a list that would run past WIDTH is wrapped, its items filled into lines."""
+    line = f"{INDENT}{key}: {literal(value)},"
+    if len(line) <= WIDTH or not isinstance(value, (list, tuple)):
+        return line
+    rows, row = [], ""
+    for item in (f"{literal(v)}," for v in value):
+        if row and len(INDENT * 2) + len(row) + 1 + len(item) > WIDTH:
+            rows.append(row)
+            row = ""
+        row = f"{row} {item}" if row else item
+    return "\n".join([f"{INDENT}{key}: [", *(f"{INDENT * 2}{r}" for r in rows + [row]), f"{INDENT}],"])
 

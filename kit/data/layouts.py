@@ -92,7 +92,10 @@ def training_table(spec: Spec, data_dir: Path, sample: pd.DataFrame | None = Non
     what = "training labels" if spec.layout == "files" else "training table"
     path = archives.find_file(data_dir, spec.train, what, log=log)
     table = tables.read_table(path, spec.id_column)
-    if spec.layout in ("pixels", "arrays") and spec.id_column not in table.columns:
+    # rows found by other means than the id (pixels, arrays, image_path: iwildcam-2019's train.csv names its images
+    # in file_name and its id column is not the sample's Id) need no id of their own: they are numbered
+    unnamed = spec.layout in ("pixels", "arrays") or (spec.layout == "files" and spec.image_path)
+    if unnamed and spec.id_column not in table.columns:
         table.insert(0, spec.id_column, (np.arange(len(table)) + 1).astype(str))
         table.attrs["numbered"] = spec.id_column  # not the file's: errors do not name it
     tables.require_columns(table, [spec.id_column], path)

@@ -8,6 +8,7 @@ and read with `local_files_only=True`; texts are tokenized once (kit.data.text) 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,9 @@ from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.targets import Target
 
 AUTO_LENGTH = 512  # max_length = "auto": the model's positions, but no more than this (and the longest text)
+# training rows whose text is empty are left out with a warning up to this share of the rows (movie-review's few
+# phrases that pandas reads as NaN: "null", "NA"); more is an error, which says more than a model of blanks
+MAX_EMPTY_SHARE = 0.01
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
@@ -66,6 +70,31 @@ def load_tokenizer(folder: Path):
     return tokenizer
 
 
+def empty_texts(table: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Each row: whether all its text columns are empty (missing or blank)."""
+    return table[list(columns)].fillna("").astype(str).apply(lambda c: c.str.strip() == "").all(axis=1).to_numpy()
+
+
+def _empty_line(blank: np.ndarray, columns: Sequence[str], path: Path) -> str:
+    row = int(np.flatnonzero(blank)[0]) + 2  # the file's line: its header is line 1
+    return (f"{path.name}: the text is empty in row {row} (columns {', '.join(columns)}; {int(blank.sum())} such rows, "
+            f"{blank.mean():.1%} of {len(blank)})")
+
+
+def without_empty_texts(table: pd.DataFrame, columns: Sequence[str], path: Path, warn: Callable[[str], None]) -> pd.DataFrame:
+    """The training rows that have a text: up to MAX_EMPTY_SHARE of them empty are left out with one warning, more
+    is a KitError."""
+    blank = empty_texts(table, columns)
+    if not blank.any():
+        return table
+    line = _empty_line(blank, columns, path)
+    if blank.mean() > MAX_EMPTY_SHARE:
+        raise KitError(f"{line}; drop those rows or fill them (up to {MAX_EMPTY_SHARE:.0%} of the rows are left out with a "
+                       "warning)")
+    warn(f"{line}; they are left out of training")
+    return table[~blank]
+
+
 class TextPipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
@@ -97,6 +126,7 @@ class TextPipeline:
         train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
         train = tables.read_table(train_path, spec.id_column or None)
         tables.require_columns(train, spec.text_columns, train_path)
+        train = without_empty_texts(train, spec.text_columns, train_path, s.warn)
         sample, sample_path = base.read_sample(s)
         test, test_path = self._test_table()
         columns = base.sample_targets(sample, spec, sample_path, test.columns)
@@ -110,7 +140,7 @@ class TextPipeline:
                                    spec.target_range)
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
         groups, assigned = base.fold_keys(spec, train, train_path)
-        texts = self._texts(train, train_path, tokenizer, strict=True)
+        texts = self._texts(train, train_path, tokenizer)
         data_test, test_positions, sample = self._test(test, test_path, sample, sample_path, tokenizer, cut, key)
         tokens = text.tokenize(tokenizer, texts, cut, key, log=s.log, what="train")
         max_length = cut
@@ -135,16 +165,12 @@ class TextPipeline:
     def _target_columns(self, target: Target) -> list[str]:
         return list(target.sources) if target.by_column else [self.spec.target_column]
 
-    def _texts(self, table: pd.DataFrame, path: Path, tokenizer, strict: bool) -> list[str]:
-        """The rows' texts; an empty one is an error in training data (`strict`), a warning in the test table."""
-        blank = table[list(self.spec.text_columns)].fillna("").astype(str).apply(lambda c: c.str.strip() == "").all(axis=1)
+    def _texts(self, table: pd.DataFrame, path: Path, tokenizer) -> list[str]:
+        """The rows' texts; an empty one (left in the test table: training's are gone) is predicted, with a warning."""
+        blank = empty_texts(table, self.spec.text_columns)
         if blank.any():
-            row = int(np.flatnonzero(blank.to_numpy())[0])
-            line = (f"{path.name}: the text is empty in row {row + 2} (columns {', '.join(self.spec.text_columns)}; "
-                    f"{int(blank.sum())} such rows)")
-            if strict:
-                raise KitError(f"{line}; drop those rows or fill them")
-            self.session.warn(f"{line}; they are predicted from the special tokens alone")
+            self.session.warn(f"{_empty_line(blank, self.spec.text_columns, path)}; they are predicted from the special "
+                              "tokens alone")
         sep = tokenizer.sep_token or tokenizer.eos_token or "\n"
         return text.join_columns(table, self.spec.text_columns, f" {sep} ")
 
@@ -183,7 +209,7 @@ class TextPipeline:
                 else:
                     detail = f"{len(test)} rows, the sample {len(sample)}"
                 raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
-        texts = self._texts(test, test_path, tokenizer, strict=False)
+        texts = self._texts(test, test_path, tokenizer)
         tokens = text.tokenize(tokenizer, texts, max_length, key, log=self.session.log, what="test")
         return tokens, where.astype(np.int64), sample
 

@@ -17,6 +17,7 @@ from kit.build import bundle, execute, metadata, notebook, packages
 from kit.build.bundle import ROOT
 from kit.data import archives
 from kit.errors import KitError
+from kit.smoke import gallery
 from kit.spec import Spec
 
 SMOKE = ROOT / ".smoke"
@@ -59,7 +60,10 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     env = {"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(root / "cache")}
     execute.run(built, executed, {"output_dir": str(working)}, cwd=working, env=env, python=python)
     submission = working / "submission.csv"
-    rows = check_submission(submission, sample_path(config.spec, data_dir, root / "cache"), config.spec)
+    sample = sample_path(config.spec, data_dir, root / "cache")
+    rows = check_submission(submission, sample, config.spec)
+    if gallery.has(config.spec.slug):  # what the competition's grader checks beside the sample's shape
+        gallery.check(config.spec.slug, submission, sample)
     cv = json.loads((working / "cv.json").read_text())
     inferred = None
     if config.inference is not None:  # the pair: the inference kernel must submit what the training kernel did
@@ -161,8 +165,13 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame, spec: Spec) -> bool:
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
-    """The competition's files in its Kaggle layout, by the template's smoke maker (kit.templates)."""
-    templates.load(templates.get(spec.template).smoke)(spec, folder, seed)
+    """The competition's files in its public layout: a gallery competition's as MLE-bench writes them
+    (kit.smoke.gallery), whatever the config says; any other by the template's smoke maker (kit.templates),
+    from the config's names."""
+    if gallery.has(spec.slug):
+        gallery.write(spec.slug, folder, seed)
+    else:
+        templates.load(templates.get(spec.template).smoke)(spec, folder, seed)
 
 
 def make_inputs(spec: Spec, data_dir: Path, input_root: Path, parameters: dict, seed: int = 0) -> None:

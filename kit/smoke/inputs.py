@@ -49,7 +49,7 @@ def make_coco(spec: Spec, folder: Path, seed: int = 0, per_class: int = 16, test
     folder's name, the folders shipped as plain tars named <folder>.tar.gz (files without that prefix); the
     sample submission names the test images by id, classes by category id."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".{folder.name}-staging"
     categories = [{"id": 400 + k, "name": f"species_{k}"} for k in range(3)]
     images, annotations = [], []
@@ -82,7 +82,7 @@ def make_npy(spec: Spec, folder: Path, seed: int = 0, per_class: int = 24, test:
     """seti's layout: <train> id,target and train/<id[0]>/<id>.npy, test/<id[0]>/<id>.npy, float16 arrays
     (6, 32, 24): noise, and in a positive a drifting line in the 1st, 3rd and 5th channel."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     ids = {"train": [], "test": []}
     for split, count in (("train", 2 * per_class), ("test", test)):
         for i in range(count):
@@ -107,7 +107,7 @@ def make_arrays(spec: Spec, folder: Path, seed: int = 0, per_class: int = 60, te
     archive's root; JSON records id, band_1, band_2 (side x side dB floats, flattened), inc_angle (a float, or
     "na"), is_iceberg; an iceberg a round bright blob, a ship a long one with a brighter second band."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".{folder.name}-staging"
     staging.mkdir()
     yy, xx = np.mgrid[0:side, 0:side].astype(np.float32) - side / 2

@@ -52,7 +52,7 @@ def make_ventilator(spec: Spec, folder: Path, seed: int = 0, train: int = 240, t
     test.csv without pressure; sample_submission.csv id,pressure; 80 rows per breath. Returns the test rows
     with their pressure (what `make quality` scores against)."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     rows, row_id = {"train": [], "test": []}, 1
     for split, count in (("train", train), ("test", test)):
         for b in range(count):
@@ -78,7 +78,7 @@ def make_sequences(spec: Spec, folder: Path, seed: int = 0, train: int = 160, te
     waves; per sequence, the class (or value) sets the wave's frequency; per step, the target follows the
     running sum of the first feature."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     regression = spec.metric in ("mae", "rmse")
     classes = ["walk", "run", "sit"] if spec.metric in ("accuracy", "log_loss") else ["0", "1"]
     per_step = spec.task == "per_step"
@@ -130,7 +130,7 @@ def make_steps(spec: Spec, folder: Path, seed: int = 0, train: int = 80, test: i
     positions' values; sample_submission.csv id_seqpos ("<id>_<position>", every position) and the targets
     at 0. A position's targets follow its base and its pairing, with noise."""
     rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     strings = [c for c in spec.step_columns if c in spec.categorical]
     targets = [c for c in spec.step_columns if c not in spec.categorical and c not in spec.features]
     effect = {c: rng.normal(0, 1, (len(BASES), len(PAIRS))) for c in targets}

@@ -108,6 +108,6 @@ def make_model_folder(spec: Spec, data_dir: Path, input_root: Path, parameters: 
     <input>/models/<owner>/<model_path>/transformers/default/1/ (model_path names it by its name)."""
     with tempfile.TemporaryDirectory() as scratch:  # the training table as the kernel reads it (archived, JSON, TSV)
         train = tables.read_table(archives.find_file(data_dir, spec.train, "training table", Path(scratch), lambda line: None))
-    texts = [t for c in spec.text_columns for t in train[c].astype(str)]
+    texts = [t for c in spec.text_columns for t in train[c].fillna("").astype(str)]  # an empty cell reads as NaN
     folder = input_root / "models" / "kit" / parameters["model_path"] / "transformers" / "default" / "1"
     return build_tiny_encoder(texts, folder, seed, max_positions=512)

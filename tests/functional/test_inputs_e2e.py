@@ -1,7 +1,7 @@
-"""The new inputs end to end, the real notebook on smoke data in each shape's public layout: per-row arrays in
-7z'd JSON (statoil: two float channels, their own statistics, in_chans=2), a COCO file with its image folders
-shipped as plain tars named .tar.gz (inaturalist), and JSON lines exploded into steps with several per-step
-targets (stanford-covid-vaccine)."""
+"""The new inputs on smoke data in each shape's public layout, in this process, where the data and the model can
+be looked at: .npy arrays of six channels (seti), labels from file names beside their zips (dogs-vs-cats), JSON
+records and zipped TSV text tables. The real notebook on each gallery competition's layout (statoil's 7z'd
+arrays, inaturalist's tars, stanford's JSON lines among them) runs in tests/functional/test_gallery_e2e.py."""
 import json
 
 import numpy as np
@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from kit import smoke
-from kit.data import archives
 
 pytestmark = pytest.mark.e2e
 
@@ -26,104 +25,6 @@ folds = 2
 batch_size = 16
 device = "cpu"
 """
-
-
-def run(tmp_path, text: str):
-    path = tmp_path / "comp.toml"
-    path.write_text(text)
-    result = smoke.run(str(path), root=tmp_path / "run")
-    return result, (result.submission.parent / "kit.log").read_text()
-
-
-def test_statoil_arrays_in_7z_json_train_on_their_own_statistics(tmp_path):
-    if not (archives._importable("py7zr") or archives.shutil.which("7z")):
-        pytest.skip("nothing here writes or reads .7z (py7zr or the 7z command)")
-    result, log = run(tmp_path, """
-[competition]
-slug = "statoil-iceberg-classifier-challenge"
-template = "cnn"
-metric = "log_loss"
-
-[data]
-layout = "arrays"
-train = "train.json"
-test = "test.json"
-sample_submission = "sample_submission.csv"
-id_column = "id"
-target_column = "is_iceberg"
-array_columns = ["band_1", "band_2"]
-""" + CNN_SMOKE.format(title="Statoil Iceberg Arrays"))
-    assert sorted(p.name for p in result.input_dir.iterdir()) == ["sample_submission.csv.7z", "test.json.7z", "train.json.7z"]
-    sub = pd.read_csv(result.submission)
-    assert list(sub.columns) == ["id", "is_iceberg"] and len(sub) == 12 and sub["is_iceberg"].between(0, 1).all()
-    assert "unpack         train.json.7z: 1 entries" in log
-    assert "resize train: 120 images of 24 x 24 pixels resized into" in log
-    checkpoint = json.loads((result.submission.parent / "cv.json").read_text())
-    assert np.isfinite(checkpoint["score"]) and result.score < result.baseline  # log loss: lower than the prior's
-
-
-def test_inaturalist_coco_files_with_their_folders_in_plain_tars(tmp_path):
-    result, log = run(tmp_path, """
-[competition]
-slug = "inaturalist-2019-fgvc6"
-template = "cnn"
-metric = "accuracy"
-
-[data]
-layout = "coco"
-train = "train2019.json"
-test = "test2019.json"
-sample_submission = "kaggle_sample_submission.csv"
-id_column = "id"
-target_column = "predicted"
-train_images = "train_val2019"
-test_images = "test2019"
-""" + CNN_SMOKE.format(title="iNaturalist COCO"))
-    sub = pd.read_csv(result.submission)
-    sample = pd.read_csv(result.input_dir / "kaggle_sample_submission.csv")
-    assert sub["id"].tolist() == sample["id"].tolist() and set(sub["predicted"]) <= {400, 401, 402}
-    assert sub["predicted"].dtype.kind == "i"  # category ids as whole numbers, as the grader's int() needs
-    assert "unpack         train_val2019.tar.gz: 48 entries" in log and "train          48 images, 3 classes" in log
-    assert result.score > result.baseline
-
-
-def test_stanford_json_lines_explode_into_steps_with_several_targets(tmp_path):
-    result, log = run(tmp_path, """
-[competition]
-slug = "stanford-covid-vaccine"
-template = "lstm"
-metric = "rmse"
-
-[data]
-train = "train.json"
-test = "test.json"
-sample_submission = "sample_submission.csv"
-id_column = "id_seqpos"
-sequence_column = "id"
-order_column = "seqpos"
-features = ["seqpos"]
-categorical = ["sequence", "structure", "predicted_loop_type"]
-step_columns = ["sequence", "structure", "predicted_loop_type", "reactivity", "deg_Mg_pH10", "deg_50C"]
-task = "per_step"
-
-[kernel]
-title = "Stanford Covid Steps"
-
-[smoke]
-device = "cpu"
-epochs = 12
-folds = 2
-batch_size = 16
-hidden_size = 32
-num_layers = 1
-""")
-    sub = pd.read_csv(result.submission)
-    sample = pd.read_csv(result.input_dir / "sample_submission.csv")
-    assert list(sub.columns) == ["id_seqpos", "reactivity", "deg_Mg_pH10", "deg_50C"] and len(sub) == 16 * 40
-    assert sub["id_seqpos"].tolist() == sample["id_seqpos"].tolist() and sub.iloc[:, 1:].notna().all().all()
-    assert sub["reactivity"].std() > 0 and not np.allclose(sub["reactivity"], sub["deg_50C"])  # a value per target
-    assert "train          80 sequences, 3200 rows, up to 40 steps" in log
-    assert result.score < result.baseline  # MCRMSE over the scored positions (the first 28 of 40)
 
 
 def in_process(tmp_path, toml: str, **params):

@@ -78,13 +78,14 @@ def test_kit_run_stops_at_a_missing_text_column(tmp_path, capsys):
                                                         "score); fix [data] in the config")
 
 
-def test_kit_run_stops_at_an_empty_text(tmp_path, capsys):
+def test_kit_run_stops_at_empty_texts_in_more_than_one_percent_of_the_rows(tmp_path, capsys):
     folder, model = essays_and_model(tmp_path)
     train = pd.read_csv(folder / "train.csv")
-    train.loc[5, "full_text"] = "   "
+    train.loc[5:9, "full_text"] = "   "  # 5 of 240: a few more than the 1% left out with a warning
     train.to_csv(folder / "train.csv", index=False)
-    assert stopped(tmp_path, capsys, folder, model) == ("error: train.csv: the text is empty in row 7 (columns full_text; 1 "
-                                                        "such rows); drop those rows or fill them")
+    assert stopped(tmp_path, capsys, folder, model) == ("error: train.csv: the text is empty in row 7 (columns full_text; 5 "
+                                                        "such rows, 2.1% of 240); drop those rows or fill them (up to 1% of "
+                                                        "the rows are left out with a warning)")
 
 
 def test_kit_run_stops_at_a_model_folder_without_tokenizer_files(tmp_path, capsys):

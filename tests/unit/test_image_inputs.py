@@ -123,6 +123,25 @@ def test_a_template_indexes_into_a_column_for_both_splits(tmp_path):
     assert layouts.test_source(spec, tmp_path, frame, path).paths == [tmp_path / "test/7/7bb.npy"]
 
 
+def test_a_training_table_whose_paths_name_its_images_needs_no_id_column(tmp_path):
+    """iwildcam-2019: train.csv names each image in file_name and has `id`, not the sample's `Id`; its rows are
+    numbered. Without image_path the id column is still required."""
+    spec = Spec(slug="iwildcam-2019-fgvc6", train="train.csv", id_column="Id", target_column="category_id",
+                train_images="train_images", test_images="test_images", image_path="{file_name}", test_image_path="{Id}.jpg",
+                metric="macro_f1")
+    pd.DataFrame({"category_id": [0, 11], "file_name": ["a-1.jpg", "b-2.jpg"], "id": ["a-1", "b-2"]}).to_csv(
+        tmp_path / "train.csv", index=False)
+    touch(tmp_path, "train_images/a-1.jpg", "train_images/b-2.jpg", "test_images/c-3.jpg")
+    table, where = layouts.training_table(spec, tmp_path)
+    assert table["Id"].tolist() == ["1", "2"] and table["id"].tolist() == ["a-1", "b-2"]
+    assert layouts.training_source(spec, tmp_path, table, where).paths == [tmp_path / "train_images/a-1.jpg",
+                                                                            tmp_path / "train_images/b-2.jpg"]
+    frame, path = sample(tmp_path, pd.DataFrame({"Id": ["c-3"], "Category": 0}))
+    assert layouts.test_source(spec, tmp_path, frame, path).paths == [tmp_path / "test_images/c-3.jpg"]
+    with pytest.raises(KitError, match=r"^train.csv: no column 'Id' \(it has: category_id, file_name, id\)"):
+        layouts.training_table(dataclasses.replace(spec, image_path=""), tmp_path)
+
+
 def coco_file(path, images, annotations=None, categories=None, key="id"):
     value = {"images": [{key: i, "file_name": f} for i, f in images], "info": {}}
     if annotations is not None:

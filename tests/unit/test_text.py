@@ -220,3 +220,23 @@ def test_the_model_folders_fingerprint_follows_its_weights_tokenizer_and_config(
     assert fingerprint(shutil.copytree(folder, tmp_path / "copy")) == first  # where it is mounted does not count
     assert fingerprint(build_tiny_encoder(["one two three four"] * 4, tmp_path / "b", seed=1)) != first  # other weights
     assert fingerprint(build_tiny_encoder(["five six seven"] * 4, tmp_path / "c", seed=0)) != first  # another vocabulary
+
+
+def test_a_few_empty_training_texts_are_left_out_with_one_warning_and_more_are_one_line():
+    from pathlib import Path
+
+    from kit.pipelines.text import without_empty_texts
+
+    phrases = pd.DataFrame({"PhraseId": range(1, 201), "Phrase": [f"phrase {k}" for k in range(200)]})
+    phrases.loc[[3, 150], "Phrase"] = [np.nan, "  "]  # read from the TSV as NaN, and a blank one: 2 of 200, 1%
+    said = []
+    kept = without_empty_texts(phrases, ["Phrase"], Path("train.tsv"), said.append)
+    assert kept["PhraseId"].tolist() == [k for k in range(1, 201) if k not in (4, 151)]
+    assert said == ["train.tsv: the text is empty in row 5 (columns Phrase; 2 such rows, 1.0% of 200); they are left out "
+                    "of training"]
+    phrases.loc[7, "Phrase"] = ""  # 3 of 200
+    with pytest.raises(KitError, match=r"^train.tsv: the text is empty in row 5 \(columns Phrase; 3 such rows, 1.5% of 200\); "
+                                       r"drop those rows or fill them \(up to 1% of the rows are left out with a warning\)$"):
+        without_empty_texts(phrases, ["Phrase"], Path("train.tsv"), said.append)
+    full = phrases.fillna("x").replace({"  ": "y", "": "z"})
+    assert without_empty_texts(full, ["Phrase"], Path("train.tsv"), said.append) is full and len(said) == 1

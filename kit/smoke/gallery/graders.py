@@ -1,0 +1,228 @@
+"""The checks each gallery competition's grader (MLE-bench's grade.py) makes on a submission before it scores
+it, written anew: a submission that fails one is what the grader calls invalid (or crashes on, which it also
+counts as invalid). The submission and the sample submission are read as the grader reads CSVs (pandas'
+defaults); the sample stands for the answers, whose ids and row count it shares.
+
+Beside the graders' own checks, two that leave a submission valid but worthless: a constant column under
+google-quest's Spearman (the score is NaN), and rows out of the sample's order under stanford-covid-vaccine
+(its grader aligns its `keep` mask by row label)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit.errors import KitError
+
+Check = Callable[[pd.DataFrame, pd.DataFrame], None]
+
+
+class Invalid(KitError):
+    """A submission the competition's grader would refuse."""
+
+
+def read(path: Path) -> pd.DataFrame:
+    """A CSV as mlebench.utils.read_csv reads it, with pandas' defaults (less its float_precision="round_trip",
+    which pandas 3 deprecates: the checks compare no float beyond 6 decimals)."""
+    return pd.read_csv(path)
+
+
+def require(ok: bool, why: str) -> None:
+    if not ok:
+        raise Invalid(why)
+
+
+def has_columns(sub: pd.DataFrame, *columns: str) -> None:
+    missing = [c for c in columns if c not in sub.columns]
+    require(not missing, f"no column {', '.join(missing)} (it has {', '.join(map(str, sub.columns))})")
+
+
+def same_length(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    require(len(sub) == len(sample), f"{len(sub)} rows where the answers have {len(sample)}")
+
+
+def sorted_ids_equal(sub: pd.DataFrame, sample: pd.DataFrame, id_column: str) -> None:
+    """The ids, each side sorted, equal position by position (what `.values != .values` compares)."""
+    a, b = (np.sort(frame[id_column].to_numpy()) for frame in (sub, sample))
+    require(len(a) == len(b) and bool((a == b).all()), f"its {id_column} values are not the answers'")
+
+
+def same_id_set(sub: pd.DataFrame, sample: pd.DataFrame, id_column: str) -> None:
+    require(set(sub[id_column]) == set(sample[id_column]), f"its set of {id_column} values is not the answers'")
+
+
+def numeric(sub: pd.DataFrame, column: str) -> pd.Series:
+    try:
+        return pd.to_numeric(sub[column])
+    except (ValueError, TypeError):
+        raise Invalid(f"{column} holds values that are not numbers") from None
+
+
+def in_unit_range(values: pd.Series, column: str) -> None:
+    """Every value in [0, 1]; NaN fails too (the graders' `>= 0 & <= 1`, or roc_auc_score refusing NaN)."""
+    require(bool(((values >= 0) & (values <= 1)).all()), f"{column} holds values outside [0, 1] (or empty)")
+
+
+def auroc(id_column: str, target: str) -> Check:
+    """mlebench's prepare_for_auroc_metric: both columns, the length, numbers in [0, 1], the sorted ids."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        has_columns(sub, id_column, target)
+        same_length(sub, sample)
+        in_unit_range(numeric(sub, target), target)
+        sorted_ids_equal(sub, sample, id_column)
+    return check
+
+
+def accuracy(id_column: str, target: str) -> Check:
+    """mlebench's prepare_for_accuracy_metric: the length, both columns, the sorted ids."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        same_length(sub, sample)
+        has_columns(sub, target, id_column)
+        sorted_ids_equal(sub, sample, id_column)
+    return check
+
+
+def probability(id_column: str, target: str) -> Check:
+    """dogs-vs-cats' and statoil's log loss: both columns, the id set, the length, values in [0, 1]."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        has_columns(sub, id_column, target)
+        same_id_set(sub, sample, id_column)
+        same_length(sub, sample)
+        in_unit_range(numeric(sub, target), target)
+    return check
+
+
+def whole_labels(id_column: str, target: str, first_token: bool = False) -> Check:
+    """herbarium's, iwildcam-2019's and inaturalist's: the length, both columns, the sorted ids, and int() of
+    each label (inaturalist: of a label string's first token; a float cell fails there)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        same_length(sub, sample)
+        has_columns(sub, id_column, target)
+        sorted_ids_equal(sub, sample, id_column)
+        for value in sub[target]:
+            try:
+                int(value) if not first_token or isinstance(value, int) else int(value.split()[0])
+            except (ValueError, TypeError, AttributeError, IndexError):
+                raise Invalid(f"{target} value {value!r} is not a whole-number label") from None
+    return check
+
+
+def label_sets(id_column: str, target: str) -> Check:
+    """imet's and plant-pathology-2021's micro F1 over label sets: both columns, the length, the sorted ids,
+    and a column of text (`.str.split()`; a column of single numbers reads as int64 and fails there)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        has_columns(sub, id_column, target)
+        same_length(sub, sample)
+        sorted_ids_equal(sub, sample, id_column)
+        cells = sub[target].fillna("")
+        require(pd.api.types.is_object_dtype(cells) or pd.api.types.is_string_dtype(cells),
+                f"{target} reads as {cells.dtype}, not text: every cell a single number, which .str.split() refuses")
+    return check
+
+
+def top_k(id_column: str, target: str, k: int = 5, exact_columns: bool = False) -> Check:
+    """whale's and hotel-id's MAP@5: the columns (whale: exactly these two), the id set, the length; and
+    labels a row lists separated by single spaces, at most k counted (an empty token is a wasted guess)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        if exact_columns:
+            require(set(sub.columns) == {id_column, target}, f"columns {list(sub.columns)}, not exactly "
+                                                              f"{id_column} and {target}")
+        has_columns(sub, id_column, target)
+        same_id_set(sub, sample, id_column)
+        same_length(sub, sample)
+        for cell in sub[target].astype(str):
+            tokens = cell.split(" ")
+            require(all(tokens) and len(tokens) <= k and len(set(tokens)) == len(tokens),
+                    f"{target} {cell!r} is not up to {k} distinct labels separated by single spaces")
+    return check
+
+
+WINNERS = ["winner_model_a", "winner_model_b", "winner_tie"]
+
+
+def lmsys(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    has_columns(sub, "id", *WINNERS)
+    same_length(sub, sample)
+    require(bool(((sub[WINNERS] >= 0) & (sub[WINNERS] <= 1)).all().all()), "a winner column holds values outside [0, 1]")
+    require(bool(sub[WINNERS].sum(axis=1).round(6).eq(1).all()), "a row's three probabilities do not sum to 1")
+    sorted_ids_equal(sub, sample, "id")
+
+
+def google_quest(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    targets = [c for c in sample.columns if c != "qa_id"]
+    has_columns(sub, "qa_id", *targets)
+    require(len(sub.columns) == len(targets) + 1, f"{len(sub.columns) - 1} target columns, not {len(targets)}")
+    same_length(sub, sample)
+    constant = [c for c in targets if sub[c].nunique() < 2]
+    if constant:
+        raise Invalid(f"column {constant[0]} is constant: its Spearman correlation, and so the score, is NaN")
+
+
+def jigsaw(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    has_columns(sub, "id")
+    require("prediction" in sub.columns or "toxicity" in sub.columns, "no column prediction")
+    sorted_ids_equal(sub, sample, "id")
+    numeric(sub, "prediction" if "prediction" in sub.columns else "toxicity")
+
+
+def alaska2(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    same_length(sub, sample)
+    has_columns(sub, "Id", "Label")
+    sorted_ids_equal(sub, sample, "Id")
+    try:
+        labels = sub["Label"].astype(float)
+    except ValueError:
+        raise Invalid("Label holds values that are not numbers") from None
+    require(not labels.isna().any(), "Label is empty in some rows")
+
+
+STANFORD = ["id_seqpos", "reactivity", "deg_Mg_pH10", "deg_Mg_50C", "deg_pH10", "deg_50C"]
+
+
+def stanford_covid(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    same_length(sub, sample)
+    has_columns(sub, *STANFORD)
+    a, b = (np.sort(frame["id_seqpos"].astype(str).to_numpy()) for frame in (sub, sample))
+    require(bool((a == b).all()), "its id_seqpos values are not the answers'")
+    require(sub["id_seqpos"].astype(str).tolist() == sample["id_seqpos"].astype(str).tolist(),
+            "rows out of the sample's order: the grader's keep mask would fall on the wrong rows")
+    for column in STANFORD[1:]:
+        require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
+
+
+CHECKS: dict[str, Check] = {
+    "aerial-cactus-identification": auroc("id", "has_cactus"),
+    "dogs-vs-cats-redux-kernels-edition": probability("id", "label"),
+    "detecting-insults-in-social-commentary": auroc("Comment", "Insult"),
+    "random-acts-of-pizza": auroc("request_id", "requester_received_pizza"),
+    "imet-2020-fgvc7": label_sets("id", "attribute_ids"),
+    "plant-pathology-2021-fgvc8": label_sets("image", "labels"),
+    "iwildcam-2019-fgvc6": whole_labels("Id", "Category"),
+    "iwildcam-2020-fgvc7": accuracy("Id", "Category"),
+    "inaturalist-2019-fgvc6": whole_labels("id", "predicted", first_token=True),
+    "herbarium-2020-fgvc7": whole_labels("Id", "Predicted"),
+    "herbarium-2021-fgvc8": whole_labels("Id", "Predicted"),
+    "herbarium-2022-fgvc9": whole_labels("Id", "Predicted"),
+    "whale-categorization-playground": top_k("Image", "Id", exact_columns=True),
+    "hotel-id-2021-fgvc8": top_k("image", "hotel_id"),
+    "lmsys-chatbot-arena": lmsys,
+    "google-quest-challenge": google_quest,
+    "jigsaw-unintended-bias-in-toxicity-classification": jigsaw,
+    "alaska2-image-steganalysis": alaska2,
+    "statoil-iceberg-classifier-challenge": probability("id", "is_iceberg"),
+    "seti-breakthrough-listen": auroc("id", "target"),
+    "stanford-covid-vaccine": stanford_covid,
+    "invasive-species-monitoring": auroc("name", "invasive"),
+    "movie-review-sentiment-analysis-kernels-only": accuracy("PhraseId", "Sentiment"),
+}
+
+
+def check(slug: str, submission: Path, sample: Path) -> None:
+    """An Invalid naming the competition and what its grader refuses, if `submission` fails its checks."""
+    sub, answers = read(submission), read(sample)
+    try:
+        CHECKS[slug](sub, answers)
+    except Invalid as e:
+        raise Invalid(f"{submission}: {slug}'s grader would refuse it: {e}") from None

@@ -1,0 +1,221 @@
+"""The gallery: each competition's smoke folder holds what MLE-bench's prepare.py writes, its grader checks refuse
+what the grader refuses, and every shipped config builds its kernel bundle (docs/gallery.md's tables:
+test_gallery_table.py)."""
+import json
+import re
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kit import config, smoke
+from kit.build import bundle
+from kit.data import archives
+from kit.smoke import gallery
+from kit.smoke.gallery import graders
+
+# the public folder's top level, as prepare.py leaves it (description.md is mlebench/data.py's)
+LISTINGS = {
+    "aerial-cactus-identification": "sample_submission.csv test.zip train.csv train.zip",
+    "dogs-vs-cats-redux-kernels-edition": "sample_submission.csv test test.zip train train.zip",
+    "detecting-insults-in-social-commentary": "sample_submission_null.csv test.csv train.csv",
+    "random-acts-of-pizza": "sampleSubmission.csv test.json test.zip train.json train.zip",
+    "imet-2020-fgvc7": "labels.csv sample_submission.csv test train train.csv",
+    "plant-pathology-2021-fgvc8": "sample_submission.csv test_images train.csv train_images",
+    "iwildcam-2019-fgvc6": "sample_submission.csv test.csv test_images.zip train.csv train_images.zip",
+    "iwildcam-2020-fgvc7": "iwildcam2020_megadetector_results.json iwildcam2020_test_information.json "
+                           "iwildcam2020_train_annotations.json sample_submission.csv test train",
+    "inaturalist-2019-fgvc6": "kaggle_sample_submission.csv test2019.json test2019.tar.gz train2019.json "
+                              "train_val2019.tar.gz val2019.json",
+    "herbarium-2020-fgvc7": "nybg2020 sample_submission.csv",
+    "herbarium-2021-fgvc8": "sample_submission.csv test train",
+    "herbarium-2022-fgvc9": "sample_submission.csv test_images test_metadata.json train_images train_metadata.json",
+    "whale-categorization-playground": "sample_submission.csv test train train.csv",
+    "hotel-id-2021-fgvc8": "sample_submission.csv test_images train.csv train_images",
+    "lmsys-chatbot-arena": "sample_submission.csv test.csv train.csv",
+    "google-quest-challenge": "sample_submission.csv test.csv train.csv",
+    "jigsaw-unintended-bias-in-toxicity-classification": "sample_submission.csv test.csv train.csv",
+    "alaska2-image-steganalysis": "Cover JMiPOD JUNIWARD Test UERD sample_submission.csv",
+    "statoil-iceberg-classifier-challenge": "sample_submission.csv.7z test.json.7z train.json.7z",
+    "seti-breakthrough-listen": "old_leaky_data sample_submission.csv test train train_labels.csv",
+    "stanford-covid-vaccine": "sample_submission.csv test.json train.json",
+    "invasive-species-monitoring": "sample_submission.csv.zip test.7z train.7z train_labels.csv.zip",
+    "movie-review-sentiment-analysis-kernels-only": "sampleSubmission.csv test.tsv.zip train.tsv.zip",
+}
+# the first line of a file, as prepare.py writes it
+HEADERS = {
+    "aerial-cactus-identification": {"train.csv": "id,has_cactus", "sample_submission.csv": "id,has_cactus"},
+    "dogs-vs-cats-redux-kernels-edition": {"sample_submission.csv": "id,label"},
+    "detecting-insults-in-social-commentary": {"train.csv": "Insult,Date,Comment", "test.csv": "Date,Comment",
+                                               "sample_submission_null.csv": "Insult,Date,Comment"},
+    "random-acts-of-pizza": {"sampleSubmission.csv": "request_id,requester_received_pizza", "train.json": "["},
+    "imet-2020-fgvc7": {"train.csv": "id,attribute_ids", "labels.csv": "attribute_id,attribute_name",
+                        "sample_submission.csv": "id,attribute_ids"},
+    "plant-pathology-2021-fgvc8": {"train.csv": "image,labels", "sample_submission.csv": "image,labels"},
+    "iwildcam-2019-fgvc6": {"sample_submission.csv": ",Id,Category",
+                            "train.csv": "category_id,date_captured,file_name,frame_num,id,location,rights_holder,"
+                                         "seq_id,seq_num_frames,width,height"},
+    "iwildcam-2020-fgvc7": {"sample_submission.csv": "Id,Category"},
+    "inaturalist-2019-fgvc6": {"kaggle_sample_submission.csv": "id,predicted"},
+    "herbarium-2020-fgvc7": {"sample_submission.csv": "Id,Predicted"},
+    "herbarium-2022-fgvc9": {"sample_submission.csv": "Id,Predicted", "test_metadata.json": "["},
+    "whale-categorization-playground": {"train.csv": "Image,Id", "sample_submission.csv": "Image,Id"},
+    "hotel-id-2021-fgvc8": {"train.csv": "image,chain,hotel_id,timestamp", "sample_submission.csv": "image,hotel_id"},
+    "lmsys-chatbot-arena": {"train.csv": "id,model_a,model_b,prompt,response_a,response_b,winner_model_a,winner_model_b,"
+                                         "winner_tie", "test.csv": "id,prompt,response_a,response_b",
+                            "sample_submission.csv": "id,winner_model_a,winner_model_b,winner_tie"},
+    "jigsaw-unintended-bias-in-toxicity-classification": {"test.csv": "id,comment_text",
+                                                          "sample_submission.csv": "id,prediction"},
+    "alaska2-image-steganalysis": {"sample_submission.csv": "Id,Label"},
+    "seti-breakthrough-listen": {"train_labels.csv": "id,target", "sample_submission.csv": "id,target"},
+    "stanford-covid-vaccine": {"sample_submission.csv": "id_seqpos,reactivity,deg_Mg_pH10,deg_pH10,deg_Mg_50C,deg_50C"},
+    "movie-review-sentiment-analysis-kernels-only": {"sampleSubmission.csv": "PhraseId,Sentiment"},
+}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """Each gallery competition's smoke folder, written once for this module."""
+    root = tmp_path_factory.mktemp("gallery")
+    return {slug: gallery.write(slug, root / slug) for slug in gallery.slugs()}
+
+
+def test_every_gallery_competition_has_its_config_maker_and_grader_checks():
+    assert set(gallery.slugs()) == set(graders.CHECKS) == set(LISTINGS)
+    for slug in gallery.slugs():
+        assert config.load(slug).spec.slug == slug  # kit/competitions/<slug>.toml, for that competition
+
+
+@pytest.mark.parametrize("slug", gallery.slugs())
+def test_the_folder_holds_what_prepare_writes(written, slug):
+    folder = written[slug]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(LISTINGS[slug].split() + ["description.md"])
+    for name, header in HEADERS.get(slug, {}).items():
+        assert (folder / name).read_text().splitlines()[0] == header, name
+
+
+def zip_names(path: Path) -> list[str]:
+    with zipfile.ZipFile(path) as z:
+        return z.namelist()
+
+
+def test_archives_hold_their_files_as_prepare_writes_them(written):
+    assert all("/" not in n for n in zip_names(written["aerial-cactus-identification"] / "train.zip"))  # compress()
+    assert all(n.endswith(".jpg") and "/" not in n for n in zip_names(written["iwildcam-2019-fgvc6"] / "test_images.zip"))
+    assert zip_names(written["random-acts-of-pizza"] / "train.zip") == ["train.json"]
+    assert zip_names(written["movie-review-sentiment-analysis-kernels-only"] / "test.tsv.zip") == ["test.tsv"]
+    assert zip_names(written["invasive-species-monitoring"] / "train_labels.csv.zip") == ["train_labels.csv"]
+    tar = written["inaturalist-2019-fgvc6"] / "train_val2019.tar.gz"
+    assert tar.read_bytes()[:2] != b"\x1f\x8b"  # a plain tar, named .tar.gz
+    with tarfile.open(tar, "r:") as t:
+        assert all(re.fullmatch(r"Plants/\d+/[0-9a-f]+\.jpg", n) for n in t.getnames())
+    image = json.loads((written["inaturalist-2019-fgvc6"] / "train2019.json").read_text())["images"][0]
+    assert image["file_name"].startswith("train_val2019/Plants/")
+    statoil = written["statoil-iceberg-classifier-challenge"]
+    for name in ("train.json.7z", "sample_submission.csv.7z"):
+        unpacked = archives.unpack(statoil / name, statoil.parent / "unpacked", lambda line: None)
+        assert [p.name for p in unpacked.iterdir()] == [name[:-3]]  # one file at the archive's root
+
+
+def test_ids_and_values_are_spelled_as_the_competitions_spell_them(written):
+    read = pd.read_csv
+    assert read(written["aerial-cactus-identification"] / "train.csv")["id"].str.fullmatch(r"[0-9a-f]{32}\.jpg").all()
+    assert read(written["dogs-vs-cats-redux-kernels-edition"] / "sample_submission.csv")["id"].tolist()[:3] == [1, 2, 3]
+    assert {p.name.split(".")[0] for p in (written["dogs-vs-cats-redux-kernels-edition"] / "train").iterdir()} == {"cat", "dog"}
+    assert read(written["imet-2020-fgvc7"] / "train.csv")["id"].str.fullmatch(r"[0-9a-f]{16}").all()
+    assert (written["imet-2020-fgvc7"] / "train.csv").read_text().count('"') == 0  # ids unquoted, as pandas writes them
+    assert read(written["whale-categorization-playground"] / "train.csv")["Id"].str.fullmatch(r"w_[0-9a-f]{7}|new_whale").all()
+    hotel = written["hotel-id-2021-fgvc8"]
+    rows = read(hotel / "train.csv")
+    assert all((hotel / "train_images" / str(c) / i).is_file() for c, i in zip(rows.chain, rows.image))
+    assert all(p.is_file() for p in (hotel / "test_images").iterdir())  # flat
+    alaska = written["alaska2-image-steganalysis"]
+    assert sorted(p.name for p in (alaska / "Cover").iterdir()) == sorted(p.name for p in (alaska / "UERD").iterdir())
+    assert all(re.fullmatch(r"\d{5}\.jpg", p.name) for p in (alaska / "Cover").iterdir())
+    assert read(alaska / "sample_submission.csv")["Id"].str.fullmatch(r"\d{4}\.jpg").all()
+    herbarium = json.loads((written["herbarium-2020-fgvc7"] / "nybg2020" / "test" / "metadata.json").read_text())
+    assert sorted(herbarium) == ["images", "info", "licenses"] and herbarium["images"][0]["id"] == "0"
+    assert herbarium["images"][0]["file_name"] == "images/000/0.jpg"
+    train = json.loads((written["herbarium-2022-fgvc9"] / "train_metadata.json").read_text())
+    assert re.fullmatch(r"\d{5}__\d{3}", train["images"][0]["image_id"]) and "category_id" in train["categories"][0]
+    npy = next((written["seti-breakthrough-listen"] / "train").rglob("*.npy"))
+    assert npy.parent.name == npy.stem[0] and np.load(npy).dtype == np.float16 and np.load(npy).shape[0] == 6
+    quest = written["google-quest-challenge"]
+    assert [len(read(quest / n).columns) for n in ("train.csv", "test.csv", "sample_submission.csv")] == [41, 11, 31]
+    assert len(read(written["jigsaw-unintended-bias-in-toxicity-classification"] / "train.csv").columns) == 45
+    steps = pd.read_json(written["stanford-covid-vaccine"] / "train.json", lines=True)
+    assert steps.columns.tolist()[:9] == ["index", "id", "sequence", "structure", "predicted_loop_type", "signal_to_noise",
+                                          "SN_filter", "seq_length", "seq_scored"]
+    assert ",0.0000000000," in (written["stanford-covid-vaccine"] / "sample_submission.csv").read_text()
+
+
+def sample(slug: str, folder: Path, tmp_path: Path) -> Path:
+    return smoke.sample_path(config.load(slug).spec, folder, tmp_path)
+
+
+UNCHECKED_IDS = {"google-quest-challenge"}  # its grader sorts by qa_id and checks no id (the smoke's own check does)
+
+
+@pytest.mark.parametrize("slug", gallery.slugs())
+def test_the_sample_submission_passes_its_graders_checks_and_a_wrong_shape_does_not(written, slug, tmp_path):
+    path = sample(slug, written[slug], tmp_path)
+    gallery.check(slug, path, path)
+    good = graders.read(path)
+    key = config.load(slug).spec.id_column or "Comment"  # detecting-insults: the grader's id is the comment
+    other = good[key].astype(object).where(good.index > 0, "not-an-id")
+    wrong = {"a row short": good.iloc[:-1], "the id column renamed": good.rename(columns={key: "x"})}
+    if slug not in UNCHECKED_IDS:
+        wrong["an id the answers lack"] = good.assign(**{key: other})
+    for name, frame in wrong.items():
+        frame.to_csv(tmp_path / "sub.csv", index=False)
+        with pytest.raises(graders.Invalid):
+            gallery.check(slug, tmp_path / "sub.csv", path)
+            pytest.fail(f"{name} passed")
+
+
+def test_each_graders_own_traps(written, tmp_path):
+    def answers(slug):
+        return graders.read(sample(slug, written[slug], tmp_path / slug))
+
+    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
+        frame.to_csv(tmp_path / "sub.csv", index=False)  # as the grader reads it back
+        with pytest.raises(graders.Invalid, match=match):
+            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
+
+    lmsys = answers("lmsys-chatbot-arena")
+    refused("lmsys-chatbot-arena", lmsys.assign(winner_tie=0.5), lmsys, "do not sum to 1")  # sigmoid-like rows
+    imet = answers("imet-2020-fgvc7")
+    refused("imet-2020-fgvc7", imet.assign(attribute_ids=13), imet, "not text")  # every row one number: int64
+    herbarium = answers("herbarium-2022-fgvc9")
+    refused("herbarium-2022-fgvc9", herbarium.assign(Predicted="15504 37"), herbarium, "whole-number")
+    inat = answers("inaturalist-2019-fgvc6")
+    assert graders.CHECKS["inaturalist-2019-fgvc6"](inat.assign(predicted="400 401 402"), inat) is None  # first token
+    refused("inaturalist-2019-fgvc6", inat.assign(predicted=400.5), inat, "whole-number")
+    whale = answers("whale-categorization-playground")
+    refused("whale-categorization-playground", whale.assign(extra=1), whale, "not exactly")
+    refused("whale-categorization-playground", whale.assign(Id="new_whale  w_1"), whale, "single spaces")
+    quest = answers("google-quest-challenge")
+    refused("google-quest-challenge", quest.assign(answer_helpful=0.5), quest, "constant")
+    refused("google-quest-challenge", quest.assign(host="x"), quest, "31|target columns")
+    covid = answers("stanford-covid-vaccine")
+    refused("stanford-covid-vaccine", covid.iloc[::-1], covid, "order")
+    refused("stanford-covid-vaccine", covid.drop(columns="deg_50C"), covid, "deg_50C")
+    alaska = answers("alaska2-image-steganalysis")
+    refused("alaska2-image-steganalysis", alaska.assign(Label=np.nan), alaska, "empty")
+    cats = answers("dogs-vs-cats-redux-kernels-edition")
+    refused("dogs-vs-cats-redux-kernels-edition", cats.assign(label=1.2), cats, r"outside \[0, 1\]")
+    cactus = answers("aerial-cactus-identification")
+    refused("aerial-cactus-identification", cactus.assign(has_cactus="yes"), cactus, "not numbers")
+    wild = answers("iwildcam-2019-fgvc6")  # its blank-headed index column is an extra column, which it allows
+    assert graders.CHECKS["iwildcam-2019-fgvc6"](wild, wild) is None and "Unnamed: 0" in wild.columns
+
+
+@pytest.mark.parametrize("name", config.shipped())
+def test_every_shipped_config_builds_its_kernel_bundle(name, tmp_path, kaggle_user):
+    built = bundle.build(name, tmp_path / name)
+    assert (built.folder / "kernel-metadata.json").is_file() and built.notebook.is_file()
+    meta = json.loads((built.folder / "kernel-metadata.json").read_text())
+    assert meta["competition_sources"] == [config.load(name).spec.slug] and meta["enable_internet"] is False
