@@ -209,13 +209,19 @@ def empty_folder(tmp_path):
     (lambda p: [str(layouts.whale(p / "w")), "--metric", "map@k"], "--metric 'map@k' is not a metric kit knows"),
     (lambda p: [str(layouts.whale(p / "w")), "--template", "gbm"], "unknown template 'gbm' (known: cnn"),
     (lambda p: [str(layouts.whale(p / "w")), "--template", "text"], "found no a test table with free-text columns"),
-    (lambda p: [str(layouts.tables_only(p / "t"))], "kit's templates (cnn, lstm, transformer, text"),
     (lambda p: [str(layouts.whale(p / "w")), "--metric", "bias_auc"], "metric bias_auc needs the training table's identity"),
 ])
 def test_bad_inputs_are_one_line(tmp_path, capsys, arguments, said):
     assert cli.main(["init", *arguments(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and said in err, err
+
+
+def test_a_table_of_numbers_is_drafted_for_the_tabular_template(tmp_path):
+    """spaceship-titanic's kind (no images, texts or sequences): the tabular template, its id and target."""
+    raw = tomllib.loads(init.draft(layouts.tables_only(tmp_path / "t")))
+    assert raw["competition"]["template"] == "tabular"
+    assert (raw["data"]["id_column"], raw["data"]["target_column"]) == ("PassengerId", "Transported")
 
 
 def test_archived_tables_and_image_archives_are_named_as_the_kernel_finds_them(tmp_path):
