@@ -7,6 +7,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 COMP ?=
+# make test's processes: each runs whole test files (their module and session fixtures once), two on CI's two cores
+TEST_WORKERS ?= 2
 # Kaggle's image: its library versions (kaggle-image.txt) on Python 3.12, installed beside 3.11 (pyenv)
 KAGGLE_VENV := .venv-kaggle
 KAGGLE_PY := $(KAGGLE_VENV)/bin/python
@@ -106,8 +108,8 @@ quality: venv ## kit's default recipe against plain training loops, per template
 gpu-report: venv ## on a CUDA GPU: pytest -m gpu and make bench's CUDA sections in under 9 min, one JSON and table (REPORT_OUT=output)
 	@$(PY) bench/gpu_report.py --out-dir "$(or $(REPORT_OUT),output)"
 
-test: venv ## run the test suite on the CPU (GPU tests: .venv/bin/pytest -m gpu)
-	$(PY) -m pytest
+test: venv ## run the test suite on the CPU, a test file per process  (TEST_WORKERS=2; GPU tests: .venv/bin/pytest -m gpu)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells and docs as kit/params.py says
 	$(PY) -m ruff check kit tests bench

@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+if os.environ.get("PYTEST_XDIST_WORKER"):  # make test: a process per core, and its notebooks' torch on one thread
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # (two OpenMP threads each spin for a busy core: 0.3 s epochs took 6-14 s)
 sys.path.insert(0, str(Path(__file__).parent))
 
 from fakes.kaggle_server import FakeKaggle  # noqa: E402
