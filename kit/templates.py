@@ -33,6 +33,9 @@ class Template:
     model_folder: bool = False
     channels_last: bool = False  # its batches are images, which convolutions read faster in channels_last
     prefetch: bool = True  # its loaders copy the next batch on a side stream (text builds its batches in place)
+    # "module:function" checking the model names a [params] table or parameters cell sets: (values, where), at build
+    # and at set-up, before any data is read
+    names: str = "kit.models.names:check_params"
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -47,6 +50,11 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
              "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
              model_folder=True, prefetch=False),
+    Template("segmentation", params.SegmentationParams,
+             ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
+              "image_ext"),
+             "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
+             names="kit.models.segmentation:check_params"),
 )}
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import kit
 from kit import fields, params, templates
 from kit.errors import KitError
-from kit.models.names import check_model_name
 from kit.runtime import hardware, hub, paths, trained, versions
 from kit.runtime.session import Session, configure_torch, seed_everything
 from kit.spec import Spec
@@ -35,7 +34,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     if spec.template != template:
         raise KitError(f"competition parameter: template '{spec.template}' does not match this {template} notebook")
     if not predict:
-        check_choices(p)  # a model name or weights file that is wrong fails now, not after the images are decoded
+        check_choices(p, record)  # a model name or weights file that is wrong fails now, not after the images are decoded
     data = paths.data_dir(p.data_dir, spec.slug)
     found = trained.find(p.model_dir, template, skip=(data,)) if predict else None
     notes: list[str] = []
@@ -110,9 +109,9 @@ def accelerants(setup: hardware.Setup, record: templates.Template) -> hardware.S
                                prefetch=setup.prefetch and record.prefetch)
 
 
-def check_choices(p: params.TrainParams) -> None:
-    """At set-up, before the data is read: the model name, and the weights file where one is named."""
-    if hasattr(p, "model_name"):
-        check_model_name(p.model_name, "parameters cell")
+def check_choices(p: params.TrainParams, record: templates.Template | None = None) -> None:
+    """At set-up, before the data is read: the model names (the template's check; timm's by default), and the
+    weights file where one is named."""
+    templates.load(record.names if record else templates.Template.names)(dataclasses.asdict(p), "parameters cell")
     if getattr(p, "weights_path", ""):
         paths.find_weights(p.weights_path)
