@@ -6,31 +6,10 @@ import numpy as np
 import pytest
 import segmentation_models_pytorch as smp
 import torch
+from graders import tgs_iou_metric
 from scipy import ndimage
 
 from kit.train import mask_metrics, metrics
-
-
-def tgs_iou_metric(y_true_in, y_pred_in):
-    """iou_metric of mlebench/competitions/tgs-salt-identification-challenge/grade.py (github openai/mle-bench)."""
-    if np.sum(y_true_in) == 0 and np.sum(y_pred_in) == 0:
-        return 1.0
-    if np.sum(y_true_in) == 0 and np.sum(y_pred_in) > 0:
-        return 0.0
-    intersection = np.histogram2d(y_true_in.flatten(), y_pred_in.flatten(), bins=(2, 2))[0]
-    area_true = np.expand_dims(np.histogram(y_true_in, bins=2)[0], -1)
-    area_pred = np.expand_dims(np.histogram(y_pred_in, bins=2)[0], 0)
-    union = area_true + area_pred - intersection
-    intersection, union = intersection[1:, 1:], union[1:, 1:]
-    union[union == 0] = 1e-9
-    iou = intersection / union
-    prec = []
-    for t in np.arange(0.5, 1.0, 0.05):
-        matches = iou > t
-        tp = np.sum(np.sum(matches, axis=1) == 1)
-        fp, fn = np.sum(np.sum(matches, axis=0) == 0), np.sum(np.sum(matches, axis=1) == 0)
-        prec.append(tp / (tp + fp + fn) if (tp + fp + fn) > 0 else 0)
-    return np.mean(prec)
 
 
 def kept_components(mask: np.ndarray, smallest: int) -> np.ndarray:

@@ -1,27 +1,10 @@
 """Run-length codes as Kaggle's graders read them: column-major, 1-indexed, start/length pairs, empty = no mask."""
 import numpy as np
 import pytest
+from graders import rle_decode
 
 from kit.data import rle
 from kit.errors import KitError
-
-
-def mlebench_decode(code: str, height: int, width: int) -> np.ndarray:
-    """mlebench.competitions.utils.rle_decode (github openai/mle-bench), the grader's decoder, as written there."""
-    assert isinstance(code, str)
-    if not code.strip():
-        return np.zeros((height, width), dtype=bool)
-    s = list(map(int, code.split()))
-    starts, lengths = s[0::2], s[1::2]
-    assert starts == sorted(starts)
-    assert all(x > 0 for x in starts) and all(x > 0 for x in lengths)
-    starts = np.array(starts) - 1
-    ends = starts + lengths
-    img = np.zeros(height * width, dtype=bool)
-    for lo, hi in zip(starts, ends):
-        assert not img[lo:hi].any()
-        img[lo:hi] = True
-    return img.reshape((width, height)).T
 
 
 def test_column_major_and_one_indexed():
@@ -43,7 +26,7 @@ def test_round_trip_and_the_graders_decoder_agree(seed):
     mask[-1, :] |= seed % 3 == 0
     code = rle.encode(mask)
     assert np.array_equal(rle.decode(code, h, w, "x"), mask)
-    assert np.array_equal(mlebench_decode(code, h, w), mask)
+    assert np.array_equal(rle_decode(code, h, w), mask)
     assert rle.problem(code) == ""
 
 
