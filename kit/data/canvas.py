@@ -241,7 +241,7 @@ class _DecodeJob:
 
     def _mask(self, i: int, size: tuple[int, int], out: np.memmap) -> tuple[set[int], bool]:
         m, (h, w) = self.masks, size
-        where = m.names[i] if m.names else self.paths[i]
+        where = m.names[i] if m.names else m.paths[i] if m.paths else self.paths[i]  # a mask file's fault names it
         if m.codes:
             planes = np.zeros((h, w, m.channels), np.uint8)
             for channel, code in m.codes[i]:
