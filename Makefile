@@ -15,10 +15,12 @@ KAGGLE_PY := $(KAGGLE_VENV)/bin/python
 PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null && { echo $$p; break; }; done)
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
-# the gallery's configs (docs/gallery.md): make test runs each one's smoke (tests/functional/test_gallery_e2e.py);
-# kaggle-smoke runs the others, and lmsys-chatbot-arena for the text template's one-hot target, on Kaggle's versions
-GALLERY = $(shell $(PY) -c 'from kit.smoke import gallery; print(*gallery.slugs())')
-KAGGLE_SMOKE = $(filter-out $(GALLERY),$(SHIPPED)) lmsys-chatbot-arena
+# make kaggle-smoke on Kaggle's versions: a shipped config for each template and data path whose libraries differ
+# there (timm and pillow; pandas' pixel tables; transformers; each booster library; smp installed from its wheels).
+# make test runs every shipped config's smoke on the dev versions (the gallery's, the tables', the masks')
+KAGGLE_SMOKE = dog-breed digit-recognizer planet-understanding-the-amazon-from-space ventilator-lstm ventilator-transformer \
+	learning-agency-lab-automated-essay-scoring-2 lmsys-chatbot-arena spaceship-titanic tabular-playground-series-may-2022 \
+	nomad2018-predict-transparent-conductors tgs-salt-identification-challenge
 # push/status/output: INFER=1 acts on the inference kernel; FORCE=1 pushes whatever GPU hours are left
 INFER_FLAG = $(if $(filter 1 yes true,$(INFER)),--inference,)
 FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
@@ -92,7 +94,7 @@ $(KAGGLE_VENV)/.installed: kaggle-image.txt
 
 kaggle-env: $(KAGGLE_VENV)/.installed ## create .venv-kaggle: Kaggle's GPU image's library versions on Python 3.12
 
-kaggle-smoke: venv kaggle-env ## the shipped configs' smoke notebooks (one of the gallery's) on Kaggle's versions, and fp16 with two workers
+kaggle-smoke: venv kaggle-env ## a shipped config per template and library on Kaggle's versions (KAGGLE_SMOKE), and fp16 with two workers
 	@for c in $(KAGGLE_SMOKE); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
 	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
 

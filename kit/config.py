@@ -10,7 +10,6 @@ from typing import Any
 from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
-from kit.models.names import check_model_name
 from kit.spec import Competition, Data, Spec
 
 SHIPPED = Path(__file__).parent / "competitions"
@@ -149,10 +148,10 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
     cls = templates.get(spec.template).params
     checked = params.check(cls, given, f"{path}: [params]")
     params.check(cls, {**given, **smoke}, f"{path}: [smoke]")
-    if templates.get(spec.template).timm_model:
-        for table, values in (("params", given), ("smoke", smoke)):
-            if "model_name" in values:
-                check_model_name(values["model_name"], f"{path}: [{table}]")
+    names = templates.get(spec.template).names  # the template's model names: timm's, smp's
+    for table, values in (("params", given), ("smoke", smoke)):
+        if names:
+            templates.load(names)(values, f"{path}: [{table}]")
     inference = fields.build(Inference, raw["inference"], f"{path}: [inference]") if "inference" in raw else None
     blend = fields.build(Blend, raw["blend"], f"{path}: [blend]") if "blend" in raw else None
     if blend is not None:

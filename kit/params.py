@@ -174,6 +174,36 @@ class TabularParams(TrainParams):
     patience: int = setting(8, minimum=0)
 
 
+@dataclass(frozen=True)
+class SegmentationParams(TrainParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        "batch_size": "an int, or auto: the largest batch of tiles that fits and runs fastest",
+        "folds": "cross-validation folds of whole images; 1 is a single holdout split",
+    }
+
+    model_name: str = setting("Unet", doc="smp architecture: Unet, UnetPlusPlus, FPN, DeepLabV3Plus, Segformer, ...")
+    encoder: str = setting("tu-resnet34", doc="encoder: tu-<any timm model>, or one of smp's own (resnet34, ...)")
+    pretrained: bool = setting(True, doc="start the encoder from ImageNet weights")
+    weights_path: str = setting("", doc="local encoder weights file (an attached dataset or model) for internet-off runs")
+    image_size: int = setting(256, minimum=32,
+                              doc="tile side in pixels, a multiple of 32: smaller images mirrored out to it, larger tiled")
+    tile_overlap: float = setting(0.25, minimum=0.0, maximum=0.75, doc="share of a prediction tile its neighbours overlap")
+    classes: int = setting(0, minimum=0,
+                           doc="mask classes; 0 reads them from the data (two mask values: binary; more: class indices)")
+    crop_scale: float = setting(0.5, minimum=0.1, maximum=1.0,
+                                doc="smallest share of a training tile a crop keeps (zoomed back to the tile)")
+    hflip: float = setting(0.5, minimum=0.0, maximum=1.0, doc="mirrored training tiles' share")
+    vflip: float = setting(0.0, minimum=0.0, maximum=1.0, doc="upside-down training tiles' share")
+    rotate90: bool = setting(False, doc="turn training tiles 0, 90, 180 or 270 degrees at random (satellite, microscopy)")
+    tta: bool = setting(True, doc="average predictions over the flips and turns training made, each undone on the mask")
+    dice_weight: float = setting(1.0, minimum=0.0, doc="the loss is cross-entropy + dice_weight x Dice (masks)")
+    postprocess: bool = setting(True, doc="each class's threshold and smallest kept component chosen out of fold (else 0.5)")
+    epochs: int = setting(20, minimum=1)
+    lr: float = setting(5e-4, minimum=0.0)
+    weight_decay: float = setting(0.01, minimum=0.0)
+    patience: int = setting(5, minimum=0)
+
+
 def doc(cls: type[TrainParams], name: str) -> str:
     """What parameter `name` means in template class `cls`: the class's own word for it, else its field's doc
     (a subclass that changes only a default keeps the doc of the field it overrides)."""

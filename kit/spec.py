@@ -17,10 +17,11 @@ from kit.fields import setting
 
 # "map@k" is a family: map@5 is the mean average precision of each row's 5 labels, best first
 METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson", "macro_f1", "f1_micro",
-           "map@k", "spearman", "rmsle", "weighted_auc", "bias_auc")
+           "map@k", "spearman", "rmsle", "weighted_auc", "bias_auc", "dice", "iou", "map_iou")
 GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
                      "f2_samples": True, "qwk": True, "pearson": True, "macro_f1": True, "f1_micro": True, "map@k": True,
-                     "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True}
+                     "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True, "dice": True, "iou": True,
+                     "map_iou": True}
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -61,6 +62,11 @@ def image_extension(ext: str) -> str:
     return ext if not ext or ext.startswith(".") else f".{ext}"
 
 
+def mask_extension(ext: str) -> str:
+    """`ext` as a mask's name ends after its image's id: "png" is ".png"; "_mask.gif" stays a suffix."""
+    return image_extension(ext) if ext and not ext.startswith(("_", "-")) else ext
+
+
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
@@ -86,6 +92,11 @@ class Data:
     train_images: str = "train"  # cnn: folder of <id><image_ext>
     test_images: str = "test"
     image_ext: str = setting(".jpg", normalize=image_extension)  # "png" is read as ".png"; "" when ids end in theirs
+    # segmentation: the folder of training masks, one file per training image named as it; "" reads run-length
+    # codes from the training table's target_column
+    train_masks: str = ""
+    # segmentation: a mask's name is its image's id + mask_ext (".png", or "_mask.gif" for a suffix); "" = image_ext
+    mask_ext: str = setting("", normalize=mask_extension)
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""

@@ -33,14 +33,15 @@ class Template:
     model_folder: bool = False
     channels_last: bool = False  # its batches are images, which convolutions read faster in channels_last
     prefetch: bool = True  # its loaders copy the next batch on a side stream (text builds its batches in place)
-    timm_model: bool = False  # its model_name is a timm name, checked at build and at set-up
+    # "module:function" checking the model names a [params] table or parameters cell sets: (values, where), at build
+    # and at set-up, before any data is read; "" where the parameters' own choices say it all (the boosters)
+    names: str = "kit.models.names:check_params"
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
-             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True,
-             timm_model=True),
+             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True),
     Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset"),
     Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
@@ -51,7 +52,12 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              model_folder=True, prefetch=False),
     Template("tabular", params.TabularParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
-             "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset"),
+             "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names=""),
+    Template("segmentation", params.SegmentationParams,
+             ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
+              "image_ext"),
+             "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
+             names="kit.models.segmentation:check_params"),
 )}
 
 

@@ -1,7 +1,10 @@
-"""Tiny real wheels built in a test (pip wheel of a temp package, offline), and a local index of them."""
+"""Tiny real wheels built in a test (pip wheel of a temp package, offline), a wheel of an installed package, and a
+local index of them."""
 import subprocess
 import sys
 import textwrap
+import zipfile
+from importlib import metadata
 from pathlib import Path
 
 # kitprobe says, when imported, whether kit was imported before it: the runtime cell must install and import the
@@ -55,3 +58,21 @@ def probe_index(root: Path) -> Path:
 def local_index_env(index: Path) -> dict[str, str]:
     """pip's own settings for an index of local files only: no network."""
     return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index), "PIP_CONFIG_FILE": "/dev/null"}
+
+
+def wheel_of_installed(name: str, index: Path) -> Path:
+    """A wheel of distribution `name` as this environment has it installed (its files, by its RECORD), into `index`:
+    a real package's wheel without a download. pip rewrites RECORD when it installs one."""
+    dist = metadata.distribution(name)
+    root = Path(dist.locate_file(""))
+    wheel = (root / next(f for f in dist.files if f.name == "WHEEL")).read_text()
+    tag = next(line.split(": ", 1)[1] for line in wheel.splitlines() if line.startswith("Tag: "))
+    index.mkdir(parents=True, exist_ok=True)
+    out = index / f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}-{tag}.whl"
+    skipped = ("INSTALLER", "REQUESTED", "direct_url.json")
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for f in dist.files:
+            if f.suffix == ".pyc" or "__pycache__" in f.parts or f.name in skipped or str(f).startswith(".."):
+                continue
+            zf.write(root / f, str(f))
+    return out

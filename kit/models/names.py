@@ -31,3 +31,9 @@ def check_model_name(name: str, where: str) -> None:
     close = close_models(name)
     hint = f"did you mean {', '.join(close)}?" if close else "no timm model has a similar name"
     raise KitError(f"{where}: model_name = {name!r} is not a timm model ({hint}); set it to a name in timm.list_models()")
+
+
+def check_params(values, where: str) -> None:
+    """The timm model name a [params] table or parameters cell sets (kit.templates: cnn's names check)."""
+    if "model_name" in values:
+        check_model_name(values["model_name"], where)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import archives, tables
+from kit.data import archives, rle, tables
 from kit.errors import KitError
 from kit.runtime import faults
 from kit.runtime.precision import InForce, Precision
@@ -93,6 +94,21 @@ class Pipeline(Protocol):
 
     def release(self, data: Any) -> None:
         """Give back what lives on the device, before worker processes take the GPUs."""
+
+    # Optional, where a template's rows are its own (segmentation's overlap counts; kit.run asks with getattr):
+    # judge(data, rows) -> Judged: the out-of-fold score, the baseline's, and the cut it is taken at;
+    # cut(data, pred, oof) -> the ensemble's predictions as the submission's values, cut where the folds'
+    # out-of-fold rows (`oof`, a list of their validation rows) score best.
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A pipeline's own reading of out-of-fold rows (`Pipeline.judge`)."""
+
+    score: float
+    baseline: float
+    baseline_name: str
+    cut: str = ""  # the cut the score is taken at, in words ("" for none)
 
 
 def target_record(target: Target) -> dict[str, Any]:
@@ -232,6 +248,12 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     if id_column and not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
     values = sub[list(target.columns)]
+    if target.kind == "rle":  # run-length codes, each one a grader decodes (kit.data.rle; an empty cell is no mask)
+        for row, code in enumerate(values.iloc[:, 0].fillna("").tolist()):
+            why = rle.problem(code)
+            if why:
+                raise KitError(f"submission row {row + 2}: run-length code {why}")
+        return
     if target.kind in ("tags", "label"):
         allowed = set(map(str, target.classes))
         cells = values.iloc[:, 0].astype(str)

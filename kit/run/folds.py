@@ -50,6 +50,7 @@ class CVResult:
     baseline: float = float("nan")  # the same rows predicted with the training mean (or class prior)
     baseline_name: str = "the training mean"
     threshold: float | None = None  # F-score metrics of label sets: where the out-of-fold score is taken
+    cut: str = ""  # a pipeline's own cut (Pipeline.judge), in words: where the out-of-fold score is taken
     planned: int = 0
     monitor: Monitor | None = None
     error: str = ""  # what stopped training early, if something failed after a fold checkpoint existed
@@ -150,7 +151,7 @@ def collect(session: Session, pipe: Pipeline, data: Any, folder: Path, planned: 
             why = f"unfinished ({failure[:60]})" if failure else "unfinished"
             result.folds.append({"fold": fold, "best_score": meta["score"], "best_epoch": meta["epoch"],
                                  "epochs_run": meta["epoch"], "stopped": why, "history": []})
-    return summarize(session, data, result)
+    return summarize(session, data, result, pipe)
 
 
 def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int) -> dict[str, Any]:
@@ -303,7 +304,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                 break
     finally:
         monitor.stop()
-    return summarize(session, data, result)
+    return summarize(session, data, result, pipe)
 
 
 def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
@@ -314,12 +315,17 @@ def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     return collect(session, pipe, data, folder, len(session.trained.folds))
 
 
-def summarize(session: Session, data: Any, result: CVResult) -> CVResult:
+def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | None = None) -> CVResult:
     """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), against
-    the prior's, logged as a table and written to cv.json."""
+    the prior's (or as the pipeline judges its own rows), logged as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(result.folder, f["fold"]).meta)["rows"] for f in result.folds]
-    if rows:
+    judge = getattr(pipe, "judge", None)  # rows of the pipeline's own: segmentation's overlap counts, and its cut
+    if rows and judge is not None:
+        judged = judge(data, metrics.join_rows(rows))
+        result.score, result.baseline, result.baseline_name, result.cut = (judged.score, judged.baseline,
+                                                                          judged.baseline_name, judged.cut)
+    elif rows:
         joined = metrics.join_rows(rows)
         multilabel = joined["target"].ndim == 2 and result.metric not in metrics.VALUE_METRICS  # not several values
         if multilabel and result.metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
@@ -336,7 +342,8 @@ def summarize(session: Session, data: Any, result: CVResult) -> CVResult:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
             {"metric": result.metric, "score": result.score, "baseline": result.baseline,
-             "baseline_name": result.baseline_name, "threshold": result.threshold, "folds": result.folds},
+             "baseline_name": result.baseline_name, "threshold": result.threshold, "cut": result.cut,
+             "folds": result.folds},
             indent=1, default=float))
     return result
 
@@ -351,6 +358,7 @@ def summary_table(result: CVResult) -> str:
     lines.append(
         f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
         f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}"
+        f"{f'at {result.cut} ' if result.cut else ''}"
         f"(predicting {result.baseline_name}: {result.baseline:.4f})"
     )
     return "\n".join(lines)

@@ -14,7 +14,6 @@ from typing import Any
 import kit
 from kit import fields, params, templates
 from kit.errors import KitError
-from kit.models.names import check_model_name
 from kit.runtime import hardware, hub, paths, trained, versions
 from kit.runtime.session import Session, configure_torch, seed_everything
 from kit.spec import Spec
@@ -136,8 +135,9 @@ def accelerants(setup: hardware.Setup, record: templates.Template) -> hardware.S
 
 
 def check_choices(p: params.TrainParams, record: templates.Template) -> None:
-    """At set-up, before the data is read: a timm model's name, and the weights file where one is named."""
-    if record.timm_model:
-        check_model_name(p.model_name, "parameters cell")
+    """At set-up, before the data is read: the model names (the template's check: timm's, smp's), and the weights
+    file where one is named."""
+    if record.names:
+        templates.load(record.names)(dataclasses.asdict(p), "parameters cell")
     if getattr(p, "weights_path", ""):
         paths.find_weights(p.weights_path)

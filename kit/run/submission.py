@@ -84,7 +84,10 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     if pred is None:
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
         pred = np.tile(prior(data), (len(data.sample), 1))
-    if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
+    own = getattr(pipe, "cut", None)  # a pipeline that cuts its own predictions (segmentation's masks) on the oof rows
+    if own is not None:
+        pred = own(data, pred, oof)
+    elif session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
         pred = metrics.apply_cut(session.spec.metric, pred, label_cut(session, oof))
     sub = pipe.submission(data, pred)
     validate(sub, data.sample, data.target, session.spec.id_column)

@@ -154,7 +154,9 @@ def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
         raise KitError(f"{path}: columns differ from {sample_path.name}'s")
     if not same_rows(sub, sample, spec):
         raise KitError(f"{path}: ids differ from {sample_path.name}'s, or are in another order")
-    if (sub.isna() & sample.notna()).any().any():  # a column copied through may be empty where the sample's is
+    # a column copied through may be empty where the sample's is, and a run-length code is empty for no mask
+    codes = [c for c in sample.columns if sample[c].astype(str).str.fullmatch(r"\d+ \d+( \d+ \d+)*").all()]
+    if (sub.drop(columns=codes).isna() & sample.drop(columns=codes).notna()).any().any():
         raise KitError(f"{path}: empty values")
     return len(sub)
 

@@ -11,6 +11,7 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from kit.spec import greater_is_better, metric_family, top_k
+from kit.train import mask_metrics
 
 LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (tags, or 0/1 label columns)
 # taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
@@ -22,7 +23,10 @@ THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric
 
 def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
     """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values,
-    or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability)."""
+    or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability). Mask metrics take overlap counts
+    (kit.train.mask_metrics)."""
+    if metric in mask_metrics.MASK_METRICS:
+        return mask_metrics.score(metric, pred, target)
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]

@@ -14,7 +14,13 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
+SEGMENTATION = ("kit init does not draft the segmentation template yet: mask folders and run-length code columns are not "
+                "among its readings")
+DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
+    "tgs-salt-identification-challenge": SEGMENTATION,
+    "severstal-steel-defect-detection": SEGMENTATION,
+    "denoising-dirty-documents": SEGMENTATION,
+}
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns", "submission_columns")
 SETS = ("text_columns", "step_columns")  # the same columns in any order

@@ -10,6 +10,7 @@ from PIL import Image, ImageFont
 
 from kit import config, smoke
 from kit.data.augment import ASYMMETRIC, mirror_asymmetry
+from kit.errors import KitError
 from kit.smoke import images as smoke_images
 
 PIXELS = [f"pixel{k}" for k in range(784)]
@@ -162,3 +163,15 @@ def test_same_seed_same_bytes(tmp_path, name):
         files = sorted(p for p in (tmp_path / run).rglob("*") if p.is_file())
         digests.append({p.relative_to(tmp_path / run): hashlib.sha256(p.read_bytes()).hexdigest() for p in files})
     assert digests[0] == digests[1] and len(digests[0]) > 2
+
+
+def test_the_submission_check_takes_an_empty_run_length_code_for_no_mask(tmp_path):
+    spec = config.load("tgs-salt-identification-challenge").spec
+    sample, sub = tmp_path / "sample.csv", tmp_path / "sub.csv"
+    pd.DataFrame({"id": ["a", "b"], "rle_mask": ["1 1", "1 1"]}).to_csv(sample, index=False)
+    pd.DataFrame({"id": ["a", "b"], "rle_mask": ["3 4", ""]}).to_csv(sub, index=False)  # b: no salt
+    assert smoke.check_submission(sub, sample, spec) == 2
+    pd.DataFrame({"id": ["a", "b"], "rle_mask": ["3 4", "x"], "extra": [1, None]}).to_csv(sub, index=False)
+    pd.DataFrame({"id": ["a", "b"], "rle_mask": ["1 1", "1 1"], "extra": [1, 2]}).to_csv(sample, index=False)
+    with pytest.raises(KitError, match="empty values"):  # any other column still may not be empty
+        smoke.check_submission(sub, sample, spec)

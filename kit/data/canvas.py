@@ -1,0 +1,296 @@
+"""Images and their masks decoded once into uint8 caches on one canvas per split: no epoch decodes a PNG again.
+
+A segmentation model must see every pixel the metric scores, so nothing is resized or centre-cropped (as the
+classification cache does): each image keeps its pixels, at the top left of a canvas as large as the split's
+largest image (and one tile at least), the rest of the canvas its mirror image (what the model sees beyond a
+border, as TGS's winners padded 101 px to 128). Masks lie on a canvas of their own, mirrored the same way, as
+their files hold them (class indices, 0/255, one channel per class, a clean page) or, from run-length codes,
+one 0/1 channel per class; the values found are kept, and the pipeline reads them through a lookup table.
+Each row's own height and width are kept: validation and prediction score and write only those pixels.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import Dataset
+
+import kit
+from kit import files
+from kit.data import images, rle, tiles
+from kit.errors import KitError
+from kit.runtime import progress
+
+CACHE_FORMAT = 1  # bump when what `_decode_row` writes changes
+MISSING = images.MISSING
+WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RGB"}
+
+
+@dataclass(frozen=True)
+class Masks:
+    """Where each row's mask comes from: a mask image file per row (`paths`), or run-length codes (`codes`: per
+    row, (channel, code) pairs), into `channels` channels."""
+
+    paths: tuple[str, ...] = ()
+    codes: tuple[tuple[tuple[int, str], ...], ...] = ()
+    channels: int = 1
+    names: tuple[str, ...] = ()  # each row's name in messages (its file, or its table row)
+
+
+@dataclass
+class Canvas:
+    """A split's decoded images (count, height, width, 3) and masks (count, height, width, mask_channels) in
+    memory-mapped uint8 files; `sizes` each row's own (height, width); bad rows (no image) are listed."""
+
+    path: Path
+    count: int
+    height: int
+    width: int
+    sizes: np.ndarray  # (count, 2)
+    mask_channels: int = 0  # 0: no masks (a test split)
+    bad: dict[int, str] = field(default_factory=dict)
+    values: list[int] = field(default_factory=list)  # the distinct values the masks hold
+    equal_channels: bool = True  # every mask file's channels are alike (a grey mask saved as RGB)
+
+    @property
+    def mask_path(self) -> Path:
+        return self.path.with_suffix(".masks.u8")
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        # opened once per process (and per loader worker) rather than pickled: a pickled memmap is a full copy
+        if getattr(self, "_arrays", None) is None:
+            image = np.memmap(self.path, np.uint8, "r", shape=(self.count, self.height, self.width, 3))
+            mask = (np.memmap(self.mask_path, np.uint8, "r", shape=(self.count, self.height, self.width, self.mask_channels))
+                    if self.mask_channels else None)
+            self._arrays = (image, mask)
+        return self._arrays
+
+    def read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Whole canvases of `rows`: images (n, H, W, 3) and masks (n, H, W, M) or None."""
+        image, mask = self.arrays()
+        return np.ascontiguousarray(image[rows]), None if mask is None else np.ascontiguousarray(mask[rows])
+
+    def tiles(self, rows: np.ndarray, places: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(n, tile, tile, 3) images and masks of each row at its (top, left) in `places`: only those pixels read."""
+        image, mask = self.arrays()
+        cut = [(slice(y, y + tile), slice(x, x + tile)) for y, x in places.tolist()]
+        pictures = np.stack([image[r, ys, xs] for r, (ys, xs) in zip(rows.tolist(), cut)])
+        return pictures, None if mask is None else np.stack([mask[r, ys, xs] for r, (ys, xs) in zip(rows.tolist(), cut)])
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_arrays"}
+
+
+def header(path: str) -> tuple[int, int, int] | str:
+    """(height, width, bands) of an image file from its header, or why it cannot be read."""
+    try:
+        with Image.open(path) as im:
+            return im.size[1], im.size[0], len(im.getbands())
+    except FileNotFoundError:
+        return MISSING
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        return " ".join(str(e).split()) or type(e).__name__
+
+
+def headers(paths: Sequence[str], workers: int) -> list[tuple[int, int, int] | str]:
+    if workers > 1 and len(paths) > 256:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(header, paths, chunksize=256)
+    return [header(p) for p in paths]
+
+
+def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: tuple[int, int], cache_dir: Path,
+          workers: int, desc: str = "decode", log: Callable[[str], None] = print) -> Canvas:
+    """Decode every image of `paths` (and its mask) onto a canvas of (height, width) in a cache under `cache_dir`,
+    reused when the files, codes and canvas are unchanged. `sizes`: each image's (height, width) from its header
+    (0, 0 for a file that cannot be read: a bad row). A mask whose size differs from its image's, a run-length code
+    past its image's end, or a mask of values a byte cannot hold is one KitError."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    channels = masks.channels if masks is not None else 0
+    path = cache_dir / f"{key(paths, masks, canvas)}.u8"
+    meta = path.with_suffix(".json")
+    out = Canvas(path, len(paths), canvas[0], canvas[1], np.asarray(sizes, np.int64).reshape(-1, 2), channels)
+    image_bytes, mask_bytes = out.count * canvas[0] * canvas[1] * 3, out.count * canvas[0] * canvas[1] * channels
+    if images.complete(path, meta, image_bytes) and (not channels or images.complete(out.mask_path, meta, mask_bytes)):
+        saved = json.loads(meta.read_text())
+        out.bad, out.values, out.equal_channels = ({int(k): v for k, v in saved["bad"].items()}, saved["values"],
+                                                   saved["equal_channels"])
+        log(f"{desc}: reusing the decoded cache {path} ({(image_bytes + mask_bytes) / 2**20:.0f} MB)")
+        return out
+    refusal = images.cache_refusal(image_bytes + mask_bytes, cache_dir)
+    if refusal:
+        raise KitError(f"{desc}: the decoded images do not fit ({refusal}); the segmentation template keeps every pixel, "
+                       "so free space or use a machine with more")
+    np.memmap(path, np.uint8, "w+", shape=(out.count, *canvas, 3)).flush()
+    if channels:
+        np.memmap(out.mask_path, np.uint8, "w+", shape=(out.count, *canvas, channels)).flush()
+    job = _DecodeJob(list(paths), masks, str(path), canvas, out.count)
+    chunks = [list(range(i, min(i + 32, out.count))) for i in range(0, out.count, 32)]
+    bar = progress.bar(total=out.count, desc=desc, unit="img")
+    values: set[int] = set()
+    problems: list[str] = []
+    with (multiprocessing.get_context("fork").Pool(workers, initializer=images._one_thread)
+          if workers > 1 and len(chunks) > 1 else _Serial()) as pool:
+        for n, bad, found, equal, problem in pool.imap_unordered(job, chunks):
+            out.bad.update(bad)
+            values.update(found)
+            out.equal_channels &= equal
+            problems += problem
+            bar.update(n)
+    bar.close()
+    if problems:
+        raise KitError(sorted(problems)[0])
+    out.values = sorted(values)
+    files.write_text(meta, json.dumps({"bad": out.bad, "values": out.values, "equal_channels": out.equal_channels},
+                                      sort_keys=True))
+    log(f"{desc}: decoded {out.count - len(out.bad)} of {out.count} images{' and their masks' if channels else ''} onto "
+        f"{canvas[0]} x {canvas[1]} canvases in {path} ({(image_bytes + mask_bytes) / 2**20:.0f} MB)")
+    return out
+
+
+def key(paths: Sequence[str], masks: Masks | None, canvas: tuple[int, int]) -> str:
+    h = hashlib.sha256(f"kit-canvas/{CACHE_FORMAT}/{kit.__version__}/{canvas}".encode())
+    stamped = list(paths) + (list(masks.paths) if masks is not None else [])
+    for p in stamped:
+        st = os.stat(p) if os.path.exists(p) else None
+        h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
+    if masks is not None:
+        h.update(json.dumps([masks.codes, masks.channels]).encode())
+    return h.hexdigest()[:20]
+
+
+class _Serial:
+    """A pool's imap_unordered in this process (one worker, or one chunk)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def imap_unordered(self, job, chunks):
+        return map(job, chunks)
+
+
+def pad(array: np.ndarray, height: int, width: int) -> np.ndarray:
+    """(h, w, c) onto (height, width, c): the array at the top left, mirrored beyond its edges."""
+    h, w = array.shape[:2]
+    return np.pad(array, ((0, height - h), (0, width - w), (0, 0)), mode="symmetric")
+
+
+def as_bytes(array: np.ndarray, where: str) -> np.ndarray:
+    """A mask's values as uint8: 16-bit and float masks of two values (0 and one other) as 0 and 255."""
+    if array.dtype == np.uint8:
+        return array
+    if array.dtype == bool:
+        return array.astype(np.uint8)
+    found = np.unique(array)
+    if found.min() >= 0 and found.max() <= 255 and np.all(found == np.round(found)):
+        return array.astype(np.uint8)
+    if len(found) <= 2:
+        return ((array > found.min()) * 255).astype(np.uint8) if found.min() == 0 else np.full(array.shape, 255, np.uint8)
+    raise KitError(f"{where}: the mask holds {len(found)} values from {found.min()} to {found.max()}, which are not "
+                   "classes of 0 to 255; save masks as 8-bit class indices or 0/255")
+
+
+class _DecodeJob:
+    """Decode a chunk of rows straight into the memory-mapped canvases (picklable for the pool)."""
+
+    def __init__(self, paths: list[str], masks: Masks | None, path: str, canvas: tuple[int, int], count: int):
+        self.paths, self.masks, self.path, self.canvas, self.count = paths, masks, path, canvas, count
+
+    def __call__(self, rows: list[int]):
+        h, w = self.canvas
+        image = np.memmap(self.path, np.uint8, "r+", shape=(self.count, h, w, 3))
+        channels = self.masks.channels if self.masks is not None else 0
+        mask = np.memmap(Path(self.path).with_suffix(".masks.u8"), np.uint8, "r+", shape=(self.count, h, w, channels)) \
+            if channels else None
+        bad, values, equal, problems = {}, set(), True, []
+        for i in rows:
+            try:
+                with Image.open(self.paths[i]) as im:
+                    picture = np.asarray(im.convert("RGB"), dtype=np.uint8)
+            except FileNotFoundError:
+                bad[i] = MISSING
+                continue
+            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+                bad[i] = " ".join(str(e).split()) or type(e).__name__
+                continue
+            image[i] = pad(picture, h, w)
+            if mask is None:
+                continue
+            try:
+                found, alike = self._mask(i, picture.shape[:2], mask)
+            except KitError as e:
+                problems.append(str(e))
+                continue
+            values |= found
+            equal &= alike
+        image.flush()
+        if mask is not None:
+            mask.flush()
+        return len(rows), bad, values, equal, problems
+
+    def _mask(self, i: int, size: tuple[int, int], out: np.memmap) -> tuple[set[int], bool]:
+        m, (h, w) = self.masks, size
+        where = m.names[i] if m.names else m.paths[i] if m.paths else self.paths[i]  # a mask file's fault names it
+        if m.codes:
+            planes = np.zeros((h, w, m.channels), np.uint8)
+            for channel, code in m.codes[i]:
+                planes[..., channel] |= rle.decode(code, h, w, where)
+            out[i] = pad(planes, *self.canvas)
+            return {0, 1}, True
+        try:
+            with Image.open(m.paths[i]) as im:
+                # a palette's indices are the classes (as VOC's masks hold them); alpha and CMYK are dropped
+                array = np.asarray(im.convert(WITHOUT_ALPHA[im.mode]) if im.mode in WITHOUT_ALPHA else im)
+        except (OSError, ValueError, SyntaxError) as e:
+            raise KitError(f"{where}: the mask cannot be read ({' '.join(str(e).split())})") from None
+        if array.shape[:2] != (h, w):
+            raise KitError(f"{where}: the mask is {array.shape[1]} x {array.shape[0]} px and its image {w} x {h}; a mask "
+                           "must have its image's size")
+        array = as_bytes(array, where)
+        array = array[..., None] if array.ndim == 2 else array[..., :3]
+        alike = bool(array.shape[-1] == 1 or (np.all(array == array[..., :1])))
+        if array.shape[-1] != m.channels:  # a grey mask among colour ones: the same value in every channel
+            array = np.repeat(array[..., :1], m.channels, axis=-1)
+        out[i] = pad(array, *self.canvas)
+        return set(np.unique(array).tolist()), alike
+
+
+class CanvasRows(Dataset):
+    """Rows of a canvas for a loader, read a batch at a time: a random tile of `tile` px of each (training), or
+    whole canvases with each image's own size (`tile` 0)."""
+
+    def __init__(self, canvas: Canvas, rows: np.ndarray, tile: int = 0):
+        self.canvas, self.rows, self.tile = canvas, np.asarray(rows), tile
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitems__(self, items: list[int]) -> dict[str, torch.Tensor]:
+        rows = self.rows[np.asarray(items, dtype=np.int64)]
+        sizes = self.canvas.sizes[rows]
+        c, t = self.canvas, self.tile
+        if t and (c.height > t or c.width > t):
+            # the process's torch generator: a loader worker's is seeded by the loader, epoch by epoch
+            pictures, masks = c.tiles(rows, tiles.places(sizes, t, torch.rand(len(rows), 2).numpy()), t)
+        else:
+            pictures, masks = c.read(rows)
+        batch = {"image": torch.from_numpy(pictures), "row": torch.from_numpy(rows)}
+        if not t:
+            batch["size"] = torch.from_numpy(sizes)
+        if masks is not None:
+            batch["mask"] = torch.from_numpy(masks)
+        return batch
+
+    def __getitem__(self, item: int) -> dict[str, torch.Tensor]:
+        return self.__getitems__([item])

@@ -1,0 +1,191 @@
+"""Where a segmentation competition keeps its masks, and what its sample submission asks for.
+
+Training masks come as a mask image per training image (`[data] train_masks`: a folder of files named as the
+images, or with `mask_ext` in place of `image_ext`), or as run-length codes in the training table's
+`target_column` (kit.data.rle): one row per image (TGS's `id,rle_mask`), or one per image and class, the id
+`<image>_<class>` (Severstal's `ImageId_ClassId`, whose ids end in their image's extension). Without a training
+table, the training images are the files of `train_images` that have a mask (denoising-dirty-documents:
+`train/` and `train_cleaned/`).
+
+The sample submission's rows say what is written (`Output`): one per test image (a run-length code, TGS's), one
+per image and class (`<image>_<class>`), or one per pixel (`<image>_<row>_<col>`, 1-indexed, as
+denoising-dirty-documents' melted pages).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from kit.data import archives, tables
+from kit.data.canvas import Masks
+from kit.errors import KitError
+from kit.spec import Spec
+
+PIXEL = re.compile(r"(.+)_(\d+)_(\d+)")
+
+
+@dataclass(frozen=True)
+class Training:
+    ids: list[str]  # one image per row
+    paths: list[str]
+    masks: Masks
+    classes: tuple[str, ...] = ()  # a table of one row per image and class: the classes its ids name, in channel order
+    table: pd.DataFrame | None = None  # one row per image, as the training table has it (group and fold columns)
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class Output:
+    layout: str  # "image", "class" or "pixels": one sample row per image, per image and class, per pixel
+    column: str  # the sample's column the model fills
+    ids: list[str]  # the test images, in the order the sample first names them
+    paths: list[str]
+    image: np.ndarray  # (rows,) each sample row's image, an index into ids
+    klass: np.ndarray  # (rows,) "class": each row's class, an index into classes
+    pixel: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # "pixels": (rows, 2) 0-based row, col
+    classes: tuple[str, ...] = ()  # "class": the class names the rows' ids end in
+
+
+def class_order(names) -> tuple[str, ...]:
+    """Class names sorted as numbers where they all are ("1" to "4"), else as text."""
+    unique = sorted(set(map(str, names)))
+    return tuple(sorted(unique, key=int) if all(n.isdigit() for n in unique) else unique)
+
+
+class _Files:
+    """Which names have a file `<name><ext>` in a folder (each asked once)."""
+
+    def __init__(self, folder: Path, ext: str):
+        self.folder, self.ext, self.known = folder, ext, {}
+
+    def path(self, name: str) -> str:
+        return str(self.folder / f"{name}{self.ext}")
+
+    def __call__(self, name: str) -> bool:
+        if name not in self.known:
+            self.known[name] = Path(self.path(name)).is_file()
+        return self.known[name]
+
+
+def image_and_class(ids: pd.Series, exists: Callable[[str], bool]) -> tuple[pd.Series, pd.Series] | None:
+    """(image, class) of each `<image>_<class>` id, where every id's image exists and none is an image itself."""
+    parts = ids.str.rsplit("_", n=1, expand=True)
+    if parts.shape[1] != 2 or parts[1].isna().any() or exists(ids.iloc[0]):
+        return None
+    if not all(exists(name) for name in parts[0].unique()):
+        return None
+    return parts[0], parts[1]
+
+
+def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training:
+    """The training images and the source of their masks, checked: every listed image has a mask."""
+    folder = archives.find_folder(data_dir, spec.train_images, "train_images", log=log)
+    images = _Files(folder, spec.image_ext)
+    if not spec.train:
+        if not spec.train_masks:
+            raise KitError("[data] train and train_masks are both empty: name the training table of run-length codes "
+                           "(train) or the folder of masks (train_masks)")
+        ext = spec.image_ext
+        ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir() if p.is_file() and p.name.endswith(ext))
+        found = _mask_files(spec, data_dir, log)
+        kept = [i for i in ids if found(i)]
+        if not kept:
+            raise KitError(f"none of the {len(ids)} images in {folder} has a mask in {found.folder} (as <name>"
+                           f"{found.ext}); check [data] train_masks and mask_ext")
+        if len(kept) < len(ids):
+            log(f"train          {len(ids) - len(kept)} images of {folder.name} have no mask in {found.folder.name} "
+                "and are left out")
+        return Training(kept, [images.path(i) for i in kept], Masks(paths=tuple(found.path(i) for i in kept)),
+                        where=str(folder))
+    path = archives.find_file(data_dir, spec.train, "training table", log=log)
+    table = tables.read_table(path, spec.id_column)
+    tables.require_columns(table, [spec.id_column], path)
+    table = table.assign(**{spec.id_column: table[spec.id_column].astype(str)})
+    where = path.name
+    if spec.train_masks:
+        tables.require_unique(table, spec.id_column, path)
+        ids = table[spec.id_column].tolist()
+        found = _mask_files(spec, data_dir, log)
+        _require_files(ids, images, "image", folder, "train_images and image_ext")
+        _require_files(ids, found, "mask", found.folder, "train_masks and mask_ext")
+        return Training(ids, [images.path(i) for i in ids], Masks(paths=tuple(found.path(i) for i in ids)),
+                        table=table.reset_index(drop=True), where=where)
+    tables.require_columns(table, [spec.target_column], path, "[data] target_column (the run-length codes)")
+    split = image_and_class(table[spec.id_column], images)
+    if split is None:  # one row per image
+        tables.require_unique(table, spec.id_column, path)
+        ids = table[spec.id_column].tolist()
+        _require_files(ids, images, "image", folder, "train_images and image_ext")
+        codes = tuple(((0, code),) for code in table[spec.target_column].tolist())
+        names = tuple(f"{where} row {r + 2} ({i})" for r, i in enumerate(ids))
+        return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, names=names),
+                        table=table.reset_index(drop=True), where=where)
+    image, klass = split
+    classes = class_order(klass)
+    rows = pd.DataFrame({"image": image, "channel": klass.map(classes.index), "code": table[spec.target_column],
+                         "line": np.arange(len(table)) + 2})
+    ids = list(dict.fromkeys(image))  # in the table's order
+    grouped = {i: g for i, g in rows.groupby("image", sort=False)}
+    codes = tuple(tuple(zip(grouped[i]["channel"].tolist(), grouped[i]["code"].tolist())) for i in ids)
+    names = tuple(f"{where} row {grouped[i]['line'].iloc[0]} ({i})" for i in ids)
+    first = table.groupby(image.to_numpy(), sort=False).head(1).reset_index(drop=True)  # group and fold columns
+    log(f"train          {where}: one row per image and class ({len(classes)} classes: {', '.join(classes[:6])})")
+    return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, channels=len(classes), names=names),
+                    classes, first, where)
+
+
+def _mask_files(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> _Files:
+    return _Files(archives.find_folder(data_dir, spec.train_masks, "train_masks", log=log), spec.mask_ext or spec.image_ext)
+
+
+def _require_files(ids: list[str], exists: _Files, what: str, folder: Path, keys: str) -> None:
+    missing = [i for i in ids if not exists(i)]
+    if missing:
+        raise KitError(f"{len(missing)} of {len(ids)} training {what}s are not in {folder} (such as "
+                       f"{Path(exists.path(missing[0])).name}); check [data] {keys}")
+
+
+def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, column: str,
+           log: Callable[[str], None]) -> Output:
+    """What the sample submission's rows name: its layout, the test images in its order, and for each row its
+    image (and class, or pixel)."""
+    folder = archives.find_folder(data_dir, spec.test_images, "test_images", log=log)
+    images = _Files(folder, spec.image_ext)
+    ids = sample[spec.id_column].astype(str)
+    first = ids.iloc[0]
+    pixel = PIXEL.fullmatch(first)
+    if images(first):
+        layout, image = "image", ids
+    elif pixel and images(pixel.group(1)):
+        layout = "pixels"
+        parts = ids.str.extract(PIXEL.pattern)
+        if parts.isna().any().any():
+            bad = ids[parts.isna().any(axis=1)].iloc[0]
+            raise KitError(f"{sample_path.name}: id '{bad}' is not <image>_<row>_<col> as the others are")
+        image = parts[0]
+    else:
+        split = image_and_class(ids, images)
+        if split is None:
+            raise KitError(f"{sample_path.name}: id '{first}' names no image in {folder} (as {first}{spec.image_ext}, "
+                           f"<image>_<class> or <image>_<row>_<col>); check [data] test_images and image_ext")
+        layout, (image, klass) = "class", split
+    names = list(dict.fromkeys(image))
+    missing = [n for n in names if not images(n)]
+    if missing:
+        raise KitError(f"{sample_path.name}: {len(missing)} of its {len(names)} test images are not in {folder} (such as "
+                       f"{missing[0]}{spec.image_ext}); check [data] test_images")
+    index = pd.Series(np.arange(len(names)), index=names)
+    rows = index[image.to_numpy()].to_numpy()
+    if layout == "pixels":
+        at = parts[[1, 2]].to_numpy(np.int64) - 1
+        return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64), at)
+    if layout == "class":
+        classes = class_order(klass)
+        return Output(layout, column, names, [images.path(n) for n in names], rows,
+                      klass.map(classes.index).to_numpy(np.int64), classes=classes)
+    return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64))

@@ -1,0 +1,126 @@
+"""segmentation_models_pytorch (smp) models: an architecture (`model_name`: Unet, UnetPlusPlus, FPN,
+DeepLabV3Plus, Segformer, ...) on an encoder (`encoder`: any timm model as `tu-<name>`, or one of smp's own),
+its pretrained weights from a local file where one is given (internet off), checked names at build and set-up.
+
+smp is not on Kaggle's image: a config that uses this template lists it in [kernel] packages (docs/offline.md).
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitError
+from kit.models.names import close_models
+
+STRIDE = 32  # every architecture's input side must be a multiple of its encoder's largest stride (smp: 32, or 16)
+
+
+def _smp():
+    import segmentation_models_pytorch as smp  # 5 s of torch, torchvision and timm imports: only where it is used
+
+    return smp
+
+
+def architectures() -> list[str]:
+    from segmentation_models_pytorch import MODEL_ARCHITECTURES_MAPPING
+
+    return list(MODEL_ARCHITECTURES_MAPPING)
+
+
+def timm_name(encoder: str) -> str:
+    """The timm model of a `tu-` encoder, without its pretrained tag ("" for smp's own encoders)."""
+    return encoder[3:].split(".")[0] if encoder.startswith("tu-") else ""
+
+
+def check_params(values: Mapping[str, Any], where: str) -> None:
+    """A KitError unless smp knows the architecture and the encoder that `values` name (names they leave out keep
+    the template's defaults), and image_size suits the encoders' strides."""
+    import timm
+
+    if "model_name" in values and str(values["model_name"]).lower() not in architectures():
+        close = difflib.get_close_matches(str(values["model_name"]).lower(), architectures(), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}?" if close else f"smp has {', '.join(architectures())}"
+        raise KitError(f"{where}: model_name = {values['model_name']!r} is not an smp architecture ({hint})")
+    encoder = str(values.get("encoder", ""))
+    if encoder.startswith("tu-"):
+        if not timm.is_model(timm_name(encoder)):
+            close = [f"tu-{m}" for m in close_models(timm_name(encoder), 4)]
+            hint = f"did you mean {', '.join(close)}?" if close else "no timm model has a similar name"
+            raise KitError(f"{where}: encoder = {encoder!r} names no timm model ({hint}); write tu-<a name in "
+                           "timm.list_models()> or one of smp's own encoders")
+    elif encoder:
+        known = _smp().encoders.get_encoder_names()
+        if encoder not in known:
+            close = difflib.get_close_matches(encoder, known, n=3, cutoff=0.6)
+            tu = f"tu-{encoder}" if timm.is_model(encoder) else ""
+            hint = f"timm has it: write {tu!r}" if tu else (f"did you mean {', '.join(close)}?" if close else
+                                                          "write tu-<a timm model> for any timm encoder")
+            raise KitError(f"{where}: encoder = {encoder!r} is neither smp's nor timm's ({hint})")
+    size = values.get("image_size")
+    if isinstance(size, int) and size % STRIDE:
+        raise KitError(f"{where}: image_size = {size} is not a multiple of {STRIDE}, the encoders' largest stride; use "
+                       f"{max(STRIDE, size // STRIDE * STRIDE)} or {(size // STRIDE + 1) * STRIDE}")
+
+
+def normalization(encoder: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The mean and std (of RGB in [0, 1]) the encoder's pretrained weights expect: timm's for a `tu-` encoder,
+    ImageNet's otherwise (smp's own encoders are ImageNet-trained)."""
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(timm_name(encoder)) if timm_name(encoder) else None
+    if cfg is not None and cfg.mean and cfg.std:
+        return tuple(cfg.mean), tuple(cfg.std)
+    return (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def create(model_name: str, encoder: str, classes: int, in_channels: int = 3, weights: Path | None = None,
+           pretrained: bool = False):
+    """The smp model with `classes` output channels (logits). `weights`: a local file of the encoder's pretrained
+    weights (a timm state dict for `tu-` encoders, timm reading it as it reads any pretrained file; smp's own
+    encoders load it into the encoder); else `pretrained` asks the hub (timm's, or smp's on Hugging Face)."""
+    smp = _smp()
+    if weights is not None and encoder.startswith("tu-"):
+        return smp.create_model(model_name, encoder_name=encoder, encoder_weights=True, in_channels=in_channels,
+                                classes=classes, pretrained_cfg_overlay=dict(file=str(weights)))
+    model = smp.create_model(model_name, encoder_name=encoder, in_channels=in_channels, classes=classes,
+                             encoder_weights=(True if encoder.startswith("tu-") else "imagenet") if pretrained and weights is None
+                             else None)
+    if weights is not None:
+        state = load_state(weights)
+        missing, unexpected = _keys(model.encoder, state)
+        if missing:
+            raise KitError(f"{weights}: {len(missing)} of the encoder's weights are not in this file (such as {missing[0]}); "
+                           f"it is not a {encoder} state dict")
+        model.encoder.load_state_dict({k: v for k, v in state.items() if k not in unexpected}, strict=False)
+    return model
+
+
+def set_head_bias(model, bias: list[float] | None) -> None:
+    """The output convolution's bias set to `bias` (one value per output channel), where the model has smp's
+    segmentation head."""
+    import torch
+
+    head = getattr(model, "segmentation_head", None)
+    convs = [m for m in head.modules() if isinstance(m, torch.nn.Conv2d)] if head is not None else []
+    if bias is None or not convs or convs[-1].bias is None or convs[-1].out_channels != len(bias):
+        return
+    with torch.no_grad():
+        convs[-1].bias.copy_(torch.tensor(bias))
+
+
+def load_state(path: Path) -> dict:
+    import torch
+
+    if str(path).endswith(".safetensors"):
+        from safetensors.torch import load_file
+
+        return load_file(str(path))
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return state.get("state_dict", state) if isinstance(state, dict) else state
+
+
+def _keys(module, state: dict) -> tuple[list[str], list[str]]:
+    own = set(module.state_dict())
+    return sorted(own - set(state)), sorted(set(state) - own)

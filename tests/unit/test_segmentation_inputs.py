@@ -1,0 +1,34 @@
+"""Bad segmentation inputs a user can cause, one KitError line each: a mask whose size is not its image's, and an
+encoder or architecture name that neither timm nor smp knows (with the name that would work)."""
+import numpy as np
+import pytest
+from PIL import Image
+
+from kit.data.canvas import Masks, _DecodeJob
+from kit.errors import KitError
+from kit.models import segmentation as models
+
+
+def test_a_mask_of_another_size_than_its_image_is_one_line(tmp_path):
+    Image.fromarray(np.zeros((10, 12, 3), np.uint8)).save(tmp_path / "a.png")
+    Image.fromarray(np.zeros((10, 11), np.uint8)).save(tmp_path / "a_mask.png")
+    job = _DecodeJob([str(tmp_path / "a.png")], Masks(paths=(str(tmp_path / "a_mask.png"),)), str(tmp_path / "c.u8"),
+                     (32, 32), 1)
+    np.memmap(tmp_path / "c.u8", np.uint8, "w+", shape=(1, 32, 32, 3)).flush()
+    np.memmap(tmp_path / "c.masks.u8", np.uint8, "w+", shape=(1, 32, 32, 1)).flush()
+    problems = job([0])[4]
+    assert problems == [f"{tmp_path / 'a_mask.png'}: the mask is 11 x 10 px and its image 12 x 10; a mask must have "
+                        "its image's size"]
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"encoder": "tu-resnet3"}, "names no timm model"),
+    ({"encoder": "convnext_tiny"}, "timm has it: write 'tu-convnext_tiny'"),
+    ({"encoder": "no_such_net"}, "is neither smp's nor timm's"),
+    ({"model_name": "Unett"}, "did you mean unet"),
+    ({"image_size": 100}, "use 96 or 128"),
+])
+def test_names_smp_and_timm_do_not_know_are_one_line(values, says):
+    with pytest.raises(KitError, match=says) as e:
+        models.check_params(values, "kit/competitions/x.toml")
+    assert "\n" not in str(e.value)
