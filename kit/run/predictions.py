@@ -119,7 +119,12 @@ def keep(session: Session, pipe: Pipeline, data: Any, folder: Path,
          each: dict[int, tuple[np.ndarray, dict[str, np.ndarray] | None]]) -> None:
     """Write this training run's predictions into its folder: `each` fold's test predictions and validation
     rows (its checkpoint's), the rows named by the pipeline's ids. A fold whose rows do not line up with those
-    ids (validated in shards by several processes) is left out of oof.csv, with one line."""
+    ids (validated in shards by several processes) is left out of oof.csv, with one line. Predictions that are not a
+    row per id (segmentation's masks and pages) are not kept: a blend weighs rows of the submission's shape."""
+    if any(np.ndim(pred) > 2 for pred, _ in each.values()):
+        session.log(f"the {session.template} template predicts masks or pages, not a row per id: no {OOF} or {TEST} "
+                    "for blends")
+        return
     named = getattr(pipe, "validation_rows", None)
     if named is None:  # a template that names no validation rows: its test predictions are kept still
         session.warn(f"the {session.template} template does not name its validation rows: no {OOF} for blends")
