@@ -96,8 +96,9 @@ class TabularPipeline:
                   "y_mean": mean, "y_std": std}
         used = [*kinds["kinds"], *sources]
         identity = runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(), np.array(target.columns))
+        sample, where = self._where(test, test_path, sample, sample_path)
         data = TableData(features.encode(train, kinds), features.encode(test, kinds, test_path.name, s.warn), y, target,
-                         sample, self._where(test, test_path, sample, sample_path), recipe, identity, groups, assigned,
+                         sample, where, recipe, identity, groups, assigned,
                          train[spec.id_column].astype(str).to_numpy() if spec.id_column else np.arange(len(train)))
         s.log(self.describe(data))
         return data
@@ -111,21 +112,27 @@ class TabularPipeline:
             tables.require_unique(test, spec.id_column, test_path)
         return test, test_path
 
-    def _where(self, test: pd.DataFrame, test_path, sample: pd.DataFrame, sample_path) -> np.ndarray:
-        """The sample row of each test row: found by id, or the same row where [data] id_column is empty."""
+    def _where(self, test: pd.DataFrame, test_path, sample: pd.DataFrame, sample_path,
+               trained: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
+        """(the sample, the sample row of each test row): found by id, or the same row where [data] id_column is
+        empty. In predict mode a test table the sample does not cover makes the rows (base.rows_of_the_test)."""
         spec = self.spec
-        if not spec.id_column:
-            if len(test) != len(sample):
-                raise KitError(f"{test_path.name}: {len(test)} rows, {sample_path.name} {len(sample)}; with no id_column "
-                               "the test table's row k is the sample's row k, so both must list the same rows")
-            return np.arange(len(test))
-        where = pd.Index(sample[spec.id_column].astype(str)).get_indexer(test[spec.id_column].astype(str))
+        ids = test[spec.id_column].astype(str) if spec.id_column else None
+        where = (pd.Index(sample[spec.id_column].astype(str)).get_indexer(ids) if spec.id_column
+                 else np.arange(len(test)))
+        if ((where < 0).any() or len(test) != len(sample)) and trained:
+            sample = base.rows_of_the_test(sample, ids if spec.id_column else range(len(test)), spec.id_column,
+                                           test_path.name, self.session.log)
+            return sample, np.arange(len(test))
+        if not spec.id_column and len(test) != len(sample):
+            raise KitError(f"{test_path.name}: {len(test)} rows, {sample_path.name} {len(sample)}; with no id_column "
+                           "the test table's row k is the sample's row k, so both must list the same rows")
         if (where < 0).any() or len(test) != len(sample):
-            missing = test[spec.id_column].astype(str).to_numpy()[where < 0]
+            missing = ids.to_numpy()[where < 0]
             detail = f"id '{missing[0]}' is not in {sample_path.name}" if len(missing) else \
                 f"{len(test)} rows, the sample {len(sample)}"
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
-        return where.astype(np.int64)
+        return sample, where.astype(np.int64)
 
     def _load_test(self, recipe: dict) -> TableData:
         """Predict mode: the test table and the sample submission, encoded with the training run's recipe."""
@@ -137,10 +144,8 @@ class TabularPipeline:
             raise KitError(f"{test_path.name}: no column '{absent[0]}' the model reads ({len(absent)} such); predict with "
                            "this competition's test table")
         encoded = features.encode(test, recipe["features"], test_path.name, s.warn)
-        ids = test[self.spec.id_column].astype(str) if self.spec.id_column else range(len(test))
-        if len(test) != len(sample) or (self.spec.id_column and not ids.isin(sample[self.spec.id_column].astype(str)).all()):
-            sample = base.rows_of_the_test(sample, ids, self.spec.id_column, test_path.name, s.log)
-        data = TableData(None, encoded, None, target, sample, self._where(test, test_path, sample, sample_path), recipe)
+        sample, where = self._where(test, test_path, sample, sample_path, trained=True)
+        data = TableData(None, encoded, None, target, sample, where, recipe)
         s.log(self.describe(data))
         return data
 
