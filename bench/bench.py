@@ -250,13 +250,20 @@ def bench_sequences(device: torch.device, count: int = 4096, length: int = 80, b
                                              pin_memory=device.type == "cuda")
         return ({k: v.to(device, non_blocking=True) for k, v in b.items()} for b in loader)
 
-    def data_steps(make) -> float:
-        started, steps = time.perf_counter(), 0
-        for _ in range(2):
-            steps += sum(1 for _batch in make())
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        return steps / (time.perf_counter() - started)
+    def data_steps(make, rounds: int = 5, least_s: float = 0.25) -> float:
+        """The median of `rounds` timings, each of whole epochs lasting at least `least_s`, after a warm-up
+        epoch: an epoch of the in-place path takes milliseconds, so one or two of them timed once measure
+        the allocator and the scheduler, not the data path."""
+        sum(1 for _batch in make())
+        rates = []
+        for _ in range(rounds):
+            started, steps = time.perf_counter(), 0
+            while time.perf_counter() - started < least_s:
+                steps += sum(1 for _batch in make())
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            rates.append(steps / (time.perf_counter() - started))
+        return float(np.median(rates))
 
     precision = Precision("fp32", device.type) if device.type == "cpu" else Precision(
         "fp16" if torch.cuda.get_device_capability() < (8, 0) else "bf16", "cuda")
