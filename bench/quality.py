@@ -12,6 +12,8 @@ held-out rows, whose answers only this file knows, and are scored there.
 
   tabular      breast cancer, wine and diabetes from scikit-learn; xgboost, lightgbm, catboost and mlp, each against
                the plain call a competitor writes (bench/tabular_quality.py)
+  salt         TGS's layout, 28 px seismic-like images; segmentation, smp's Unet on tu-test_efficientnet against a
+               plain smp loop; map_iou on 160 held-out images (bench/segmentation_quality.py)
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%; the
 tabular rows, AUC within 0.005, log loss and RMSE within 5%. Prints one table, writes JSON to --out; exit 1
@@ -42,6 +44,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import segmentation_quality  # noqa: E402
 import tabular_quality  # noqa: E402
 
 from kit.smoke import sequences as smoke_sequences  # noqa: E402
@@ -223,7 +226,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="output/quality.json")
     ap.add_argument("--work", default=".quality", help="data, kit's outputs and logs (replaced on each run)")
-    ap.add_argument("--only", default="", help="comma-separated templates to run (cnn, lstm, transformer, tabular)")
+    ap.add_argument("--only", default="", help="comma-separated templates to run (cnn, lstm, transformer, tabular, segmentation)")
     args = ap.parse_args(argv)
     only = set(filter(None, args.only.split(",")))
     torch.set_num_threads(os.cpu_count() or 1)
@@ -258,6 +261,8 @@ def main(argv=None) -> int:
             return Row(*values, slack=0.005 if greater_is_better(values[2]) else 0.05)
 
         rows += tabular_quality.rows(work, run_kit, tabular_row)
+    if not only or "segmentation" in only:
+        rows += segmentation_quality.rows(work, run_kit, Row, plain_loop)
     print(f"{'data':<24}{'template':<18}{'metric':<10}{'kit':>8}{'plain':>8}{'kit s':>8}{'plain s':>9}  verdict")
     for r in rows:
         print(f"{r.data:<24}{r.template:<18}{r.metric:<10}{r.kit:>8.4f}{r.plain:>8.4f}{r.kit_s:>8.0f}{r.plain_s:>9.0f}  "

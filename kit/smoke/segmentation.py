@@ -34,17 +34,19 @@ class Drawn:
     test: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # id: (image, answer)
 
 
-def draw(spec: Spec, seed: int = 0) -> Drawn:
+def draw(spec: Spec, seed: int = 0, **sizes: int) -> Drawn:
+    """`sizes` (train=, test=, and the maker's image sides) change the smoke's counts, for `make quality`."""
     rng = np.random.default_rng(seed)
     if spec.metric == "rmse":
-        return _pages(rng)
+        return _pages(rng, **sizes)
     if spec.train_masks:
-        return _salt(rng)
-    return _steel(rng)
+        return _salt(rng, **sizes)
+    return _steel(rng, **sizes)
 
 
-def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
-    drawn = draw(spec, seed)
+def make_dataset(spec: Spec, folder: Path, seed: int = 0, **sizes: int) -> Drawn:
+    """Writes the data but the answers, and returns all of it (the answers in `.test`)."""
+    drawn = draw(spec, seed, **sizes)
     folder.mkdir(parents=True, exist_ok=True)
     if spec.metric == "rmse":
         _write_pages(spec, folder, drawn)
@@ -52,6 +54,7 @@ def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
         _write_salt(spec, folder, drawn)
     else:
         _write_steel(spec, folder, drawn)
+    return drawn
 
 
 # -- tgs-salt-identification-challenge ------------------------------------------------------------------
