@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 import wheels
 from graders import rle_decode
+from PIL import Image
 
-from kit import config, smoke
+from kit import cli, config, smoke
 from kit.data import rle
 from kit.smoke import segmentation as smoke_segmentation
 from kit.train import mask_metrics
@@ -70,3 +71,27 @@ def test_each_config_learns_and_writes_what_its_grader_reads(smokes, comp):
         scores.append(mask_metrics.per_pair(spec.metric, mask.sum(), (mask & truth).sum(), truth.sum(), truth.size))
         empty.append(mask_metrics.per_pair(spec.metric, 0, 0, truth.sum(), truth.size))
     assert np.mean(scores) > np.mean(empty) + 0.05, (np.mean(scores), np.mean(empty))
+
+
+def test_a_mask_class_index_beyond_classes_stops_the_run_in_one_line(tmp_path, capsys, smp_index, monkeypatch):
+    """Masks of class indices 0 to 3 where the config says classes = 2: the data cell stops, naming the first mask
+    that holds an index past the classes, before any training and with no submission written."""
+    for key, value in smp_index.items():
+        monkeypatch.setenv(key, value)
+    comp = "tgs-salt-identification-challenge"
+    spec = config.load(comp).spec
+    folder = tmp_path / "data"
+    smoke_segmentation.make_dataset(spec, folder, seed=0)
+    masks = sorted((folder / spec.train_masks).iterdir())
+    for n, path in enumerate(masks):  # the salt blob as class 1, 2 or 3
+        mask = np.asarray(Image.open(path)) > 0
+        Image.fromarray((mask * (1 + n % 3)).astype(np.uint8)).save(path)
+    first = next(p for p in masks if np.asarray(Image.open(p)).max() == 2)  # index 2 is the first past 0 to 1
+    args = ["run", comp, "--data", str(folder), "--output", str(tmp_path / "out"), "-p", "classes=2", "-p", "device=cpu",
+            "-p", "encoder=tu-test_efficientnet", "-p", "pretrained=false", "-p", "image_size=32", "-p", "epochs=1"]
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert not [line for line in err if "Traceback" in line]
+    assert err[-1] == (f"error: {first}: the mask holds class index 2, beyond classes = 2 (0 to 1, 0 the background); "
+                       "set classes, or fix the mask")
+    assert not (tmp_path / "out" / "submission.csv").exists()
