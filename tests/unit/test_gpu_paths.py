@@ -121,6 +121,31 @@ def test_the_trials_count_the_moving_average(monkeypatch, tmp_path):
     assert extras == [autobatch.ema_extra(nn.Linear(6, 3))] and extras[0] == 4 * 21
 
 
+def test_the_trials_keep_their_copy_of_the_weights_in_host_memory(monkeypatch):
+    """Autotune restores the weights after its trials from a copy, which on the GPU would count in every trial as
+    memory the run will not use (435M parameters: 1.7 GB of a T4's 16). On a CPU both places are the host, so
+    the test reads what each copy asks for: a copy to the host, not a clone where the weights are."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Copies(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in (torch.ops.aten.clone.default, torch.ops.aten._to_copy.default):
+                self.asked.append((func.__name__, str(kwargs.get("device", "where it is"))))
+            return func(*args, **kwargs)
+
+    monkeypatch.setattr(autobatch, "run_trial", lambda model, objective, batches, precision, b, probe, extra:
+                        autobatch.Trial(b, fits=b <= 32, samples_per_s=float(b)))
+    model, copies = nn.Linear(8, 3), Copies()
+    with copies:
+        autobatch.autotune(model, Classification("x"), toy_batches, CPU32, 10_000, print)
+    assert copies.asked == [("_to_copy.default", "cpu")] * len(model.state_dict())
+
+
 def test_nvml_finds_the_gpu_cuda_means(monkeypatch, fake_gpus):
     """NVML numbers every GPU of the machine; CUDA only the visible ones: CUDA's device 0 is NVML's 3 here."""
     handles = {"GPU-5a3b-77": "the GPU by its UUID", 0: "NVML's device 0", 3: "NVML's device 3"}
