@@ -26,11 +26,11 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from kit.errors import KitError
+from kit.runtime.paths import disk_refusal
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".7z")  # longest first: "x.tar.gz" is a .tar.gz, not a .gz
 KAGGLE_TEMP = Path("/kaggle/temp")
 UNPACK_FORMAT = 1  # bump when what an unpacked folder holds changes, so older ones are not reused
-SPARE = 0.05  # of the disk, left free after unpacking
 _SAID: set[Path] = set()  # unpacked folders this process has named in its log
 
 
@@ -133,11 +133,10 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
         if member.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
             raise KitError(f"{archive.name}: member '{member}' would be written outside the folder it unpacks to; "
                            "kit does not unpack such an archive (unpack it yourself and attach the folder)")
-    free = shutil.disk_usage(scratch).free
-    room = free - SPARE * shutil.disk_usage(scratch).total
-    if size > room:
-        raise KitError(f"{archive.name}: unpacking needs {size / 2**30:.1f} GB and {scratch} has {free / 2**30:.1f} GB "
-                       "free; free space there (or set KIT_CACHE_DIR to a larger disk), or attach the data unpacked")
+    refusal = disk_refusal(size, scratch)
+    if refusal:
+        raise KitError(f"{archive.name}: not unpacked, {refusal}; free space there (or set KIT_CACHE_DIR to a larger "
+                       "disk), or attach the data unpacked")
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=scratch))
     try:
         reader.extract(partial)
