@@ -36,6 +36,9 @@ class Template:
     # "module:function" checking the model names a [params] table or parameters cell sets: (values, where), at build
     # and at set-up, before any data is read; "" where the parameters' own choices say it all (the boosters)
     names: str = "kit.models.names:check_params"
+    # pip requirements Kaggle's image lacks, which a config of this template lists in [kernel] packages (kit init
+    # drafts them so): their wheels travel with the kernel as a dataset
+    packages: tuple[str, ...] = ()
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -57,7 +60,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
-             names="kit.models.segmentation:check_params"),
+             names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",)),
 )}
 
 

@@ -314,3 +314,49 @@ def tables_only(folder: Path) -> Path:
     csv({"PassengerId": ["0005_01", "0006_01"], "Age": [22, 33]}, folder / "test.csv")
     csv({"PassengerId": ["0005_01", "0006_01"], "Transported": False}, folder / "sample_submission.csv")
     return folder
+
+
+def hubmap(folder: Path) -> Path:
+    """hubmap-kidney-segmentation: train.csv id,encoding (a run-length code per kidney image), train/<id>.tiff with
+    <id>-anatomical-structure.json beside each, HuBMAP-20-dataset_information.csv, test/<id>.tiff, and
+    sample_submission.csv id,predicted with the codes left empty."""
+    train, test = hexes(6, 9), hexes(2, 9, 1)
+    for split, ids in (("train", train), ("test", test)):
+        for i in ids:
+            touch(folder / split / f"{i}.tiff", b"II*\x00 tiff")
+            touch(folder / split / f"{i}-anatomical-structure.json", b"[]")
+    csv({"id": train, "encoding": ["61 3 89 4", "5 2", "1 9 30 2", "7 7", "12 3 40 3", "3 3"]}, folder / "train.csv")
+    csv({"image_file": [f"{i}.tiff" for i in train + test], "width_pixels": 48, "height_pixels": 32},
+        folder / "HuBMAP-20-dataset_information.csv")
+    csv({"id": test, "predicted": [None] * len(test)}, folder / "sample_submission.csv")
+    return folder
+
+
+def carvana(folder: Path) -> Path:
+    """carvana-image-masking-challenge: train/<car>_<view>.jpg, train_masks/<car>_<view>_mask.gif, train_masks.csv
+    img,rle_mask (the same masks as codes; img ends in .jpg), test/, sample_submission.csv img,rle_mask."""
+    cars = hexes(3, 12)
+    train = [f"{c}_{v:02d}" for c in cars[:2] for v in (1, 2, 3)]
+    test = [f"{cars[2]}_{v:02d}" for v in (1, 2)]
+    for i in train:
+        touch(folder / "train" / f"{i}.jpg")
+        touch(folder / "train_masks" / f"{i}_mask.gif", b"GIF89a")
+    for i in test:
+        touch(folder / "test" / f"{i}.jpg")
+    csv({"img": [f"{i}.jpg" for i in train], "rle_mask": "1 4 20 4"}, folder / "train_masks.csv")
+    csv({"img": [f"{i}.jpg" for i in test], "rle_mask": "1 1"}, folder / "sample_submission.csv")
+    return folder
+
+
+def mask_files(folder: Path) -> Path:
+    """No table of codes: train/<id>.jpg and a mask file each in train_masks/<id>_mask.gif; the sample's ids are
+    the test files' names without their extension."""
+    train, test = hexes(6, 10), hexes(2, 10, 1)
+    for i in train:
+        touch(folder / "train" / f"{i}.jpg")
+        touch(folder / "train_masks" / f"{i}_mask.gif", b"GIF89a")
+    for i in test:
+        touch(folder / "test" / f"{i}.jpg")
+    csv({"id": test, "rle_mask": "1 1"}, folder / "sample_submission.csv")
+    return folder
+

@@ -16,7 +16,7 @@ from slugify import slugify
 
 from kit import config as kit_config
 from kit import files, spec, templates
-from kit.build import guesses, image_guesses, metric_guess
+from kit.build import guesses, image_guesses, mask_guesses, metric_guess
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
@@ -27,7 +27,8 @@ NOT_SLUGS = {"public", "prepared", "private", "data", "input", "raw", "files", "
 # the identities Jigsaw's unintended-bias metric scores, in its grader's order (docs/config.md)
 IDENTITIES = ("male", "female", "homosexual_gay_or_lesbian", "christian", "jewish", "muslim", "black", "white",
               "psychiatric_or_mental_illness")
-TITLES = {"cnn": "CNN", "lstm": "LSTM", "transformer": "Transformer", "text": "Text Encoder", "tabular": "Boosters"}
+TITLES = {"cnn": "CNN", "lstm": "LSTM", "transformer": "Transformer", "text": "Text Encoder", "tabular": "Boosters",
+          "segmentation": "Unet"}
 # [smoke]: a model small enough for the CPU, as the shipped configs of each template have it
 SMOKE = {
     "cnn": {"model_name": "test_efficientnet", "pretrained": False, "image_size": 64, "epochs": 8, "folds": 2,
@@ -67,6 +68,9 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
     title = title_of(slug, guess.template)
     kernel = [Line("title", title, "5 to 50 characters: the kernel's URL is made from it"),
               Line("machine_shape", "NvidiaTeslaT4", "GPU T4 x2"), Line("internet", False), Line("private", True)]
+    packages = templates.get(guess.template).packages
+    if packages:
+        kernel.append(Line("packages", list(packages), "not on Kaggle's image: make kernel attaches their wheels"))
     text = render(data_dir, slug, competition, cannot, guess, kernel, _params(guess.template))
     _check(text)
     return text
@@ -82,30 +86,33 @@ def write(text: str, output: str | Path) -> Path:
 
 
 def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Guess:
-    """The first template whose reading of the data holds: images, sequences, texts, then tables."""
+    """The first template whose reading of the data holds: masks, images, sequences, texts, then tables."""
     names = guesses.data_tables(survey, sample_file)
     readers = {
+        "segmentation": lambda: mask_guesses.segmentation_guess(survey, sample_file, names),
         "cnn": lambda: image_guesses.cnn_guess(survey, sample_file, metric),
         "sequence": lambda: guesses.sequence_guess(survey, sample_file, names, template or "lstm"),
         "text": lambda: guesses.text_guess(survey, sample_file, names),
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }
-    kinds = {"cnn": "cnn", "lstm": "sequence", "transformer": "sequence", "text": "text"}
+    kinds = {"segmentation": "segmentation", "cnn": "cnn", "lstm": "sequence", "transformer": "sequence", "text": "text"}
     if template:
         order = [kinds.get(template, "tabular")]
     else:
-        order = ["cnn", "sequence", "text"] + (["tabular"] if "tabular" in templates.names() else [])
+        order = ["segmentation", "cnn", "sequence", "text", "tabular"]
     for kind in order:
         found = readers[kind]()
         if found is not None:
             return found
-    what = {"cnn": "image files named by the sample submission's ids (or images in table rows, or a COCO label file)",
+    what = {"segmentation": "masks asked for by the sample submission (run-length codes or pixel rows) and given for the "
+                            "training images (codes in a table, or mask files)",
+            "cnn": "image files named by the sample submission's ids (or images in table rows, or a COCO label file)",
             "sequence": "a test table of sequences (rows of steps grouped by a column, or rows holding whole sequences)",
             "text": "a test table with free-text columns that the training table has too",
             "tabular": "training and test tables"}
     folders = list(survey.folders.values())
     hint = (f" (the image folders {', '.join(f.source for f in folders[:3])} hold files such as {folders[0].files[0]}, "
-            f"which no column of {sample_file} names)") if folders and order[0] == "cnn" else ""
+            f"which no column of {sample_file} names)") if folders and order[0] in ("segmentation", "cnn") else ""
     if template:
         raise KitError(f"{survey.data_dir}: found no {what[order[0]]} for template {template}{hint}; check the folder, or "
                        "pass another --template")
@@ -150,6 +157,11 @@ def _params(template: str) -> tuple[list[Line], list[Line], list[str]]:
     if template == "cnn":
         params.append(Line("model_name", "efficientnet_b0", "any timm model"))
         params.append(Line("pretrained", True, "offline: attach the weights (make weights NAME=...) and set weights_path"))
+    if template == "segmentation":
+        params.append(Line("model_name", "Unet", "any smp architecture: Unet, UnetPlusPlus, FPN, DeepLabV3Plus, ..."))
+        params.append(Line("encoder", "tu-resnet34", "tu-<any timm model>, or one of smp's own"))
+        params.append(Line("pretrained", True, "offline: attach the encoder's weights (make weights NAME=resnet34) and "
+                                               "set weights_path"))
     if templates.get(template).model_folder:
         params.append(Line("model_path", "deberta-v3-small", "a Hugging Face model folder attached to the kernel"))
         cannot.append("which Hugging Face model: make weights NAME=microsoft/deberta-v3-small publishes one and prints "

@@ -14,6 +14,10 @@ from kit.build.guesses import Guess, numbers, text
 SAID = (
     (r"quadratic(ally)? weighted kappa|quadratic kappa", "qwk"),
     (r"weighted auc|weighted area under", "weighted_auc"),
+    # TGS: "mean average precision at different intersection over union (IoU) thresholds"
+    (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
+    (r"dice coefficient|dice score|dice similarity|sørensen", "dice"),
+    (r"intersection over union|\bjaccard\b", "iou"),
     (r"unintended bias", "bias_auc"),
     (r"mean column-?wise root mean squared? error|mcrmse", "rmse"),
     (r"root mean squared? log(arithmic)? error|\brmsle\b", "rmsle"),
@@ -55,6 +59,8 @@ def from_description(description: str) -> tuple[str, str]:
 def from_data(guess: Guess, sample: pd.DataFrame) -> tuple[str, str, str]:
     """(metric, why, what else it may be) from the target's shape: the sample's target columns and the training
     labels."""
+    if guess.metric:
+        return guess.metric
     targets, labels = guess.targets, guess.labels
     if len(targets) > 1:
         if not isinstance(labels, pd.DataFrame):

@@ -14,15 +14,10 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-SEGMENTATION = ("kit init does not draft the segmentation template yet: mask folders and run-length code columns are not "
-                "among its readings")
-DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
-    "tgs-salt-identification-challenge": SEGMENTATION,
-    "severstal-steel-defect-detection": SEGMENTATION,
-    "denoising-dirty-documents": SEGMENTATION,
-}
+DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
-COLUMNS = ("id_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns", "submission_columns")
+COLUMNS = ("id_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns", "submission_columns",
+           "train_masks", "mask_ext")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 
@@ -45,6 +40,8 @@ def differences(shipped: Spec, drafted: Spec, data_dir: Path, scratch: Path) -> 
     for key in SETS:
         differ(key, sorted(getattr(shipped, key)), sorted(getattr(drafted, key)))
     images = shipped.template == "cnn"
+    if shipped.template == "segmentation":  # the masks' files and the images' are found by it
+        differ("image_ext", shipped.image_ext, drafted.image_ext)
     if images:
         differ("layout", shipped.layout, drafted.layout)
     for key in FILES:  # train.csv and train.csv.zip, train/ and train.zip serve alike: compare what each finds
@@ -81,7 +78,7 @@ def _labels(spec: Spec, data_dir: Path) -> list[tuple[str, str]]:
 
 def _several_held(spec: Spec, data_dir: Path, scratch: Path) -> bool:
     """The sample has several target columns and the training table holds each (one-hot, multi-label, values)."""
-    if spec.template == "cnn" and spec.layout != "files":
+    if (spec.template == "cnn" and spec.layout != "files") or not spec.train:
         return False
     sample = tables.read_table(archives.find_file(data_dir, spec.sample_submission, "sample", scratch, quiet))
     train = tables.read_table(archives.find_file(data_dir, spec.train, "train", scratch, quiet))

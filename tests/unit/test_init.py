@@ -56,6 +56,13 @@ EXPECTED = {
                                 "categorical": ["sequence", "structure", "predicted_loop_type"],
                                 "step_columns": ["sequence", "structure", "predicted_loop_type", "reactivity", "deg_Mg_pH10",
                                                  "deg_pH10", "deg_Mg_50C", "deg_50C"]}),
+    "hubmap": ("segmentation", {"train": "train.csv", "id_column": "id", "target_column": "encoding", "train_images": "train",
+                                "test_images": "test", "image_ext": ".tiff"}),
+    "carvana": ("segmentation", {"train": "train_masks.csv", "id_column": "img", "target_column": "rle_mask",
+                                 "train_images": "train", "test_images": "test", "image_ext": ""}),
+    "mask_files": ("segmentation", {"train": "", "id_column": "id", "target_column": "rle_mask", "train_images": "train",
+                                    "train_masks": "train_masks", "mask_ext": "_mask.gif", "test_images": "test",
+                                    "image_ext": ".jpg"}),
 }
 
 
@@ -79,7 +86,8 @@ def test_each_layout_is_read_as_the_competition_ships_it(tmp_path, name):
 
 
 @pytest.mark.parametrize("name, metric", [("aerial_cactus", "auc"), ("whale", "map@5"), ("imet", "f1_samples"),
-                                          ("lmsys", "log_loss"), ("stanford_covid", "rmse"), ("movie_review", "accuracy")])
+                                          ("lmsys", "log_loss"), ("stanford_covid", "rmse"), ("movie_review", "accuracy"),
+                                          ("hubmap", "dice")])
 def test_the_metric_is_guessed_from_the_target_and_says_what_else_it_may_be(tmp_path, name, metric):
     text, raw = drafted(tmp_path, name)
     assert raw["competition"]["metric"] == metric
@@ -115,6 +123,10 @@ def test_the_metric_is_read_from_the_description_where_there_is_one(tmp_path):
     ("## Evaluation\nSubmissions are evaluated on the weighted AUC. Each region of the ROC curve ...", "weighted_auc"),
     ("## Evaluation\nSubmissions are evaluated with multi-class logarithmic loss.", "log_loss"),
     ("## Evaluation\nSubmissions are evaluated according to the Mean Average Precision @ 5 (MAP@5).", "map@5"),
+    ("## Evaluation\nThis competition is evaluated on the mean average precision at different intersection over union "
+     "(IoU) thresholds.", "map_iou"),
+    ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient.", "dice"),
+    ("## Evaluation\nSubmissions are scored on the intersection over union of the predicted and true masks.", "iou"),
     ("## Overview\nNothing about how it is scored.", ""),
 ])
 def test_an_evaluation_section_names_its_metric(evaluation, metric):
@@ -240,3 +252,28 @@ def test_a_label_pattern_is_a_literal_string(tmp_path):
         out = tmp_path / "x.toml"
         out.write_text("")
         init.write("text", out)
+
+
+def test_codes_in_the_sample_are_not_enough_for_masks(tmp_path):
+    """"0 1" reads as a run-length code, and as two labels best first: without masks for the training images
+    (codes in a table, or mask files) the folder is read as an image classification."""
+    folder = layouts.imet(tmp_path / "imet-2020-fgvc7")
+    layouts.csv({"id": layouts.hexes(4, 16, 1), "attribute_ids": "0 1"}, folder / "sample_submission.csv")
+    raw = tomllib.loads(init.draft(folder))
+    assert raw["competition"]["template"] == "cnn" and raw["data"]["target_column"] == "attribute_ids"
+
+
+def test_a_segmentation_draft_installs_smp_and_says_which_folder_it_took_for_masks(tmp_path):
+    text, raw = drafted(tmp_path, "mask_files")
+    assert raw["kernel"]["packages"] == ["segmentation-models-pytorch==0.6.0"]
+    assert (raw["params"]["model_name"], raw["params"]["encoder"]) == ("Unet", "tu-resnet34")
+    assert "cannot tell: which of" not in text  # the masks carry a suffix the images lack
+    folder = tmp_path / "input" / "mask-files"
+    for mask in (folder / "train_masks").iterdir():  # masks named as their images, in a folder named for neither
+        mask.rename(mask.with_name(mask.name.replace("_mask.gif", ".jpg")))
+    (folder / "train_masks").rename(folder / "train2")
+    text = init.draft(folder)
+    raw = tomllib.loads(text)["data"]
+    assert (raw["train_images"], raw["train_masks"]) == ("train", "train2") and "mask_ext" not in raw
+    assert "# cannot tell: which of train/ and train2/ holds the masks (their files share names): train2/ is taken" in text
+
