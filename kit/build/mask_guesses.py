@@ -18,7 +18,7 @@ import pandas as pd
 from kit.build import guesses
 from kit.build.guesses import HEAD_IDS, Guess, Line, columns, text
 from kit.build.survey import Folder, Survey
-from kit.data.masks import PIXEL
+from kit.data.masks import PIXEL, names_files
 
 CODE = re.compile(r"\d+ \d+( \d+ \d+)*")  # start/length pairs
 MASK_WORDS = ("mask", "clean", "label", "target", "annotation", "seg", "gt")  # a folder of masks is named so
@@ -67,13 +67,16 @@ def ext_of(survey: Survey, folder: Folder, ids: list[str]) -> str | None:
 
 
 def _output(survey: Survey, folder: Folder, sample: pd.DataFrame, key: str, target: str) -> tuple[str, str] | None:
-    """("image" | "class" | "pixels", image_ext) where the sample's rows name `folder`'s images as kit.data.masks
+    """("image" | "files" | "class" | "pixels", image_ext) where the sample's rows name `folder`'s images as kit.data.masks
     reads them, and its target column is what that layout writes."""
     ids = text(sample[key].head(HEAD_IDS)).tolist()
-    if codes(sample[target]) or sample[target].isna().all():
+    files = names_files(sample[target].dropna())
+    if codes(sample[target]) or sample[target].isna().all() or files:
         ext = ext_of(survey, folder, ids)
         if ext is not None:
-            return "image", ext
+            return "files" if files else "image", ext
+        if files:
+            return None
         images = [i.rsplit("_", 1)[0] for i in ids if "_" in i]
         ext = ext_of(survey, folder, list(dict.fromkeys(images))) if len(images) == len(ids) else None
         if ext is not None:
@@ -92,7 +95,8 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
     """The training side: a table of run-length codes and the folder of its images, or a folder of mask files
     beside the training images (which takes the place of the codes where both exist, as TGS ships both)."""
     others = sorted((f for f in flat if f is not test), key=lambda f: (_named_for_masks(f), f.name))
-    how = {"image": "a run-length code per test image", "class": "a run-length code per test image and class",
+    how = {"image": "a run-length code per test image", "files": "a mask file per test image, as the sample names it",
+           "class": "a run-length code per test image and class",
            "pixels": "a value per test pixel (<image>_<row>_<col>): image to image"}[layout]
     cannot: list[str] = []
     masks_lines: list[Line] = []
@@ -100,13 +104,13 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
     if table is not None:
         name, column = table
         ids = text(survey.read(name)[key].head(HEAD_IDS)).tolist()
-        image_ids = ids if layout == "image" else list(dict.fromkeys(i.rsplit("_", 1)[0] for i in ids))
+        image_ids = ids if layout in ("image", "files") else list(dict.fromkeys(i.rsplit("_", 1)[0] for i in ids))
         images = next((f for f in others if ext_of(survey, f, image_ids) == ext), None)
         if images is None:
             return None
         train = Line("train", name, f"its '{column}' holds the training masks' run-length codes")
         target_line = Line("target_column", column, "the training masks' run-length codes")
-        found = _mask_folder(survey, [f for f in others if f is not images], image_ids, ext) if layout == "image" else None
+        found = _mask_folder(survey, [f for f in others if f is not images], image_ids, ext) if layout != "class" else None
         if found is not None:
             masks_lines.append(Line("train_masks", found[0].name, f"{found[0].source} holds a mask file per training "
                                                                   "image (read instead of the codes)"))

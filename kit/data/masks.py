@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,8 @@ from kit.errors import KitError
 from kit.spec import Spec
 
 PIXEL = re.compile(r"(.+)_(\d+)_(\d+)")
+# a sample cell naming a file of one of these asks for a mask file there; the format PIL writes it in
+FILE_FORMATS = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".bmp": "BMP"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class Training:
 
 @dataclass(frozen=True)
 class Output:
-    layout: str  # "image", "class" or "pixels": one sample row per image, per image and class, per pixel
+    layout: str  # "image", "class", "pixels" or "files": a row per image, per image and class, per pixel; a mask file per image
     column: str  # the sample's column the model fills
     ids: list[str]  # the test images, in the order the sample first names them
     paths: list[str]
@@ -161,6 +163,9 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     pixel = PIXEL.fullmatch(first)
     if images(first):
         layout, image = "image", ids
+        if names_files(sample[column]):
+            layout = "files"
+            _check_file_names(sample[column], sample_path, column)
     elif pixel and images(pixel.group(1)):
         layout = "pixels"
         parts = ids.str.extract(PIXEL.pattern)
@@ -189,3 +194,23 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
         return Output(layout, column, names, [images.path(n) for n in names], rows,
                       klass.map(classes.index).to_numpy(np.int64), classes=classes)
     return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64))
+
+
+def names_files(values: pd.Series) -> bool:
+    """Whether the sample's cells name files to write (masks/<id>.png), one a row, rather than hold codes."""
+    names = values.astype(str)
+    return len(names) > 0 and bool(names.str.lower().str.endswith(tuple(FILE_FORMATS)).all())
+
+
+def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None:
+    """The files the sample names lie inside the output folder, each named once."""
+    for name in values.astype(str):
+        parts = PurePosixPath(name.replace("\\", "/")).parts
+        if name.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
+            raise KitError(f"{sample_path.name}: '{name}' in '{column}' is not a file inside the output folder, where kit "
+                           "writes the mask files the sample names; name them relative to it (masks/<id>.png)")
+    twice = values[values.duplicated()]
+    if len(twice):
+        raise KitError(f"{sample_path.name}: '{twice.iloc[0]}' is named twice in '{column}'; each test image's mask needs "
+                       "a file of its own")
+

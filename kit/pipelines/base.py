@@ -248,6 +248,11 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     if id_column and not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
     values = sub[list(target.columns)]
+    if target.kind == "files":  # the names of the mask files written beside it, as the sample names them
+        if not values.iloc[:, 0].astype(str).reset_index(drop=True).equals(
+                sample[target.columns[0]].astype(str).reset_index(drop=True)):
+            raise KitError(f"submission's '{target.columns[0]}' differs from the sample's: it names the mask files written")
+        return
     if target.kind == "rle":  # run-length codes, each one a grader decodes (kit.data.rle; an empty cell is no mask)
         for row, code in enumerate(values.iloc[:, 0].fillna("").tolist()):
             why = rle.problem(code)

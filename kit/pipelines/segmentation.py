@@ -40,7 +40,7 @@ class SegmentationData:
     ids: np.ndarray  # training image ids, one per row of `train`
     usable: np.ndarray  # rows of `train` that decoded: what folds split
     strata: np.ndarray  # each row's stratum: empty, or how much of it the masks cover (binary), its largest class
-    target: Target  # kind "rle" or "pixels"; columns: the sample's filled column; classes: the class names
+    target: Target  # kind "rle", "pixels" or "files"; columns: the sample's filled column; classes: the class names
     sample: pd.DataFrame
     train: Canvas | None  # None in predict mode
     test: Canvas  # one row per test image the sample names, in its order (output.ids)
@@ -229,7 +229,10 @@ class SegmentationPipeline:
         """The sample's rows filled from the masks (or values) of `cut`; rows of the prior (no fold predicted):
         empty masks, or the training pages' mean value."""
         sub = data.sample.copy()
-        sub[data.output.column] = segmentation_data.fill(data, pred)
+        sub[data.output.column] = segmentation_data.fill(data, pred, self.session.output_dir)
+        if data.output.layout == "files":
+            self.session.log(f"wrote {len(sub)} mask files under {self.session.output_dir}, as the sample names them "
+                             f"(such as {sub[data.output.column].iloc[0]})")
         if pred.ndim == 4 and data.recipe["kind"] != "image":
             segmentation_data.grid(self.session.output_dir / "predictions.png", *segmentation_data.shown_test(data, pred))
         return sub[list(data.sample.columns)]

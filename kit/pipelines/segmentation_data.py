@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from kit import files
 from kit.data import canvas as canvases
@@ -122,8 +123,14 @@ def target_of(kind: str, outputs: int, found: layouts.Training, output: layouts.
         if kind not in ("image", "binary"):
             raise KitError(f"{sample_path.name} has a row per pixel, which holds one value; the masks hold {outputs} classes")
         return Target("pixels", (output.column,), names)
+    if output.layout == "files":
+        if kind == "labels":
+            raise KitError(f"{sample_path.name} names a mask file per image, which holds one class a pixel, and the training "
+                           f"masks' {outputs} classes overlap (a 0/1 mask each)")
+        return Target("files", (output.column,), names)
     if kind == "image":
-        raise KitError(f"metric rmse writes pages, and {sample_path.name} has no row per pixel (<image>_<row>_<col>)")
+        raise KitError(f"metric rmse writes pages, and {sample_path.name} has no row per pixel (<image>_<row>_<col>) "
+                       "nor a file name per image")
     if output.layout == "image" and kind != "binary":
         raise KitError(f"{sample_path.name} has one row per image, so one mask per image, and the training masks hold "
                        f"{len(names)} classes; a row per image and class is <image>_<class>")
@@ -209,7 +216,7 @@ def describe(data) -> str:
                      f"{own[:, 0].max()} x {own[:, 1].max()} px, {kind}{empty}")
     lines.append(f"test           {test.count} images on {test.height} x {test.width} canvases")
     how = {"image": "a run-length code per image", "class": f"a run-length code per image and class ({len(o.classes)})",
-           "pixels": "a value per pixel"}[o.layout]
+           "pixels": "a value per pixel", "files": "a mask file per image, named"}[o.layout]
     lines.append(f"submission     {how} in '{o.column}', {len(data.sample)} rows")
     return "\n".join(lines)
 
@@ -250,10 +257,17 @@ def choose_cuts(s: Session, data, oof: list[dict]) -> list[mask_metrics.Cut]:
     return cuts
 
 
-def fill(data, pred: np.ndarray):
+def fill(data, pred: np.ndarray, folder: Path):
     """The sample column's values from the cut masks (test images, classes, H, W) or a page's values; from the
-    prior's rows (2-D: no fold predicted), empty masks or the mean page."""
+    prior's rows (2-D: no fold predicted), empty masks or the mean page. Where the sample names files, each image's
+    mask is written under `folder` as it names it, and the names stay."""
     o, test = data.output, data.test
+    if o.layout == "files":
+        for name, i in zip(data.sample[o.column].astype(str), o.image.tolist()):
+            picture = Image.fromarray(mask_picture(data.recipe, pred, i, *test.sizes[i]))
+            with files.atomic_path(folder / name) as tmp:
+                picture.save(tmp, format=layouts.FILE_FORMATS[Path(name).suffix.lower()])
+        return data.sample[o.column].tolist()
     if o.layout == "pixels":
         if pred.ndim == 2:
             return np.full(len(o.image), data.recipe["prior"][0])
@@ -271,6 +285,23 @@ def fill(data, pred: np.ndarray):
         h, w = test.sizes[i]
         codes.append(rle.encode(pred[i, k, :h, :w]))
     return codes
+
+
+def mask_picture(recipe: dict, pred: np.ndarray, i: int, h: int, w: int) -> np.ndarray:
+    """Test image `i`'s mask as a file holds it: a binary mask 0 or 255, classes their index (0 the background), a
+    page its grey levels 0 to 255; from the prior's rows (2-D), an empty mask or the mean page. An image that did
+    not decode (0 x 0) is one pixel."""
+    h, w = max(int(h), 1), max(int(w), 1)
+    if pred.ndim == 2:
+        value = round(float(recipe["prior"][0]) * 255) if recipe["kind"] == "image" else 0
+        return np.full((h, w), value, np.uint8)
+    if recipe["kind"] == "image":
+        return np.rint(np.clip(pred[i, 0, :h, :w].astype(np.float32), 0, 1) * 255).astype(np.uint8)
+    masks = pred[i, :, :h, :w].astype(bool)
+    if recipe["kind"] == "binary":
+        return masks[0].astype(np.uint8) * 255
+    index = np.arange(1, len(masks) + 1, dtype=np.uint8)[:, None, None]
+    return (masks * index).max(0).astype(np.uint8)
 
 
 def shown_test(data, masks: np.ndarray, n: int = 6):

@@ -95,3 +95,35 @@ def test_a_mask_class_index_beyond_classes_stops_the_run_in_one_line(tmp_path, c
     assert err[-1] == (f"error: {first}: the mask holds class index 2, beyond classes = 2 (0 to 1, 0 the background); "
                        "set classes, or fix the mask")
     assert not (tmp_path / "out" / "submission.csv").exists()
+
+
+def test_a_sample_naming_files_gets_a_mask_file_per_test_image(tmp_path, smp_index, monkeypatch):
+    """TGS's smoke data with the sample's column naming a file per image (masks/<id>.png): kit run writes each test
+    image's mask there, binary as 0 or 255 at the image's size, clearly better than empty masks on the smoke's
+    hidden answers; submission.csv keeps the names as the sample has them."""
+    for key, value in smp_index.items():
+        monkeypatch.setenv(key, value)
+    comp = "tgs-salt-identification-challenge"
+    spec = config.load(comp).spec
+    folder, out = tmp_path / "data", tmp_path / "out"
+    smoke_segmentation.make_dataset(spec, folder, seed=0)
+    sample = pd.read_csv(folder / spec.sample_submission, dtype=str)
+    sample[spec.target_column] = "masks/" + sample[spec.id_column] + ".png"
+    sample.to_csv(folder / spec.sample_submission, index=False)
+    args = ["run", comp, "--data", str(folder), "--output", str(out), "-p", "device=cpu", "-p", "encoder=tu-test_efficientnet",
+            "-p", "pretrained=false", "-p", "image_size=32", "-p", "epochs=2", "-p", "folds=2", "-p", "batch_size=8",
+            "-p", "lr=0.003"]
+    assert cli.main(args) == 0
+    sub = pd.read_csv(out / "submission.csv", dtype=str)
+    assert sub.equals(sample)
+    answers = smoke_segmentation.draw(spec, seed=0).test
+    scores, empty = [], []
+    for name, file in zip(sub[spec.id_column], sub[spec.target_column]):
+        picture = np.asarray(Image.open(out / file))
+        truth = answers[name][1]
+        assert picture.shape == truth.shape and picture.dtype == np.uint8 and set(np.unique(picture)) <= {0, 255}
+        mask = picture > 0
+        scores.append(mask_metrics.per_pair(spec.metric, mask.sum(), (mask & truth).sum(), truth.sum(), truth.size))
+        empty.append(mask_metrics.per_pair(spec.metric, 0, 0, truth.sum(), truth.size))
+    assert np.mean(scores) > np.mean(empty) + 0.05, (np.mean(scores), np.mean(empty))
+    assert not [p for p in (out / "masks").iterdir() if p.suffix != ".png"]  # no temporary file left

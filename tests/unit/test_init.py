@@ -277,3 +277,13 @@ def test_a_segmentation_draft_installs_smp_and_says_which_folder_it_took_for_mas
     assert (raw["train_images"], raw["train_masks"]) == ("train", "train2") and "mask_ext" not in raw
     assert "# cannot tell: which of train/ and train2/ holds the masks (their files share names): train2/ is taken" in text
 
+
+
+def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):
+    folder = layouts.mask_files(tmp_path / "masks-as-files")
+    sample = layouts.pd.read_csv(folder / "sample_submission.csv")
+    layouts.csv({"id": sample["id"], "mask": "masks/" + sample["id"] + ".png"}, folder / "sample_submission.csv")
+    text = init.draft(folder)
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "segmentation" and "a mask file per test image" in text
+    assert (raw["data"]["train_masks"], raw["data"]["target_column"]) == ("train_masks", "mask")

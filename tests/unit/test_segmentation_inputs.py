@@ -1,9 +1,15 @@
-"""Bad segmentation inputs a user can cause, one KitError line each: a mask whose size is not its image's, and an
-encoder or architecture name that neither timm nor smp knows (with the name that would work)."""
+"""Bad segmentation inputs a user can cause, one KitError line each: a mask whose size is not its image's, an
+encoder or architecture name that neither timm nor smp knows (with the name that would work), and a sample naming
+mask files outside the output folder or one file twice."""
+import dataclasses
+
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
+from kit import config
+from kit.data import masks
 from kit.data.canvas import Masks, _DecodeJob
 from kit.errors import KitError
 from kit.models import segmentation as models
@@ -32,3 +38,23 @@ def test_names_smp_and_timm_do_not_know_are_one_line(values, says):
     with pytest.raises(KitError, match=says) as e:
         models.check_params(values, "kit/competitions/x.toml")
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("names, says", [
+    (["../a.png", "b.png"], "'../a.png' in 'mask' is not a file inside the output folder"),
+    (["/kaggle/a.png", "b.png"], "'/kaggle/a.png' in 'mask' is not a file inside the output folder"),
+    (["m/a.png", "m/a.png"], "'m/a.png' is named twice in 'mask'"),
+])
+def test_a_sample_naming_files_outside_the_output_or_twice_is_one_line(tmp_path, names, says):
+    spec = config.load("tgs-salt-identification-challenge").spec
+    for name in ("a", "b"):
+        Image.fromarray(np.zeros((8, 8), np.uint8)).save(tmp_path / f"{name}.png")
+    sample = pd.DataFrame({"id": ["a", "b"], "mask": names})
+    with pytest.raises(KitError, match=says) as e:
+        masks.output(dataclasses.replace(spec, test_images=str(tmp_path)), tmp_path, sample, tmp_path / "sample_submission.csv",
+                     "mask", print)
+    assert str(e.value).startswith("sample_submission.csv: ") and "\n" not in str(e.value)
+    sample["mask"] = ["m/a.png", "m/b.png"]
+    assert masks.output(dataclasses.replace(spec, test_images=str(tmp_path)), tmp_path, sample, tmp_path / "s.csv", "mask",
+                        print).layout == "files"
+
