@@ -21,6 +21,7 @@ from kit.build.survey import Folder, Survey
 from kit.data.masks import PIXEL, names_files
 
 CODE = re.compile(r"\d+ \d+( \d+ \d+)*")  # start/length pairs
+SUBFOLDERS = 8  # a folder with more sub-folders than this holds records (a folder each), not images and masks
 MASK_WORDS = ("mask", "clean", "label", "target", "annotation", "seg", "gt")  # a folder of masks is named so
 
 
@@ -41,10 +42,12 @@ def segmentation_guess(survey: Survey, sample_file: str, names: list[str]) -> Gu
 
 
 def _flat_folders(survey: Survey) -> list[Folder]:
-    """Folders holding image files directly: the top-level ones, and the plain folders one below (train/images)."""
+    """Folders holding image files directly: the top-level ones, and the plain folders one below (train/images),
+    where there are a few of them (not contrails' folder per record)."""
     out = [f for f in survey.folders.values() if f.flat]
     for top in [f for f in survey.folders.values() if not f.archived]:
-        for sub in sorted({p.split("/")[0] for p in top.files if "/" in p}):
+        subs = sorted({p.split("/")[0] for p in top.files if "/" in p})
+        for sub in subs if len(subs) <= SUBFOLDERS else []:
             found = survey.folder(f"{top.name}/{sub}")
             if found is not None and found.flat:
                 out.append(found)
