@@ -22,6 +22,7 @@ GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": 
                      "f2_samples": True, "qwk": True, "pearson": True, "macro_f1": True, "f1_micro": True, "map@k": True,
                      "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True, "dice": True, "iou": True,
                      "map_iou": True}
+MASK_METRICS = ("dice", "iou", "map_iou")  # they score masks: the segmentation template's, with rmse for image to image
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -37,6 +38,17 @@ def top_k(metric: str) -> int:
 
 def greater_is_better(metric: str) -> bool:
     return GREATER_IS_BETTER[metric_family(metric)]
+
+
+def metric_misfit(template: str, metric: str) -> str:
+    """Why `template` cannot be scored by `metric`, or "" where it can: mask metrics score masks only, and masks
+    are scored by them (or per pixel by rmse, image to image)."""
+    if template == "segmentation" and metric not in (*MASK_METRICS, "rmse"):
+        return (f"metric {metric} does not score masks: the segmentation template takes {', '.join(MASK_METRICS)}, or "
+                "rmse for image to image")
+    if template != "segmentation" and metric in MASK_METRICS:
+        return f"metric {metric} scores masks, which only the segmentation template predicts"
+    return ""
 
 
 def metric_name(metric: str) -> str:
@@ -149,6 +161,9 @@ class Spec(Data, Competition):
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
+        misfit = metric_misfit(spec.template, spec.metric)
+        if misfit:
+            raise KitError(f"{where}: {misfit}; set another metric or template")
         return spec
 
     def to_dict(self) -> dict[str, Any]:

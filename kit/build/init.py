@@ -129,6 +129,10 @@ def _metric(survey: Survey, guess: Guess, sample_file: str, metric: str) -> tupl
     if description is not None:
         said, words = metric_guess.from_description(description.read_text(encoding="utf-8", errors="replace"))
         why = f"guessed: {description.name} says \"{words}\""
+        misfit = spec.metric_misfit(guess.template, said) if said else ""
+        if misfit:  # "intersection over union" in a text competition's description, or f2 in a mask one's
+            cannot.append(f"{description.name} says \"{words}\", but {misfit}: the metric is read from the data")
+            said = ""
         if said in LABEL_SETS and metric_guess.from_data(guess, survey.read(sample_file))[0] not in LABEL_SETS:
             said, why = "accuracy", f"{why}, of one label a row: accuracy"  # plant-seedlings' micro-averaged F1
         if said and (said != "bias_auc" or any(c in _train_columns(survey, guess) for c in IDENTITIES)):

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
-MASK_METRICS = ("dice", "iou", "map_iou")
 THRESHOLDS = tuple(np.round(np.arange(0.3, 0.71, 0.05), 2).tolist())  # probability thresholds searched
 MIN_SHARES = (0.0, 0.001, 0.0025, 0.005, 0.01, 0.02)  # smallest kept component, as a share of the image's pixels
 IOU_STEPS = np.arange(0.5, 1.0, 0.05)  # map_iou's IoU thresholds (TGS)

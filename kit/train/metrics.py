@@ -10,7 +10,7 @@ import numpy as np
 from scipy import stats
 from sklearn import metrics as skm
 
-from kit.spec import greater_is_better, metric_family, top_k
+from kit.spec import MASK_METRICS, greater_is_better, metric_family, top_k
 from kit.train import mask_metrics
 
 LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (tags, or 0/1 label columns)
@@ -25,7 +25,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values,
     or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability). Mask metrics take overlap counts
     (kit.train.mask_metrics)."""
-    if metric in mask_metrics.MASK_METRICS:
+    if metric in MASK_METRICS:
         return mask_metrics.score(metric, pred, target)
     if weight is not None:
         keep = weight > 0

@@ -113,6 +113,24 @@ def test_the_metric_is_read_from_the_description_where_there_is_one(tmp_path):
     assert tomllib.loads(init.draft(folder))["competition"]["metric"] == "map@5"
 
 
+def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(tmp_path):
+    """"intersection over union" in a text competition, or TGS's F2 over IoU thresholds in a mask one: the mask
+    metrics score masks only, and masks only them; the draft reads the metric from the data instead, and says so."""
+    text, raw = drafted(tmp_path, "insults")
+    folder = tmp_path / "input" / "insults"
+    (folder / "description.md").write_text("## Evaluation\nScored on the intersection over union of the words.")
+    text = init.draft(folder)
+    assert tomllib.loads(text)["competition"]["metric"] == raw["competition"]["metric"] != "iou"
+    assert "# cannot tell: description.md says \"intersection over union\", but metric iou scores masks" in text
+    _, raw = drafted(tmp_path / "m", "mask_files")
+    folder = tmp_path / "m" / "input" / "mask-files"
+    (folder / "description.md").write_text("## Evaluation\nThis competition is evaluated on the F2 Score at different "
+                                           "intersection over union (IoU) thresholds.")
+    text = init.draft(folder)
+    assert tomllib.loads(text)["competition"]["metric"] == raw["competition"]["metric"] == "dice"
+    assert "but metric f2_samples does not score masks" in text
+
+
 @pytest.mark.parametrize("evaluation, metric", [
     ("Essays evaluate learning.\n\n## Evaluation\n\nSubmissions are scored on the quadratic weighted kappa.", "qwk"),
     ("## Evaluation\nSubmissions will be evaluated based on their micro averaged\xa0[F1 score](https://x).", "f1_micro"),
@@ -276,7 +294,6 @@ def test_a_segmentation_draft_installs_smp_and_says_which_folder_it_took_for_mas
     raw = tomllib.loads(text)["data"]
     assert (raw["train_images"], raw["train_masks"]) == ("train", "train2") and "mask_ext" not in raw
     assert "# cannot tell: which of train/ and train2/ holds the masks (their files share names): train2/ is taken" in text
-
 
 
 def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):

@@ -184,6 +184,19 @@ def test_bias_auc_needs_its_identity_columns_named():
         Spec.from_dict({**base, "metric": "auc", "identity_columns": ["male"]})
 
 
+def test_mask_metrics_score_masks_only_and_masks_are_scored_by_them():
+    """A text config with iou would score probabilities as masks (1.0 for any model), and a segmentation config
+    with auc would fail after the data loaded: both are one line at the config."""
+    for template, metric in (("text", "iou"), ("cnn", "dice"), ("tabular", "map_iou")):
+        with pytest.raises(KitError, match=rf"^competition: metric {metric} scores masks, which only the segmentation "):
+            Spec.from_dict({"slug": "s", "template": template, "metric": metric})
+    with pytest.raises(KitError, match=r"^competition: metric auc does not score masks: the segmentation template takes "
+                                       r"dice, iou, map_iou, or rmse for image to image; set another metric or template$"):
+        Spec.from_dict({"slug": "s", "template": "segmentation", "metric": "auc"})
+    for metric in ("dice", "iou", "map_iou", "rmse"):
+        assert Spec.from_dict({"slug": "s", "template": "segmentation", "metric": metric}).metric == metric
+
+
 def test_the_metrics_drive_early_stopping_in_their_direction():
     for metric in ("macro_f1", "f1_micro", "map@5", "spearman", "weighted_auc", "bias_auc"):
         assert metrics.better(metric, 0.8, 0.7) and not metrics.better(metric, 0.6, 0.7)
