@@ -124,6 +124,8 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
         if pair is None:
             return None
         images, (masks, mask_ext), why, sure = pair
+        if not sure and _labels(survey, names, key):  # train/ and its resized copy train_256/, with a label table
+            return None
         train = Line("train", "", f"no table of codes: the images of {images.source} that have a mask")
         target_line = Line("target_column", target, "the sample's")
         masks_lines.append(Line("train_masks", masks.name, why))
@@ -154,6 +156,15 @@ def _code_table(survey: Survey, names: list[str], key: str, target: str) -> tupl
         if column is not None:
             return name, column
     return None
+
+
+def _labels(survey: Survey, names: list[str], key: str) -> bool:
+    """A table holding a label for the sample's ids: a column beside `key` that is neither codes nor blank."""
+    for name in names:
+        frame = survey.read(name)
+        if key in frame.columns and any(not codes(frame[c]) and frame[c].notna().any() for c in frame.columns if c != key):
+            return True
+    return False
 
 
 def _mask_folder(survey: Survey, folders: list[Folder], ids: list[str], ext: str) -> tuple[Folder, str] | None:

@@ -296,6 +296,22 @@ def test_a_segmentation_draft_installs_smp_and_says_which_folder_it_took_for_mas
     assert "# cannot tell: which of train/ and train2/ holds the masks (their files share names): train2/ is taken" in text
 
 
+def test_a_resized_copy_of_labelled_images_is_not_read_as_their_masks(tmp_path):
+    """train/ and train_256/ share names, as images and masks can: with a table of labels for the images and a
+    blank sample, that is an image classification, not masks (nor is it certain enough to draft as one)."""
+    folder = tmp_path / "resized-copies"
+    train, test = layouts.hexes(6, 10), layouts.hexes(2, 10, 1)
+    for i in train:
+        layouts.touch(folder / "train" / f"{i}.jpg")
+        layouts.touch(folder / "train_256" / f"{i}.jpg")
+    for i in test:
+        layouts.touch(folder / "test" / f"{i}.jpg")
+    layouts.csv({"id": train, "label": ["a", "b"] * 3}, folder / "train.csv")
+    layouts.csv({"id": test, "label": None}, folder / "sample_submission.csv")
+    raw = tomllib.loads(init.draft(folder))
+    assert raw["competition"]["template"] == "cnn" and raw["data"]["target_column"] == "label"
+
+
 def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):
     folder = layouts.mask_files(tmp_path / "masks-as-files")
     sample = layouts.pd.read_csv(folder / "sample_submission.csv")
