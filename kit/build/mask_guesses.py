@@ -73,7 +73,7 @@ def _output(survey: Survey, folder: Folder, sample: pd.DataFrame, key: str, targ
     """("image" | "files" | "class" | "pixels", image_ext) where the sample's rows name `folder`'s images as kit.data.masks
     reads them, and its target column is what that layout writes."""
     ids = text(sample[key].head(HEAD_IDS)).tolist()
-    files = names_files(sample[target].dropna())
+    files = names_files(sample[target])
     if codes(sample[target]) or sample[target].isna().all() or files:
         ext = ext_of(survey, folder, ids)
         if ext is not None:

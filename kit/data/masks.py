@@ -29,6 +29,9 @@ from kit.spec import Spec
 PIXEL = re.compile(r"(.+)_(\d+)_(\d+)")
 # a sample cell naming a file of one of these asks for a mask file there; the format PIL writes it in
 FILE_FORMATS = {".png": "PNG", ".tif": "TIFF", ".tiff": "TIFF", ".bmp": "BMP"}
+# the pictures kit writes at the output folder's top (pipelines' samples.png, predictions.png; kit.run.plots'): a
+# mask file the sample names must not take their place
+KIT_FILES = ("samples.png", "predictions.png", "history.png", "importance.png")
 
 
 @dataclass(frozen=True)
@@ -197,20 +200,39 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
 
 
 def names_files(values: pd.Series) -> bool:
-    """Whether the sample's cells name files to write (masks/<id>.png), one a row, rather than hold codes."""
-    names = values.astype(str)
+    """Whether the sample's cells name files to write (masks/<id>.png), one a row, rather than hold codes: every
+    filled cell does (a blank one is refused by the check that follows, not read as a code)."""
+    names = values.dropna().astype(str).str.strip()
+    names = names[names != ""]
     return len(names) > 0 and bool(names.str.lower().str.endswith(tuple(FILE_FORMATS)).all())
 
 
+def file_name(name: str) -> str:
+    """Where under the output folder the sample's `name` is written: backslashes read as slashes, "." parts
+    dropped (masks\\a.png and masks/./a.png are masks/a.png)."""
+    return "/".join(p for p in str(name).replace("\\", "/").split("/") if p not in ("", "."))
+
+
 def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None:
-    """The files the sample names lie inside the output folder, each named once."""
+    """The files the sample names lie inside the output folder, clear of kit's own files, each named once."""
+    blank = values.isna() | (values.astype(str).str.strip() == "")
+    if blank.any():
+        raise KitError(f"{sample_path.name}: row {int(np.argmax(blank.to_numpy())) + 2} of '{column}' names no file, where "
+                       "the others name a mask file each; name one for every test image")
     for name in values.astype(str):
         parts = PurePosixPath(name.replace("\\", "/")).parts
         if name.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
             raise KitError(f"{sample_path.name}: '{name}' in '{column}' is not a file inside the output folder, where kit "
                            "writes the mask files the sample names; name them relative to it (masks/<id>.png)")
-    twice = values[values.duplicated()]
-    if len(twice):
-        raise KitError(f"{sample_path.name}: '{twice.iloc[0]}' is named twice in '{column}'; each test image's mask needs "
-                       "a file of its own")
+        written = file_name(name)
+        if written in KIT_FILES or written.startswith("checkpoints/"):
+            raise KitError(f"{sample_path.name}: '{name}' in '{column}' is a file kit writes itself in the output folder "
+                           f"({', '.join(KIT_FILES)}, checkpoints/); name the masks elsewhere (masks/<id>.png)")
+    first: dict[str, str] = {}
+    for name in values.astype(str):
+        seen = first.get(file_name(name))
+        first.setdefault(file_name(name), name)
+        if seen is not None:
+            what = f"'{name}' is named twice" if seen == name else f"'{seen}' and '{name}' name one file"
+            raise KitError(f"{sample_path.name}: {what} in '{column}'; each test image's mask needs a file of its own")
 

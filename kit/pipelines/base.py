@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import archives, rle, tables
+from kit.data import archives, masks, rle, tables
 from kit.errors import KitError
 from kit.runtime import faults
 from kit.runtime.precision import InForce, Precision
@@ -238,9 +238,9 @@ def csv_text(sub: pd.DataFrame) -> str:
     return sub.rename(columns=lambda c: "" if UNNAMED.fullmatch(str(c)) else c).to_csv(index=False)
 
 
-def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column: str) -> None:
+def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column: str, folder: Path | None = None) -> None:
     """Raise KitError unless `sub` has the sample's columns, ids in the sample's order (rows in its order where
-    there is no id column), and sane values."""
+    there is no id column), and sane values; mask files it names must be in `folder` (the output folder)."""
     if list(sub.columns) != list(sample.columns):
         raise KitError(f"submission columns {list(sub.columns)[:5]}... differ from the sample's {list(sample.columns)[:5]}...")
     if len(sub) != len(sample):
@@ -252,6 +252,10 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
         if not values.iloc[:, 0].astype(str).reset_index(drop=True).equals(
                 sample[target.columns[0]].astype(str).reset_index(drop=True)):
             raise KitError(f"submission's '{target.columns[0]}' differs from the sample's: it names the mask files written")
+        absent = [n for n in values.iloc[:, 0].astype(str) if folder is not None and not (folder / masks.file_name(n)).is_file()]
+        if absent:
+            raise KitError(f"{len(absent)} of the {len(values)} mask files the submission names are not in {folder} (such as "
+                           f"{absent[0]})")
         return
     if target.kind == "rle":  # run-length codes, each one a grader decodes (kit.data.rle; an empty cell is no mask)
         for row, code in enumerate(values.iloc[:, 0].fillna("").tolist()):

@@ -266,7 +266,7 @@ def fill(data, pred: np.ndarray, folder: Path):
     if o.layout == "files":
         for name, i in zip(data.sample[o.column].astype(str), o.image.tolist()):
             picture = Image.fromarray(mask_picture(data.recipe, pred, i, *test.sizes[i]))
-            with files.atomic_path(folder / name) as tmp:
+            with files.atomic_path(folder / layouts.file_name(name)) as tmp:
                 picture.save(tmp, format=layouts.FILE_FORMATS[Path(name).suffix.lower()])
         return data.sample[o.column].tolist()
     if o.layout == "pixels":

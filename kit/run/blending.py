@@ -59,7 +59,7 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
                      f"{': the submission is its predictions alone' if len(loaded) == 1 else ''}")
     done = blend.blend_runs(session.spec.metric, loaded, tests, session.log)
     sub = pipe.submission(data, done.test)
-    validate(sub, data.sample, data.target, session.spec.id_column)
+    validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
     path = save(session.output_dir, sub, done)
     weights = ", ".join(f"{name} {w:.3f}" for name, w in zip(done.names, done.fitted.weights))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, the blend of {weights}")

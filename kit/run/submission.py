@@ -90,7 +90,7 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     elif session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
         pred = metrics.apply_cut(session.spec.metric, pred, label_cut(session, oof))
     sub = pipe.submission(data, pred)
-    validate(sub, data.sample, data.target, session.spec.id_column)
+    validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
     path = session.output_dir / "submission.csv"
     files.write_text(path, csv_text(sub))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")

@@ -44,6 +44,11 @@ def test_names_smp_and_timm_do_not_know_are_one_line(values, says):
     (["../a.png", "b.png"], "'../a.png' in 'mask' is not a file inside the output folder"),
     (["/kaggle/a.png", "b.png"], "'/kaggle/a.png' in 'mask' is not a file inside the output folder"),
     (["m/a.png", "m/a.png"], "'m/a.png' is named twice in 'mask'"),
+    (["m/a.png", "m/./a.png"], r"'m/a\.png' and 'm/\./a\.png' name one file in 'mask'"),  # one file, written twice
+    (["m\\a.png", "m/a.png"], r"'m\\a\.png' and 'm/a\.png' name one file in 'mask'"),  # a Windows name: m/a.png
+    (["predictions.png", "b.png"], "'predictions.png' in 'mask' is a file kit writes itself"),  # the preview grid
+    (["checkpoints/a.png", "b.png"], "'checkpoints/a.png' in 'mask' is a file kit writes itself"),
+    (["a.png", None], "row 3 of 'mask' names no file"),  # read as "nan" before: a file named nan
 ])
 def test_a_sample_naming_files_outside_the_output_or_twice_is_one_line(tmp_path, names, says):
     spec = config.load("tgs-salt-identification-challenge").spec

@@ -81,6 +81,17 @@ def map5(sub: pd.DataFrame, answers: list, column: str) -> float:
     return float(np.mean(scores))
 
 
+def test_mask_files_a_submission_names_must_be_in_the_output_folder(tmp_path):
+    sample = pd.DataFrame({"id": ["a", "b"], "mask": ["masks/a.png", "masks\\b.png"]})
+    target = targets.Target("files", ("mask",), ["mask"])
+    (tmp_path / "masks").mkdir()
+    (tmp_path / "masks" / "a.png").write_bytes(b"png")
+    with pytest.raises(KitError, match=r"^1 of the 2 mask files the submission names are not in .* \(such as masks\\b\.png\)$"):
+        validate(sample.copy(), sample, target, "id", tmp_path)
+    (tmp_path / "masks" / "b.png").write_bytes(b"png")  # written where the sample's Windows name says
+    validate(sample.copy(), sample, target, "id", tmp_path)
+
+
 def test_top_k_labels_are_written_best_first_and_score_as_the_grader_scores_them():
     """hotel-id-2021: `image,hotel_id` with five hotel ids, best first, written as integers (123.0 never matches)."""
     hotels = pd.Series([36363, 53586, 18807, 64314, 60181, 7, 1200] * 3)
