@@ -109,6 +109,9 @@ class Data:
     train_masks: str = ""
     # segmentation: a mask's name is its image's id + mask_ext (".png", or "_mask.gif" for a suffix); "" = image_ext
     mask_ext: str = setting("", normalize=mask_extension)
+    # segmentation: the run-length codes' pixel order, read and written: "column" (down each column, then the next:
+    # TGS, Severstal, HuBMAP and MLE-bench's graders) or "row" (along each row: Carvana's)
+    rle_order: str = setting("column", choices=("column", "row"))
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""

@@ -139,6 +139,9 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
              Line("train_images", images.name, f"{images.source} holds the training images"), *masks_lines,
              Line("test_images", test.name, f"{test.source} holds the sample's images"),
              Line("image_ext", ext, "the ids end in their extension" if not ext else f"the files are <id>{ext}")]
+    if layout in ("image", "class") or table is not None:
+        cannot.append("the codes' pixel order: kit counts down each column, then the next (TGS, Severstal, HuBMAP and "
+                      "MLE-bench's graders); set rle_order = \"row\" where the competition counts along each row (Carvana)")
     metric = ("rmse", "one value per pixel, image to image", "mae") if layout == "pixels" else \
         ("dice", "masks written as run-length codes", "map_iou (TGS's mean precision over IoU thresholds) or iou")
     return Guess("segmentation", f"{how}, and masks for the training images", lines, [target], None, cannot, metric)

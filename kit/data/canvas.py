@@ -43,6 +43,7 @@ class Masks:
     codes: tuple[tuple[tuple[int, str], ...], ...] = ()
     channels: int = 1
     names: tuple[str, ...] = ()  # each row's name in messages (its file, or its table row)
+    order: str = "column"  # the codes' pixel order (kit.data.rle)
 
 
 @dataclass
@@ -245,7 +246,7 @@ class _DecodeJob:
         if m.codes:
             planes = np.zeros((h, w, m.channels), np.uint8)
             for channel, code in m.codes[i]:
-                planes[..., channel] |= rle.decode(code, h, w, where)
+                planes[..., channel] |= rle.decode(code, h, w, where, m.order)
             out[i] = pad(planes, *self.canvas)
             return {0, 1}, True
         try:

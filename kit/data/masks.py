@@ -54,6 +54,7 @@ class Output:
     klass: np.ndarray  # (rows,) "class": each row's class, an index into classes
     pixel: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # "pixels": (rows, 2) 0-based row, col
     classes: tuple[str, ...] = ()  # "class": the class names the rows' ids end in
+    order: str = "column"  # "image", "class": the codes' pixel order (kit.data.rle)
 
 
 def class_order(names) -> tuple[str, ...]:
@@ -128,7 +129,7 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
         _require_files(ids, images, "image", folder, "train_images and image_ext")
         codes = tuple(((0, code),) for code in table[spec.target_column].tolist())
         names = tuple(f"{where} row {r + 2} ({i})" for r, i in enumerate(ids))
-        return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, names=names),
+        return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, names=names, order=spec.rle_order),
                         table=table.reset_index(drop=True), where=where)
     image, klass = split
     classes = class_order(klass)
@@ -140,8 +141,8 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
     names = tuple(f"{where} row {grouped[i]['line'].iloc[0]} ({i})" for i in ids)
     first = table.groupby(image.to_numpy(), sort=False).head(1).reset_index(drop=True)  # group and fold columns
     log(f"train          {where}: one row per image and class ({len(classes)} classes: {', '.join(classes[:6])})")
-    return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, channels=len(classes), names=names),
-                    classes, first, where)
+    masks = Masks(codes=codes, channels=len(classes), names=names, order=spec.rle_order)
+    return Training(ids, [images.path(i) for i in ids], masks, classes, first, where)
 
 
 def _mask_files(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> _Files:
@@ -195,8 +196,9 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     if layout == "class":
         classes = class_order(klass)
         return Output(layout, column, names, [images.path(n) for n in names], rows,
-                      klass.map(classes.index).to_numpy(np.int64), classes=classes)
-    return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64))
+                      klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order)
+    return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64),
+                  order=spec.rle_order)
 
 
 def names_files(values: pd.Series) -> bool:

@@ -1,6 +1,7 @@
 """Kaggle's run-length codes: masks as "start length" pairs, space-separated, 1-indexed, in column-major pixel
 order (down the first column, then the next: pixel p is row p % height, column p // height), as TGS, Severstal
-and MLE-bench's graders (mlebench.competitions.utils.rle_decode) read them. An empty code is an empty mask.
+and MLE-bench's graders (mlebench.competitions.utils.rle_decode) read them; `order="row"` counts along each row
+instead (Carvana's). An empty code is an empty mask.
 """
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import numpy as np
 from kit.errors import KitError
 
 
-def encode(mask: np.ndarray) -> str:
-    """The code of a (height, width) mask (nonzero: in the mask): runs sorted, none touching another, "" when
-    empty."""
-    pixels = np.concatenate([[0], (np.asarray(mask) != 0).T.ravel().astype(np.int8), [0]])  # column-major
+def encode(mask: np.ndarray, order: str = "column") -> str:
+    """The code of a (height, width) mask (nonzero: in the mask), counted in `order`: runs sorted, none touching
+    another, "" when empty."""
+    flat = np.asarray(mask) != 0
+    pixels = np.concatenate([[0], (flat.T if order == "column" else flat).ravel().astype(np.int8), [0]])
     edges = np.flatnonzero(pixels[1:] != pixels[:-1])  # where a run starts, then where it ends (0-based, exclusive)
     starts, ends = edges[0::2], edges[1::2]
     return " ".join(f"{s + 1} {e - s}" for s, e in zip(starts.tolist(), ends.tolist()))
@@ -39,9 +41,9 @@ def numbers(code, where: str) -> np.ndarray:
     return values
 
 
-def decode(code, height: int, width: int, where: str) -> np.ndarray:
-    """The (height, width) bool mask of `code`. A start below 1, a length below 1, or a run past the image's last
-    pixel is one KitError naming `where` (overlapping or unsorted runs are read as their union)."""
+def decode(code, height: int, width: int, where: str, order: str = "column") -> np.ndarray:
+    """The (height, width) bool mask of `code`, counted in `order`. A start below 1, a length below 1, or a run past
+    the image's last pixel is one KitError naming `where` (overlapping or unsorted runs are read as their union)."""
     values = numbers(code, where)
     starts, lengths = values[0::2] - 1, values[1::2]
     flat = np.zeros(height * width + 1, np.int32)
@@ -55,10 +57,12 @@ def decode(code, height: int, width: int, where: str) -> np.ndarray:
             bad = int(np.argmax(ends))
             raise KitError(f"{where}: run-length code runs past the image's end (pair {bad + 1}, '{starts[bad] + 1} "
                            f"{lengths[bad]}', reaches pixel {ends[bad]} of {height * width} in a {height} x {width} image); "
-                           "check that the code belongs to this image and counts column by column from 1")
+                           f"check that the code belongs to this image and counts {order} by {order} from 1 ([data] "
+                           "rle_order)")
         np.add.at(flat, starts, 1)
         np.add.at(flat, ends, -1)
-    return (np.cumsum(flat[:-1]) > 0).reshape(width, height).T  # column-major: (width, height), transposed
+    pixels = np.cumsum(flat[:-1]) > 0
+    return pixels.reshape(width, height).T if order == "column" else pixels.reshape(height, width)
 
 
 def problem(code) -> str:

@@ -284,7 +284,7 @@ def fill(data, pred: np.ndarray, folder: Path):
     codes = []
     for i, k in zip(o.image.tolist(), channel.tolist()):
         h, w = test.sizes[i]
-        codes.append(rle.encode(pred[i, k, :h, :w]))
+        codes.append(rle.encode(pred[i, k, :h, :w], o.order))
     return codes
 
 

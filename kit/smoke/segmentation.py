@@ -95,7 +95,7 @@ def _write_salt(spec: Spec, folder: Path, drawn: Drawn) -> None:
     for i, (image, _) in drawn.test.items():
         Image.fromarray(image).save(folder / spec.test_images / f"{i}{spec.image_ext}")
     ids = sorted(drawn.train)
-    pd.DataFrame({spec.id_column: ids, spec.target_column: [rle.encode(drawn.train[i][1]) for i in ids]}).to_csv(
+    pd.DataFrame({spec.id_column: ids, spec.target_column: [rle.encode(drawn.train[i][1], spec.rle_order) for i in ids]}).to_csv(
         folder / spec.train, index=False)
     rng = np.random.default_rng(len(ids))
     pd.DataFrame({spec.id_column: ids, "z": rng.integers(50, 950, len(ids))}).to_csv(folder / "depths.csv", index=False)
@@ -174,7 +174,7 @@ def _write_steel(spec: Spec, folder: Path, drawn: Drawn) -> None:
     rows = []
     for i, (image, masks) in drawn.train.items():
         Image.fromarray(image).save(folder / spec.train_images / f"{i}{spec.image_ext}", quality=95)
-        rows += [(f"{i}_{k + 1}", rle.encode(masks[k])) for k in range(CLASSES)]
+        rows += [(f"{i}_{k + 1}", rle.encode(masks[k], spec.rle_order)) for k in range(CLASSES)]
     pd.DataFrame(rows, columns=[spec.id_column, spec.target_column]).to_csv(folder / spec.train, index=False)
     for i, (image, _) in drawn.test.items():
         Image.fromarray(image).save(folder / spec.test_images / f"{i}{spec.image_ext}", quality=95)

@@ -286,6 +286,9 @@ def test_a_segmentation_draft_installs_smp_and_says_which_folder_it_took_for_mas
     assert raw["kernel"]["packages"] == ["segmentation-models-pytorch==0.6.0"]
     assert (raw["params"]["model_name"], raw["params"]["encoder"]) == ("Unet", "tu-resnet34")
     assert "cannot tell: which of" not in text  # the masks carry a suffix the images lack
+    assert "# cannot tell: the codes' pixel order: kit counts down each column" in text  # it writes codes
+    text, _ = drafted(tmp_path / "h", "hubmap")
+    assert "set rle_order = \"row\" where the competition counts along each row (Carvana)" in text
     folder = tmp_path / "input" / "mask-files"
     for mask in (folder / "train_masks").iterdir():  # masks named as their images, in a folder named for neither
         mask.rename(mask.with_name(mask.name.replace("_mask.gif", ".jpg")))

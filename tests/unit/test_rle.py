@@ -17,6 +17,19 @@ def test_column_major_and_one_indexed():
     assert np.array_equal(rle.decode("1 4 12 1", 3, 4, "x"), mask)
 
 
+def test_row_major_counts_along_each_row():
+    mask = np.zeros((3, 4), bool)
+    mask[0, :2] = True  # pixels 1-2
+    mask[1, 0] = True  # pixel 5: the start of the second row
+    mask[2, 3] = True  # the last pixel, 12
+    assert rle.encode(mask, "row") == "1 2 5 1 12 1"
+    assert np.array_equal(rle.decode("1 2 5 1 12 1", 3, 4, "x", "row"), mask)
+    rng = np.random.default_rng(0)
+    mask = rng.random((7, 5)) < 0.4
+    assert np.array_equal(rle.decode(rle.encode(mask, "row"), 7, 5, "x", "row"), mask)
+    assert rle.encode(mask, "row") == rle.encode(mask.T)  # row by row is column by column of the transpose
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_round_trip_and_the_graders_decoder_agree(seed):
     rng = np.random.default_rng(seed)
