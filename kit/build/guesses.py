@@ -47,7 +47,7 @@ class Guess:
     targets: list[str]  # the sample's columns the model fills
     labels: pd.DataFrame | pd.Series | None = None  # the training labels: one column, or the target columns
     cannot: list[str] = field(default_factory=list)
-    metric: tuple[str, str, str] = ()  # (metric, why, what else it may be) where the reading itself tells it
+    metric: tuple[str, str, str] | tuple[()] = ()  # (metric, why, what else it may be) where the reading itself tells it
 
 
 def columns(sample: pd.DataFrame) -> list[str]:

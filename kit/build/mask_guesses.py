@@ -142,8 +142,9 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
     if layout in ("image", "class") or table is not None:
         cannot.append("the codes' pixel order: kit counts down each column, then the next (TGS, Severstal, HuBMAP and "
                       "MLE-bench's graders); set rle_order = \"row\" where the competition counts along each row (Carvana)")
+    written = "mask files" if layout == "files" else "masks written as run-length codes"
     metric = ("rmse", "one value per pixel, image to image", "mae") if layout == "pixels" else \
-        ("dice", "masks written as run-length codes", "map_iou (TGS's mean precision over IoU thresholds) or iou")
+        ("dice", written, "map_iou (TGS's mean precision over IoU thresholds) or iou")
     return Guess("segmentation", f"{how}, and masks for the training images", lines, [target], None, cannot, metric)
 
 

@@ -72,7 +72,7 @@ def disk_refusal(nbytes: int, folder: Path) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(folder).free
     if nbytes > DISK_SHARE * free:
-        return f"it needs {nbytes / 2**30:.1f} GB and {folder} has {free / 2**30:.1f} GB free"
+        return f"it needs {nbytes / 2**30:.1f} GB and {folder} has {free / 2**30:.1f} GB free (kit keeps a tenth of it free)"
     return ""
 
 
