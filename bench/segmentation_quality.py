@@ -79,4 +79,3 @@ def rows(work: Path, run_kit: Callable, make_row: Callable, loop: Callable) -> l
     plain_masks = plain_smp(drawn, loop)
     return [make_row("salt 28 px (TGS layout)", "segmentation", "map_iou", map_iou(kit_masks, drawn.test),
                      map_iou(plain_masks, drawn.test), kit_s, time.time() - started)]
-

@@ -359,4 +359,3 @@ def mask_files(folder: Path) -> Path:
         touch(folder / "test" / f"{i}.jpg")
     csv({"id": test, "rle_mask": "1 1"}, folder / "sample_submission.csv")
     return folder
-

@@ -367,4 +367,3 @@ def _field(values: list[str], rows: pd.DataFrame, key: str, ids: list[str]) -> s
         if all(len(i) > k and i[k] == v for i, v in zip(ids, values)):
             return f"{{{key}[{k}]}}"
     return ""
-

@@ -74,4 +74,3 @@ def _item(key: str, value: Any) -> str:
             row = ""
         row = f"{row} {item}" if row else item
     return "\n".join([f"{INDENT}{key}: [", *(f"{INDENT * 2}{r}" for r in rows + [row]), f"{INDENT}],"])
-

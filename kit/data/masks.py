@@ -237,4 +237,3 @@ def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None
         if seen is not None:
             what = f"'{name}' is named twice" if seen == name else f"'{seen}' and '{name}' name one file"
             raise KitError(f"{sample_path.name}: {what} in '{column}'; each test image's mask needs a file of its own")
-

@@ -161,4 +161,3 @@ def test_codes_counted_row_by_row_are_read_and_written_so(tmp_path, smp_index, m
         scores.append(mask_metrics.per_pair(spec.metric, mask.sum(), (mask & truth).sum(), truth.sum(), truth.size))
         empty.append(mask_metrics.per_pair(spec.metric, 0, 0, truth.sum(), truth.size))
     assert np.mean(scores) > np.mean(empty) + 0.05, (np.mean(scores), np.mean(empty))
-

@@ -104,4 +104,3 @@ def test_qwk_and_pearson_match_sklearn_and_numpy():
     assert metrics.score("pearson", values, target, weight=w) == pytest.approx(np.corrcoef(values[w > 0], target[w > 0])[0, 1])
     assert np.isnan(metrics.score("pearson", np.ones(4), target[:4]))
     assert metrics.better("qwk", 0.8, 0.7) and metrics.better("pearson", 0.5, 0.1)
-

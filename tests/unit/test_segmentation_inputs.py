@@ -62,4 +62,3 @@ def test_a_sample_naming_files_outside_the_output_or_twice_is_one_line(tmp_path,
     sample["mask"] = ["m/a.png", "m/b.png"]
     assert masks.output(dataclasses.replace(spec, test_images=str(tmp_path)), tmp_path, sample, tmp_path / "s.csv", "mask",
                         print).layout == "files"
-
