@@ -29,16 +29,26 @@ def segmentation_guess(survey: Survey, sample_file: str, names: list[str]) -> Gu
     """The segmentation template's reading of the data, or None where the sample asks for no masks or the
     training side holds none."""
     sample = survey.read(sample_file)
-    flat = _flat_folders(survey)
+    flat: list[Folder] | None = None
     for key in (c for c in columns(sample) if guesses.unique(sample[c])):
         targets = [c for c in columns(sample) if c != key]
-        if len(targets) != 1:
+        if len(targets) != 1 or not _asks_for_masks(sample, key, targets[0]):
             continue
+        flat = _flat_folders(survey) if flat is None else flat  # walked once, and only for a sample that may ask for masks
         for folder in sorted(flat, key=lambda f: ("test" not in f.name.lower(), f.name)):
             found = _output(survey, folder, sample, key, targets[0])
             if found is not None:
                 return _training(survey, sample_file, names, flat, key, targets[0], folder, *found)
     return None
+
+
+def _asks_for_masks(sample: pd.DataFrame, key: str, target: str) -> bool:
+    """The sample's target looks like what a mask layout writes: codes (or blanks), file names, or a value a pixel."""
+    column = sample[target]
+    if codes(column) or column.isna().all() or names_files(column):
+        return True
+    ids = text(sample[key].head(HEAD_IDS))
+    return bool(ids.str.fullmatch(PIXEL.pattern).all()) and guesses.numbers(column) is not None
 
 
 def _flat_folders(survey: Survey) -> list[Folder]:

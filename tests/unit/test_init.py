@@ -7,7 +7,7 @@ import layouts
 import pytest
 
 from kit import cli, config
-from kit.build import init, metric_guess
+from kit.build import init, mask_guesses, metric_guess
 from kit.errors import KitError
 
 # competition folder -> (template, the [data] keys init must guess as so)
@@ -313,6 +313,18 @@ def test_a_resized_copy_of_labelled_images_is_not_read_as_their_masks(tmp_path):
     layouts.csv({"id": test, "label": None}, folder / "sample_submission.csv")
     raw = tomllib.loads(init.draft(folder))
     assert raw["competition"]["template"] == "cnn" and raw["data"]["target_column"] == "label"
+
+
+def test_folders_are_walked_for_masks_only_where_the_sample_may_ask_for_masks(tmp_path, monkeypatch):
+    """A sample of labels or probabilities asks for no masks: the folders' sub-folders (contrails' 20,000 record
+    folders, a class folder each) are not listed again to look for images and masks."""
+    walked = []
+    monkeypatch.setattr(mask_guesses, "_flat_folders", lambda survey: walked.append(survey) or [])
+    for name in ("dogs_vs_cats", "alaska2", "insults"):
+        drafted(tmp_path / name, name)
+    assert not walked
+    drafted(tmp_path / "h", "hubmap")  # codes in the sample: worth a look
+    assert len(walked) == 1
 
 
 def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):
