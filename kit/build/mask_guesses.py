@@ -52,10 +52,10 @@ def _asks_for_masks(sample: pd.DataFrame, key: str, target: str) -> bool:
 
 
 def _flat_folders(survey: Survey) -> list[Folder]:
-    """Folders holding image files directly: the top-level ones, and the plain folders one below (train/images),
-    where there are a few of them (not contrails' folder per record)."""
+    """Folders holding image files directly: the top-level ones, and the folders one below (train/images, or
+    images/ in train.zip), where there are a few of them (not contrails' folder per record)."""
     out = [f for f in survey.folders.values() if f.flat]
-    for top in [f for f in survey.folders.values() if not f.archived]:
+    for top in survey.folders.values():
         subs = sorted({p.split("/")[0] for p in top.files if "/" in p})
         for sub in subs if len(subs) <= SUBFOLDERS else []:
             found = survey.folder(f"{top.name}/{sub}")

@@ -161,9 +161,15 @@ class Survey:
         return self._read[name]
 
     def folder(self, name: str) -> Folder | None:
-        """The image folder [data] `name` names: a top-level one, or a folder deeper in the data ("nybg2020/train")."""
+        """The image folder [data] `name` names: a top-level one, or a folder deeper in the data ("nybg2020/train"),
+        or in an archive ("train/images" in train.zip, as kit.data.archives finds it)."""
         if name in self.folders:
             return self.folders[name]
+        head, _, rest = name.partition("/")
+        top = self.folders.get(head)
+        if top is not None and top.archived and rest:
+            files = tuple(f[len(rest) + 1:] for f in top.files if f.startswith(f"{rest}/"))
+            return Folder(name, f"{top.source}'s {rest}/", files, archived=True) if files else None
         path = self.data_dir / name
         if name and path.is_dir():
             files = tuple(_images_under(path))

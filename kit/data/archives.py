@@ -90,10 +90,18 @@ def find_file(data_dir: Path, name: str, what: str, scratch: Path | None = None,
 
 def find_folder(data_dir: Path, name: str, key: str, scratch: Path | None = None, log: Callable[[str], None] = print) -> Path:
     """The folder [data] `key` names: itself, or its archive unpacked (train.zip for "train"); an archive
-    whose files sit in one folder named as the archive (train.zip holding train/...) gives that folder."""
+    whose files sit in one folder named as the archive (train.zip holding train/...) gives that folder. A folder
+    inside an archive is named by its path in it: "train/images" in train.zip (TGS's images/ and masks/)."""
     found = locate(data_dir, name)
     if found is not None and found.is_dir():
         return found
+    head, _, rest = name.partition("/")
+    if found is None and rest and locate(data_dir, head) is not None and not (data_dir / head).is_dir():
+        inside = find_folder(data_dir, head, key, scratch, log) / rest
+        if inside.is_dir():
+            return inside
+        raise KitError(f"image folder '{name}' not found in {data_dir}: {locate(data_dir, head).name} holds no folder "
+                       f"'{rest}'; fix [data] {key} in the config")
     if found is None or not archive_suffix(found.name):
         what = "a file, not a folder" if found is not None else f"neither a folder nor an archive of it ({name}.zip, ...)"
         raise KitError(f"image folder '{name}' not found in {data_dir} ({what}); fix [data] {key} in the config")

@@ -53,6 +53,19 @@ def test_a_zip_whose_files_sit_in_its_own_folder_gives_that_folder(tmp_path, dat
     assert folder.name == "train" and (folder / "a.jpg").is_file()
 
 
+def test_a_folder_inside_an_archive_is_named_by_its_path_in_it(tmp_path, data, scratch):
+    """TGS's train.zip holds images/ and masks/: "train/images" and "train/masks" find them, unpacked once."""
+    images(tmp_path / "src" / "images")
+    images(tmp_path / "src" / "masks", ("a.png", "b.png"))
+    write_zip(tmp_path / "src", data / "train.zip")
+    folder = archives.find_folder(data, "train/images", "train_images", scratch, print)
+    masks = archives.find_folder(data, "train/masks", "train_masks", scratch, print)
+    assert (folder / "a.jpg").is_file() and (masks / "a.png").is_file() and folder.parent == masks.parent
+    with pytest.raises(KitError, match=r"^image folder 'train/labels' not found in .*: train.zip holds no folder 'labels'; "
+                                       r"fix \[data\] train_masks in the config$"):
+        archives.find_folder(data, "train/labels", "train_masks", scratch, print)
+
+
 def test_a_folder_beside_its_zip_is_read_as_it_is(tmp_path, data, scratch):
     """dogs-vs-cats keeps both: nothing is unpacked."""
     images(data / "train")

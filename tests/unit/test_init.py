@@ -1,5 +1,6 @@
 """kit init: the config drafted from tiny folders in the public layouts of real competitions (tests/layouts.py),
 each guess with its comment, what the files cannot say on a "cannot tell" line, and bad inputs in one line each."""
+import shutil
 import tomllib
 import zipfile
 
@@ -8,7 +9,10 @@ import pytest
 
 from kit import cli, config
 from kit.build import init, mask_guesses, metric_guess
+from kit.data import masks
 from kit.errors import KitError
+from kit.smoke import segmentation as smoke_segmentation
+from kit.smoke.packing import write_zip
 
 # competition folder -> (template, the [data] keys init must guess as so)
 EXPECTED = {
@@ -325,6 +329,26 @@ def test_folders_are_walked_for_masks_only_where_the_sample_may_ask_for_masks(tm
     assert not walked
     drafted(tmp_path / "h", "hubmap")  # codes in the sample: worth a look
     assert len(walked) == 1
+
+
+def test_tgs_as_kaggle_zips_it_reads_the_folders_inside_the_archives(tmp_path):
+    """Kaggle's own TGS files: train.zip holding images/ and masks/, test.zip holding images/. The draft names the
+    folders inside them as kit finds them (train/images in train.zip), and its config reads the data: the masks,
+    and the sample's test images."""
+    spec = config.load("tgs-salt-identification-challenge").spec
+    folder = tmp_path / "tgs-salt-identification-challenge"
+    smoke_segmentation.make_dataset(spec, folder, seed=0)
+    for split in ("train", "test"):
+        write_zip(folder / split, folder / f"{split}.zip")
+        shutil.rmtree(folder / split)
+    text = init.draft(folder)
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "segmentation"
+    drafted_spec = config.parse(raw, folder / "draft.toml").spec
+    assert (drafted_spec.train_images, drafted_spec.train_masks, drafted_spec.test_images) == \
+        (spec.train_images, spec.train_masks, spec.test_images)
+    found = masks.training(drafted_spec, folder, print)
+    assert len(found.ids) == len(smoke_segmentation.draw(spec, seed=0).train) and found.masks.paths
 
 
 def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):
