@@ -164,7 +164,7 @@ def key(paths: Sequence[str], masks: Masks | None, canvas: tuple[int, int]) -> s
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
     if masks is not None:
-        h.update(json.dumps([masks.codes, masks.channels]).encode())
+        h.update(json.dumps([masks.codes, masks.channels, masks.order]).encode())  # "1 4" is a column or a row
     return h.hexdigest()[:20]
 
 

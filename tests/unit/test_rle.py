@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 from graders import rle_decode
+from PIL import Image
 
-from kit.data import rle
+from kit.data import canvas, rle
 from kit.errors import KitError
 
 
@@ -28,6 +29,20 @@ def test_row_major_counts_along_each_row():
     mask = rng.random((7, 5)) < 0.4
     assert np.array_equal(rle.decode(rle.encode(mask, "row"), 7, 5, "x", "row"), mask)
     assert rle.encode(mask, "row") == rle.encode(mask.T)  # row by row is column by column of the transpose
+
+
+def test_the_decoded_cache_is_not_reused_for_the_other_order(tmp_path):
+    """A Carvana user told to set rle_order = "row" reruns with the same cache folder: the masks are decoded
+    again, not read back transposed."""
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(tmp_path / "a.png")
+    built = {}
+    for order in ("column", "row"):
+        masks = canvas.Masks(codes=(((0, "1 4"),),), order=order)
+        found = canvas.build([str(tmp_path / "a.png")], masks, np.array([[4, 4]]), (4, 4), tmp_path / "cache", 1,
+                             log=lambda line: None)
+        built[order] = found.read(np.array([0]))[1][0, ..., 0].astype(bool)
+    assert built["column"][:, 0].all() and built["column"].sum() == 4  # the first column
+    assert built["row"][0, :].all() and built["row"].sum() == 4  # the first row
 
 
 @pytest.mark.parametrize("seed", range(6))
