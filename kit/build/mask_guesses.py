@@ -134,7 +134,7 @@ def _training(survey: Survey, sample_file: str, names: list[str], flat: list[Fol
         if pair is None:
             return None
         images, (masks, mask_ext), why, sure = pair
-        if not sure and _labels(survey, names, key):  # train/ and its resized copy train_256/, with a label table
+        if not sure and _labels(survey, names, key, target):  # train/ and its resized copy train_256/, labelled
             return None
         train = Line("train", "", f"no table of codes: the images of {images.source} that have a mask")
         target_line = Line("target_column", target, "the sample's")
@@ -172,11 +172,12 @@ def _code_table(survey: Survey, names: list[str], key: str, target: str) -> tupl
     return None
 
 
-def _labels(survey: Survey, names: list[str], key: str) -> bool:
-    """A table holding a label for the sample's ids: a column beside `key` that is neither codes nor blank."""
+def _labels(survey: Survey, names: list[str], key: str, target: str) -> bool:
+    """A table holding labels for the sample's ids in the sample's target column, not codes (TGS's depths.csv,
+    id and z, is not one)."""
     for name in names:
         frame = survey.read(name)
-        if key in frame.columns and any(not codes(frame[c]) and frame[c].notna().any() for c in frame.columns if c != key):
+        if key in frame.columns and target in frame.columns and frame[target].notna().any() and not codes(frame[target]):
             return True
     return False
 

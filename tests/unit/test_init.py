@@ -317,6 +317,13 @@ def test_a_resized_copy_of_labelled_images_is_not_read_as_their_masks(tmp_path):
     layouts.csv({"id": test, "label": None}, folder / "sample_submission.csv")
     raw = tomllib.loads(init.draft(folder))
     assert raw["competition"]["template"] == "cnn" and raw["data"]["target_column"] == "label"
+    folder = layouts.mask_files(tmp_path / "masks-and-depths")  # masks named as their images, and a table of depths
+    for mask in (folder / "train_masks").iterdir():
+        mask.rename(mask.with_name(mask.name.replace("_mask.gif", ".jpg")))
+    (folder / "train_masks").rename(folder / "train2")
+    sample = layouts.pd.read_csv(folder / "sample_submission.csv")
+    layouts.csv({"id": sample["id"], "z": [500, 600]}, folder / "depths.csv")
+    assert tomllib.loads(init.draft(folder))["competition"]["template"] == "segmentation"
 
 
 def test_folders_are_walked_for_masks_only_where_the_sample_may_ask_for_masks(tmp_path, monkeypatch):
