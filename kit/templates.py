@@ -58,7 +58,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names=""),
     Template("segmentation", params.SegmentationParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
-              "image_ext"),
+              "image_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",)),
 )}

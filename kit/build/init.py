@@ -58,6 +58,10 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
         survey = Survey.of(data_dir, Path(scratch))
         sample_file = guesses.sample_name(survey)
         guess = _guess(survey, sample_file, metric, template)
+        misfit = spec.metric_misfit(guess.template, metric) if metric else ""
+        if misfit:
+            raise KitError(f"--metric {metric}: {misfit}, and the draft's template is {guess.template}; pass another "
+                           "--metric, or --template")
         chosen, metric_line, cannot = _metric(survey, guess, sample_file, metric)
         if chosen == "bias_auc":
             guess.data.append(_identities(survey, guess))

@@ -211,8 +211,8 @@ def names_files(values: pd.Series) -> bool:
 
 def file_name(name: str) -> str:
     """Where under the output folder the sample's `name` is written: backslashes read as slashes, "." parts
-    dropped (masks\\a.png and masks/./a.png are masks/a.png)."""
-    return "/".join(p for p in str(name).replace("\\", "/").split("/") if p not in ("", "."))
+    and the spaces around the name dropped (masks\\a.png, masks/./a.png and "masks/a.png " are masks/a.png)."""
+    return "/".join(p for p in str(name).strip().replace("\\", "/").split("/") if p not in ("", "."))
 
 
 def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None:

@@ -266,8 +266,9 @@ def fill(data, pred: np.ndarray, folder: Path):
     if o.layout == "files":
         for name, i in zip(data.sample[o.column].astype(str), o.image.tolist()):
             picture = Image.fromarray(mask_picture(data.recipe, pred, i, *test.sizes[i]))
-            with files.atomic_path(folder / layouts.file_name(name)) as tmp:
-                picture.save(tmp, format=layouts.FILE_FORMATS[Path(name).suffix.lower()])
+            written = layouts.file_name(name)
+            with files.atomic_path(folder / written) as tmp:
+                picture.save(tmp, format=layouts.FILE_FORMATS[Path(written).suffix.lower()])
         return data.sample[o.column].tolist()
     if o.layout == "pixels":
         if pred.ndim == 2:

@@ -244,6 +244,9 @@ def empty_folder(tmp_path):
     (lambda p: [str(layouts.whale(p / "w")), "--template", "gbm"], "unknown template 'gbm' (known: cnn"),
     (lambda p: [str(layouts.whale(p / "w")), "--template", "text"], "found no a test table with free-text columns"),
     (lambda p: [str(layouts.whale(p / "w")), "--metric", "bias_auc"], "metric bias_auc needs the training table's identity"),
+    (lambda p: [str(layouts.whale(p / "w")), "--metric", "iou"],
+     "--metric iou: metric iou scores masks, which only the segmentation template predicts, and the draft's template is cnn"),
+    (lambda p: [str(layouts.hubmap(p / "h")), "--metric", "auc"], "--metric auc: metric auc does not score masks"),
 ])
 def test_bad_inputs_are_one_line(tmp_path, capsys, arguments, said):
     assert cli.main(["init", *arguments(tmp_path)]) == 1
