@@ -45,10 +45,15 @@ def segmentation_guess(survey: Survey, sample_file: str, names: list[str]) -> Gu
 def _asks_for_masks(sample: pd.DataFrame, key: str, target: str) -> bool:
     """The sample's target looks like what a mask layout writes: codes (or blanks), file names, or a value a pixel."""
     column = sample[target]
-    if codes(column) or column.isna().all() or names_files(column):
+    if _codes_or_files(column):
         return True
     ids = text(sample[key].head(HEAD_IDS))
     return bool(ids.str.fullmatch(PIXEL.pattern).all()) and guesses.numbers(column) is not None
+
+
+def _codes_or_files(column: pd.Series) -> bool:
+    """Cells a row per image writes: run-length codes (blank ones too) or mask file names."""
+    return codes(column) or bool(column.isna().all()) or names_files(column)
 
 
 def _flat_folders(survey: Survey) -> list[Folder]:
@@ -84,7 +89,7 @@ def _output(survey: Survey, folder: Folder, sample: pd.DataFrame, key: str, targ
     reads them, and its target column is what that layout writes."""
     ids = text(sample[key].head(HEAD_IDS)).tolist()
     files = names_files(sample[target])
-    if codes(sample[target]) or sample[target].isna().all() or files:
+    if _codes_or_files(sample[target]):
         ext = ext_of(survey, folder, ids)
         if ext is not None:
             return "files" if files else "image", ext

@@ -96,12 +96,13 @@ def find_folder(data_dir: Path, name: str, key: str, scratch: Path | None = None
     if found is not None and found.is_dir():
         return found
     head, _, rest = name.partition("/")
-    if found is None and rest and locate(data_dir, head) is not None and not (data_dir / head).is_dir():
+    archive = locate(data_dir, head) if found is None and rest else None
+    if archive is not None and not archive.is_dir():
         inside = find_folder(data_dir, head, key, scratch, log) / rest
         if inside.is_dir():
             return inside
-        raise KitError(f"image folder '{name}' not found in {data_dir}: {locate(data_dir, head).name} holds no folder "
-                       f"'{rest}'; fix [data] {key} in the config")
+        raise KitError(f"image folder '{name}' not found in {data_dir}: {archive.name} holds no folder '{rest}'; fix "
+                       f"[data] {key} in the config")
     if found is None or not archive_suffix(found.name):
         what = "a file, not a folder" if found is not None else f"neither a folder nor an archive of it ({name}.zip, ...)"
         raise KitError(f"image folder '{name}' not found in {data_dir} ({what}); fix [data] {key} in the config")

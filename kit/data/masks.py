@@ -230,10 +230,10 @@ def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None
         if written in KIT_FILES or written.startswith("checkpoints/"):
             raise KitError(f"{sample_path.name}: '{name}' in '{column}' is a file kit writes itself in the output folder "
                            f"({', '.join(KIT_FILES)}, checkpoints/); name the masks elsewhere (masks/<id>.png)")
-    first: dict[str, str] = {}
+    first: dict[str, str] = {}  # each file written, by the first name for it
     for name in values.astype(str):
-        seen = first.get(file_name(name))
-        first.setdefault(file_name(name), name)
-        if seen is not None:
-            what = f"'{name}' is named twice" if seen == name else f"'{seen}' and '{name}' name one file"
+        written = file_name(name)
+        if written in first:
+            what = f"'{name}' is named twice" if first[written] == name else f"'{first[written]}' and '{name}' name one file"
             raise KitError(f"{sample_path.name}: {what} in '{column}'; each test image's mask needs a file of its own")
+        first[written] = name

@@ -252,7 +252,8 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
         if not values.iloc[:, 0].astype(str).reset_index(drop=True).equals(
                 sample[target.columns[0]].astype(str).reset_index(drop=True)):
             raise KitError(f"submission's '{target.columns[0]}' differs from the sample's: it names the mask files written")
-        absent = [n for n in values.iloc[:, 0].astype(str) if folder is not None and not (folder / masks.file_name(n)).is_file()]
+        names = values.iloc[:, 0].astype(str) if folder is not None else []
+        absent = [n for n in names if not (folder / masks.file_name(n)).is_file()]
         if absent:
             raise KitError(f"{len(absent)} of the {len(values)} mask files the submission names are not in {folder} (such as "
                            f"{absent[0]})")

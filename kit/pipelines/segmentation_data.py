@@ -17,7 +17,6 @@ from kit.errors import KitError
 from kit.pipelines import base
 from kit.runtime import paths
 from kit.runtime.session import Session
-from kit.spec import metric_misfit
 from kit.train import mask_metrics, metrics
 from kit.train.targets import Target
 
@@ -82,9 +81,7 @@ def kind_of(metric: str, found: layouts.Training, train: Canvas, classes: int) -
     m = found.masks
     if metric == "rmse":
         return "image", 1 if train.equal_channels else train.mask_channels
-    misfit = metric_misfit("segmentation", metric)  # the config's check; a parameters cell can set the metric too
-    if misfit:
-        raise KitError(misfit)
+    # any other metric is refused with the spec (kit.spec.metric_misfit), for the config and the parameters cell alike
     if m.codes:
         kind, outputs = ("labels" if found.classes else "binary"), m.channels
     elif train.mask_channels == 3 and not train.equal_channels:
