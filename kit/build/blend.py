@@ -15,7 +15,7 @@ from kit.build import bundle
 from kit.data import tables
 from kit.errors import KitError
 from kit.pipelines.base import submission_frame, validate
-from kit.run import blend, blending, predictions
+from kit.run import blend, blending, kept
 from kit.spec import Spec
 
 SUBMISSION = blending.SUBMISSION
@@ -35,8 +35,8 @@ def blend_outputs(comp: str, runs: list[str], out: str = "", log: Callable[[str]
     if len(runs) < 2:
         raise KitError(f"a blend needs two runs or more, got {len(runs)}: make blend COMP={comp} RUNS=\"out1 out2\" "
                        "(each a run's output folder)")
-    loaded = [predictions.read(predictions.find(Path(r)), r, with_test=True) for r in runs]
-    tests = [predictions.test_mean(r) for r in loaded]
+    loaded = [kept.read(kept.find(Path(r)), r, with_test=True) for r in runs]
+    tests = [kept.test_mean(r) for r in loaded]
     for run, (ids, _) in zip(loaded[1:], tests[1:]):
         if not np.array_equal(ids, tests[0][0]):
             raise KitError(f"{run.name} predicts other test rows than {loaded[0].name} ({len(ids)} and {len(tests[0][0])}, "
@@ -52,11 +52,11 @@ def blend_outputs(comp: str, runs: list[str], out: str = "", log: Callable[[str]
     sub = submission_frame(sample, target, done.test)
     validate(sub, sample, target, cfg.spec.id_column)
     folder = Path(out) if out else bundle.kernels_dir() / cfg.name / "blend"
-    blending.save(folder, sub, done)
+    blending.save(folder, sub, done, target)
     return Done(folder, done, len(sub))
 
 
-def sample_frame(loaded: list[predictions.RunPredictions], spec: Spec):
+def sample_frame(loaded: list[kept.RunPredictions], spec: Spec):
     """The rows and columns a submission has (the sample's ids in its order, columns copied through): a run's own
     submission.csv, beside its checkpoints/ folder."""
     for run in loaded:

@@ -21,7 +21,7 @@ from kit.run import predictions
 from kit.runtime import runs, trained
 
 FRAMEWORK = "pytorch"
-KEPT = (predictions.OOF, predictions.TEST, predictions.RECORD)  # what a blend weighs the run by
+KEPT = predictions.FILES  # what a blend weighs the run by
 LICENSE = "Apache 2.0"
 
 
@@ -36,7 +36,7 @@ class Published:
 def run_files(folder: Path) -> list[Path]:
     """What a run's version holds: run.json, and each fold's best weights (fold<k>.pt), what prediction reads
     beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json), and the predictions a
-    blend weighs it by (oof.csv, test_predictions.csv, predictions.json) where the run kept them."""
+    blend weighs it by (oof.csv, test_pred.npy and the rest: kit.run.predictions) where the run kept them."""
     keep = [folder / runs.RECORD]
     for path in sorted(folder.iterdir()):
         if runs.FOLD.fullmatch(path.name):

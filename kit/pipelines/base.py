@@ -28,7 +28,7 @@ from kit.runtime import faults
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.session import Session
 from kit.spec import Spec
-from kit.train import targets
+from kit.train import targets, topk
 from kit.train.objectives import Objective
 from kit.train.targets import Target
 
@@ -213,14 +213,15 @@ def fold_keys(spec: Spec, table: pd.DataFrame, path: Path) -> tuple[np.ndarray |
 @torch.inference_mode()  # as a decorator, torch enters the mode around each step of the generator only
 def predictions(model: nn.Module, batches: Iterable[Batch], precision: Precision,
                 forward: Callable[[nn.Module, Batch], torch.Tensor]) -> Iterator[tuple[Batch, np.ndarray]]:
-    """Each batch with `forward(model, batch)`'s predictions as float numpy rows, in eval mode, without
-    gradients, under `precision`'s autocast: the loop every pipeline's `predict` runs."""
+    """Each batch with `forward(model, batch)`'s predictions as float32 numpy rows (or rows of the likeliest
+    classes, kit.train.topk), in eval mode, without gradients, under `precision`'s autocast: the loop every
+    pipeline's `predict` runs."""
     model.eval()
     for batch in batches:
         with precision.autocast():
             pred = forward(model, batch)
         faults.oom("oom.predict")
-        yield batch, pred.float().cpu().numpy()
+        yield batch, topk.host(pred)
 
 
 def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:

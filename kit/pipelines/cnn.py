@@ -20,7 +20,7 @@ from kit.errors import KitError
 from kit.pipelines import base
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
-from kit.train import cv, metrics, targets
+from kit.train import cv, metrics, targets, topk
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.targets import Target
 
@@ -278,8 +278,9 @@ class CnnPipeline:
         return mean, std, 255.0
 
     def objective(self, data: ImageData):
-        if data.target.classification:
-            return Classification()
+        if data.target.classification:  # many classes, a metric of the likeliest: rows keep those (kit.train.topk)
+            return Classification(keep=topk.kept(data.target.kind, data.target.outputs, self.session.spec.metric,
+                                                 len(data.usable)))
         if data.target.multilabel:
             # a threshold is chosen on the validation rows: they average the test-time views as the test set does
             thresholded = self.session.spec.metric in metrics.THRESHOLDED
@@ -335,20 +336,23 @@ class CnnPipeline:
         return views(*self.augmentation(data)) if self.p.tta else views(0.0)
 
     # -- prediction -------------------------------------------------------------------------------------
-    def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray:
-        """(test rows, outputs): probabilities or values, averaged over `prediction_views` (with tta, the flips
-        and turns training made: a model that never saw mirrored images is not asked about them)."""
+    def predict(self, model: nn.Module, data: ImageData, precision, batch_size: int) -> np.ndarray | topk.TopK:
+        """(test rows, outputs) float32: probabilities or values, averaged over `prediction_views` (with tta, the
+        flips and turns training made: a model that never saw mirrored images is not asked about them); of many
+        classes, each row's likeliest (kit.train.topk)."""
         objective = self.objective(data)
         shown = self.prediction_views(data)
+        t = data.target
+        keep = topk.kept(t.kind, t.outputs, self.session.spec.metric, data.test_cache.count)
 
-        def forward(model: nn.Module, batch) -> torch.Tensor:
-            return sum(objective.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)
+        def forward(model: nn.Module, batch) -> torch.Tensor | topk.TopK:
+            probs = sum(objective.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)
+            return topk.of(probs, keep) if keep else probs  # many classes: each row's likeliest, reduced on the device
 
         rows = np.arange(data.test_cache.count)
         batches = self.batches(data, rows, train=False, batch_size=batch_size, test=True, precision=precision)
-        pred = np.concatenate([p for _, p in base.predictions(model, batches, precision, forward)]).astype(np.float64)
-        if data.test_cache.bad:
-            pred[sorted(data.test_cache.bad)] = base.prior(data)
+        pred = topk.join([p for _, p in base.predictions(model, batches, precision, forward)])
+        topk.set_rows(pred, sorted(data.test_cache.bad), base.prior(data))
         return pred
 
     def submission(self, data: ImageData, pred: np.ndarray) -> pd.DataFrame:

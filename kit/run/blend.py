@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy import optimize, stats
 
-from kit.run import predictions
-from kit.train import metrics
+from kit.run import kept
+from kit.train import metrics, topk
 from kit.train.targets import Target
+from kit.train.topk import TopK
 
 RANKED = ("auc", "weighted_auc")  # rank-based: a blend of ranks (only the order of a column's scores counts)
 CLASS_KINDS = ("probs", "onehot", "binary", "label")  # one class per row: rows are distributions
@@ -49,9 +49,12 @@ def rule(metric: str, target: Target) -> str:
     return "rank" if metric in RANKED and target.kind in ("binary", "multi") else "mean"
 
 
-def transform(pred: np.ndarray, how: str, target: Target) -> np.ndarray:
+def transform(pred: np.ndarray | TopK, how: str, target: Target) -> np.ndarray | TopK:
     """(N, outputs) a run's predictions in the space they are averaged in: as they are, or each column's ranks
-    scaled to (0, 1] (scipy's rankdata, ties averaged). Binary: the positive class's rank, and its complement."""
+    scaled to (0, 1] (scipy's rankdata, ties averaged). Binary: the positive class's rank, and its complement.
+    Rows of the likeliest classes (kit.train.topk) are averaged as they are."""
+    if isinstance(pred, TopK):
+        return pred
     pred = np.asarray(pred, dtype=np.float64)
     if how != "rank":
         return pred
@@ -61,15 +64,29 @@ def transform(pred: np.ndarray, how: str, target: Target) -> np.ndarray:
     return stats.rankdata(pred, axis=0) / len(pred)
 
 
-def finish(mixed: np.ndarray, target: Target) -> np.ndarray:
-    """A weighted mean as a prediction: class probabilities renormalised to sum to 1 in every row."""
+def finish(mixed: np.ndarray | TopK, target: Target) -> np.ndarray | TopK:
+    """A weighted mean as a prediction: class probabilities renormalised to sum to 1 in every row (rows of the
+    likeliest classes are read for their order alone: as they are)."""
+    if isinstance(mixed, TopK):
+        return mixed
     if target.kind in CLASS_KINDS:
         return mixed / np.maximum(mixed.sum(1, keepdims=True), 1e-300)
     return mixed
 
 
-def mix(space: Sequence[np.ndarray], weights: np.ndarray, target: Target) -> np.ndarray:
+def added(parts: Sequence[np.ndarray | TopK], weights: Sequence[float]):
+    """Σ weight x part, of dense rows or of rows of the likeliest classes."""
+    if isinstance(parts[0], TopK):
+        return topk.weighted_sum(parts, weights)
+    return sum(w * p for w, p in zip(weights, parts))
+
+
+def mix(space: Sequence[np.ndarray | TopK], weights: np.ndarray, target: Target) -> np.ndarray | TopK:
     """The weighted mean of predictions already in their blending space (`transform`)."""
+    if isinstance(space[0], TopK):
+        used = [(w, p) for w, p in zip(weights, space) if w > 0]
+        total = max(float(np.sum(weights)), 1e-300)
+        return topk.weighted_sum([p for _, p in used], [w / total for w, _ in used])
     total = np.zeros_like(space[0])
     for w, p in zip(weights, space):
         if w > 0:
@@ -122,15 +139,16 @@ def hill_climb(metric: str, space: Sequence[np.ndarray], truth: np.ndarray, weig
     not) improves the blend's score most, until none does; the weights are the bag's counts."""
     counts = np.zeros(len(space))
     counts[start] = 1
-    total, now = space[start].copy(), start_score
+    total, now = space[start], start_score
     for _ in range(steps):
         n = counts.sum() + 1
-        trials = [evaluate(metric, finish((total + p) / n, target), truth, weight, target)[0] for p in space]
+        trials = [evaluate(metric, finish(added([total, p], [1 / n, 1 / n]), target), truth, weight, target)[0]
+                  for p in space]
         pick = best_of(metric, trials)
         if not metrics.better(metric, trials[pick], now):
             break
         counts[pick] += 1
-        total += space[pick]
+        total = added([total, space[pick]], [1.0, 1.0])
         now = trials[pick]
     return counts / counts.sum()
 
@@ -144,8 +162,10 @@ def fit(metric: str, preds: Sequence[np.ndarray], truth: np.ndarray, weight: np.
     alone = np.eye(len(space))[best]
     chosen, chosen_how, chosen_score = alone, "the best run alone", singles[best]
     if len(space) > 1:
-        for name, w in (("hill climbing", hill_climb(metric, space, truth, weight, target, best, singles[best])),
-                        ("least squares", least_squares(space, truth, weight, target))):
+        tries = [("hill climbing", hill_climb(metric, space, truth, weight, target, best, singles[best]))]
+        if not isinstance(space[0], TopK):  # least squares fits dense rows to the dense truth
+            tries.append(("least squares", least_squares(space, truth, weight, target)))
+        for name, w in tries:
             value = evaluate(metric, mix(space, w, target), truth, weight, target)[0]
             if metrics.better(metric, value, chosen_score):
                 chosen, chosen_how, chosen_score = w, name, value
@@ -192,16 +212,16 @@ class Blended:
     fitted: Fitted
     names: list[str]
     test: np.ndarray  # (test rows, outputs) the blended test predictions, cut into labels where the metric decides them
-    oof: pd.DataFrame  # the blend's oof.csv (under ranks: the blended ranks)
+    oof: list  # the blend's out-of-fold rows, [(fold, ids, rows)] as kit.run.predictions.save_oof writes them
     record: dict  # blend.json: the rule, the weights, the scores
 
 
-def blend_runs(metric: str, loaded: Sequence[predictions.RunPredictions], tests: Sequence[np.ndarray],
+def blend_runs(metric: str, loaded: Sequence[kept.RunPredictions], tests: Sequence[np.ndarray | TopK],
                log: Callable[[str], None]) -> Blended:
     """The blend of runs whose kept predictions are `loaded` and whose test predictions (in one row order) are
     `tests`: weights fitted on the out-of-fold rows every run predicted, the table logged, the same weights
     applied to the test predictions: what the inference kernel and `make blend` both do."""
-    aligned = predictions.align(list(loaded), log)
+    aligned = kept.align(list(loaded), log)
     target, truth, weight = aligned.target, aligned.truth, aligned.weight
     fitted = fit(metric, aligned.preds, truth, weight, target)
     space = [transform(p, fitted.rule, target) for p in aligned.preds]
@@ -223,4 +243,4 @@ def blend_runs(metric: str, loaded: Sequence[predictions.RunPredictions], tests:
               "threshold": None if fitted.cut is None else fitted.cut.threshold,
               "runs": [{"name": r.name, "run": r.record.get("run", ""), "template": r.record.get("template", ""),
                         "score": s, "weight": float(w)} for r, s, w in zip(loaded, fitted.singles, fitted.weights)]}
-    return Blended(fitted, names, test, predictions.oof_frame(target, parts), record)
+    return Blended(fitted, names, test, parts, record)

@@ -11,14 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from kit import files
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, csv_text, validate
-from kit.run import blend, predictions, submission
+from kit.run import blend, kept, predictions, submission
 from kit.run.start import start
 from kit.runtime import checkpoint, runs
 from kit.runtime.session import Session
@@ -40,7 +39,7 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     loaded, tests = [], []
     for source, run in session.blend:
         try:
-            kept = predictions.read(run.folder, source)
+            found = kept.read(run.folder, source)
         except KitError as e:  # a run from an older kit: nothing to weight it by
             session.warn(f"{e}; {source} is left out of the blend")
             continue
@@ -48,7 +47,7 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
         if pred is None:
             session.warn(f"blend: no fold of {source} predicted the test set; it is left out of the blend")
             continue
-        loaded.append(kept)
+        loaded.append(found)
         tests.append(pred)
     if not loaded:
         raise KitError(f"blend: none of its {len(session.blend)} runs could be blended (see the lines above); train "
@@ -60,22 +59,23 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     done = blend.blend_runs(session.spec.metric, loaded, tests, session.log)
     sub = pipe.submission(data, done.test)
     validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
-    path = save(session.output_dir, sub, done)
+    path = save(session.output_dir, sub, done, data.target)
     weights = ", ".join(f"{name} {w:.3f}" for name, w in zip(done.names, done.fitted.weights))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, the blend of {weights}")
     return sub
 
 
-def save(folder: Path, sub: pd.DataFrame, done: blend.Blended) -> Path:
-    """The blended submission, the blend's own oof.csv and blend.json, each written whole; the submission's path."""
+def save(folder: Path, sub: pd.DataFrame, done: blend.Blended, target) -> Path:
+    """The blended submission, the blend's own out-of-fold rows (kit.run.predictions' oof files) and blend.json,
+    each written whole; the submission's path."""
     path = folder / SUBMISSION
-    predictions.write_csv(done.oof, folder / predictions.OOF)
+    predictions.save_oof(folder, target, done.oof)
     files.write_text(folder / BLEND_RECORD, json.dumps(done.record, indent=1, default=float) + "\n")
     files.write_text(path, csv_text(sub))
     return path
 
 
-def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run: Trained) -> np.ndarray | None:
+def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run: Trained):
     """(test rows, outputs) the mean of `run`'s folds' test predictions, in the sample submission's row order."""
     if run is session.trained:  # the run this notebook's own steps read
         return submission.ensemble(session, pipe, data, run.folder)[0]

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 import kit
@@ -35,7 +34,7 @@ from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
-from kit.train import metrics
+from kit.train import metrics, topk
 from kit.train.loop import fit
 from kit.train.results import FitConfig, FoldFiles
 
@@ -334,8 +333,8 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
         else:
             result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
         known = prior(data)
-        result.baseline = metrics.score(result.metric, np.tile(known, (len(joined["target"]), 1)), joined["target"],
-                                        joined.get("weight"))
+        result.baseline = metrics.score(result.metric, topk.repeat_row(known, len(joined["target"]), joined["pred"]),
+                                        joined["target"], joined.get("weight"))
         result.baseline_name = ("each label's frequency" if multilabel else
                                 "the training mean" if len(known) == 1 or joined["target"].ndim == 2 else "the class prior")
     if session.worker is None:

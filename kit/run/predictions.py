@@ -1,22 +1,28 @@
-"""A run's predictions as files any tool can blend, in its folder (checkpoints/<run>/, beside its folds):
+"""A run's predictions as files a blend weighs, in its folder (checkpoints/<run>/, beside its folds): binary and
+bounded. As CSV text, iMet's 3,474 labels took about 17 GB of a session's 20 GB of output and most of an hour
+to write; as float16 arrays, 1.6 GB in seconds.
 
 - oof.csv: one row per out-of-fold prediction: `id`, `fold` (0-based, as fold<k>.pt), `scored` (0 where the
-  score mask leaves the row out), the target (`target`, or `target:<column>` for several) and the
-  predictions before any threshold or argmax (`pred:<output>`: a class's or a label's probability, or a
-  value; binary: the positive class's probability, the submission's column);
-- test_predictions.csv: each fold's test predictions, `id` (the sample submission's, or its row number),
-  `fold` and the same `pred:` columns;
-- predictions.json: what they are: the run's key, template and metric, the target (its kind, columns and
-  classes), the folds.
+  score mask leaves the row out);
+- oof_target.npy: their truth as the metrics take it (class indices, values, or (rows, labels));
+- oof_pred.npy: the model's outputs before any threshold or argmax, (rows, outputs) (binary: both classes'
+  probabilities); where rows keep only their likeliest classes (kit.train.topk), (rows, k) of them, and
+  oof_index.npy their classes;
+- test_ids.csv: the test rows' ids (the sample submission's, or row numbers), in its order;
+- test_pred.npy (and test_index.npy): each fold's test predictions, (folds, rows, outputs or k), written fold by
+  fold as the folds predict, so that one fold's are in memory at a time;
+- predictions.json: what they are: format, run, template, metric, target, folds, layout ("dense" or "top").
 
-Blends read them back (`read`) and line several runs up on the rows every run predicted (`align`), refusing
-runs on other fold splits, other ids or other target columns (one line each).
+Predictions are float32, float16 where float32 would pass FLOAT32_UP_TO bytes (at most 4 bytes per prediction);
+beyond KEEP_BYTES even so they are not kept, and one line says so. Blends read them back (`read`, memory-mapped)
+and line runs up on the rows every run predicted (`align`), refusing runs on other fold splits, other ids or
+other target columns (one line each).
 """
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,267 +30,223 @@ import numpy as np
 import pandas as pd
 
 from kit import files
-from kit.errors import KitError
 from kit.pipelines.base import Pipeline, target_record
-from kit.runtime import runs
 from kit.runtime.session import Session
+from kit.train import topk
 from kit.train.targets import Target
+from kit.train.topk import FLOAT32_UP_TO, TopK
 
-OOF, TEST, RECORD = "oof.csv", "test_predictions.csv", "predictions.json"
-FORMAT = 1  # what these files hold; bump when a reader of this format could not read them
-
-
-def output_names(target: Target) -> list[str]:
-    """The `pred:` columns' names: the submission's column where it holds one probability or value, else each
-    class's or label's (the outputs the model predicts)."""
-    if target.kind in ("binary", "value", "ordinal"):
-        return [str(target.columns[0])]
-    return [str(c) for c in (target.classes or target.columns)]
+OOF, OOF_TARGET, OOF_PRED, OOF_INDEX = "oof.csv", "oof_target.npy", "oof_pred.npy", "oof_index.npy"
+TEST_IDS, TEST_PRED, TEST_INDEX, RECORD = "test_ids.csv", "test_pred.npy", "test_index.npy", "predictions.json"
+FILES = (OOF, OOF_TARGET, OOF_PRED, OOF_INDEX, TEST_IDS, TEST_PRED, TEST_INDEX, RECORD)
+FORMAT = 2  # 1: CSV text; bump when a reader of this format could not read them
+KEEP_BYTES = 4 * 2**30  # beyond this (a fifth of Kaggle's 20 GB output), a run's predictions are not kept
+PARTIAL = ".partial"  # the test arrays' names while folds are written into them
 
 
-def pred_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    names = output_names(target)
-    if target.kind == "binary":
-        return {f"pred:{names[0]}": pred[:, 1]}
-    return {f"pred:{n}": pred[:, i] for i, n in enumerate(names)}
+def dtype_for(nbytes32: int) -> np.dtype:
+    """float32 for predictions of up to FLOAT32_UP_TO bytes in float32; float16 beyond."""
+    return np.dtype(np.float32 if nbytes32 <= FLOAT32_UP_TO else np.float16)
 
 
-def pred_array(target: Target, frame: pd.DataFrame, where: str) -> np.ndarray:
-    """(rows, outputs) the model's outputs from `pred:` columns (binary: both classes' probabilities)."""
-    wanted = [f"pred:{n}" for n in output_names(target)]
-    absent = [c for c in wanted if c not in frame.columns]
-    if absent:
-        raise KitError(f"{where}: no column '{absent[0]}' ({len(absent)} of the {len(wanted)} the target predicts); "
-                       "it was written for another target")
-    values = frame[wanted].to_numpy(dtype=np.float64)
-    return np.concatenate([1.0 - values, values], axis=1) if target.kind == "binary" else values
-
-
-def target_columns(target: Target, truth: np.ndarray) -> dict[str, np.ndarray]:
-    """The truth as oof.csv holds it: class labels, values, or one 0/1 (or value) column per label or column."""
+def truth_array(truth: np.ndarray, target: Target) -> np.ndarray:
+    """The truth as the files keep it: int32 class indices, uint8 0/1 labels, else float32."""
     truth = np.asarray(truth)
-    if truth.ndim == 2:
-        return {f"target:{n}": truth[:, i] for i, n in enumerate(output_names(target))}
     if target.classification:
-        return {"target": np.asarray(target.classes, dtype=object)[truth.astype(np.int64)]}
-    return {"target": truth.reshape(len(truth))}
+        return truth.astype(np.int32)
+    if truth.ndim == 2 and np.isin(truth, (0, 1)).all():
+        return truth.astype(np.uint8)
+    return truth.astype(np.float32)
 
 
-def truth_array(target: Target, frame: pd.DataFrame, where: str) -> np.ndarray:
-    """The truth as the metrics take it: class indices, values, or (rows, labels)."""
-    if "target" not in frame.columns:
-        return frame[[f"target:{n}" for n in output_names(target)]].to_numpy(dtype=np.float64)
-    if not target.classification:
-        return frame["target"].to_numpy(dtype=np.float64)
-    codes = pd.Categorical(frame["target"].astype(str), categories=[str(c) for c in target.classes]).codes
-    if (codes < 0).any():
-        raise KitError(f"{where}: target '{frame['target'].astype(str).iloc[int(np.argmax(codes < 0))]}' is not one of "
-                       "the run's classes")
-    return codes.astype(np.int64)
-
-
-def oof_frame(target: Target, parts: list[tuple[int, np.ndarray, dict[str, np.ndarray]]]) -> pd.DataFrame:
-    """oof.csv's rows from each fold's (fold, ids, validation rows {"pred", "target", optional "weight"})."""
-    frames = []
-    for fold, ids, rows in parts:
-        pred = np.asarray(rows["pred"], dtype=np.float64).reshape(len(ids), -1)
-        weight = rows.get("weight")
-        scored = np.ones(len(ids), np.int64) if weight is None else (np.asarray(weight) > 0).astype(np.int64)
-        frames.append(pd.DataFrame({"id": np.asarray(ids, dtype=str), "fold": fold, "scored": scored,
-                                    **target_columns(target, np.asarray(rows["target"])), **pred_columns(target, pred)}))
-    return pd.concat(frames, ignore_index=True)
-
-
-def test_frame(target: Target, ids: np.ndarray, each: dict[int, np.ndarray]) -> pd.DataFrame:
-    """test_predictions.csv's rows: every fold's predictions of the test rows `ids`."""
-    return pd.concat([pd.DataFrame({"id": np.asarray(ids, dtype=str), "fold": fold, **pred_columns(target, pred)})
-                      for fold, pred in sorted(each.items())], ignore_index=True)
-
-
-def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Atomically, every float as it is (test predictions are compared across kernels to 1e-4, and ranked)."""
+def save_array(path: Path, values: np.ndarray) -> None:
     with files.atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False)
+        with open(tmp, "wb") as f:
+            np.save(f, values)
 
 
-def save(folder: Path, record: dict[str, Any], oof: pd.DataFrame | None, test: pd.DataFrame) -> None:
-    """A run's predictions into its folder; the record last, so a reader that finds it finds the rest."""
-    if oof is not None:
-        write_csv(oof, folder / OOF)
-    write_csv(test, folder / TEST)
-    files.write_text(folder / RECORD, json.dumps({"format": FORMAT, **record}, indent=1, default=str) + "\n")
+def save_oof(folder: Path, target: Target, parts: list[tuple[int, np.ndarray, dict[str, Any]]],
+             dtype: np.dtype | None = None) -> int:
+    """oof.csv and its arrays from each fold's (fold, ids, validation rows {"pred", "target", optional "weight"}); the
+    number of rows."""
+    ids = np.concatenate([np.asarray(i, dtype=str) for _, i, _ in parts])
+    folds = np.concatenate([np.full(len(i), f, np.int64) for f, i, _ in parts])
+    scored = np.concatenate([np.ones(len(i), np.int64) if r.get("weight") is None else (np.asarray(r["weight"]) > 0)
+                             .astype(np.int64) for _, i, r in parts])
+    pred = topk.join([r["pred"] if isinstance(r["pred"], TopK) else np.asarray(r["pred"]).reshape(len(i), -1)
+                      for _, i, r in parts])
+    dtype = dtype or dtype_for(4 * int(np.prod(pred.shape)))
+    save_array(folder / OOF_TARGET, truth_array(np.concatenate([np.asarray(r["target"]) for _, _, r in parts]), target))
+    if isinstance(pred, TopK):
+        save_array(folder / OOF_INDEX, pred.index)
+        pred = pred.value
+    save_array(folder / OOF_PRED, np.asarray(pred).astype(dtype, copy=False))
+    with files.atomic_path(folder / OOF) as tmp:
+        pd.DataFrame({"id": ids, "fold": folds, "scored": scored}).to_csv(tmp, index=False)
+    return len(ids)
 
 
-def keep(session: Session, pipe: Pipeline, data: Any, folder: Path,
-         each: dict[int, tuple[np.ndarray, dict[str, np.ndarray] | None]]) -> None:
-    """Write this training run's predictions into its folder: `each` fold's test predictions and validation
-    rows (its checkpoint's), the rows named by the pipeline's ids. A fold whose rows do not line up with those
-    ids (validated in shards by several processes) is left out of oof.csv, with one line. Predictions that are not a
-    row per id (segmentation's masks and pages) are not kept: a blend weighs rows of the submission's shape."""
-    if any(np.ndim(pred) > 2 for pred, _ in each.values()):
-        session.log(f"the {session.template} template predicts masks or pages, not a row per id: no {OOF} or {TEST} "
-                    "for blends")
-        return
-    named = getattr(pipe, "validation_rows", None)
-    if named is None:  # a template that names no validation rows: its test predictions are kept still
-        session.warn(f"the {session.template} template does not name its validation rows: no {OOF} for blends")
-    splits = pipe.split(data) if named is not None else []
-    parts = []
-    for fold, (_, rows) in sorted(each.items()):
-        if named is None or not rows:
-            continue
-        ids, truth = named(data, splits[fold][1])
-        got, truth = np.asarray(rows["target"], dtype=np.float64), np.asarray(truth, dtype=np.float64)
-        if len(ids) != len(got) or truth.size != got.size or not np.allclose(truth.reshape(got.shape), got, equal_nan=True):
-            session.warn(f"fold {fold + 1}: its validation rows do not line up with the training rows' ids (validated "
-                         f"in shards across processes?); {OOF} leaves them out")
-            continue
-        parts.append((fold, ids, rows))
-    spec = session.spec
-    test_ids = (data.sample[spec.id_column].to_numpy() if spec.id_column in data.sample.columns
-                else np.arange(len(data.sample)))
-    record = {"run": folder.name, "template": session.template, "metric": spec.metric, "id_column": spec.id_column,
-              "target": target_record(data.target), "folds": sorted(each), "oof_folds": [fold for fold, _, _ in parts]}
-    oof = oof_frame(data.target, parts) if parts else None
-    save(folder, record, oof, test_frame(data.target, test_ids, {f: pred for f, (pred, _) in each.items()}))
-    rows = f"{OOF} ({len(oof)} rows of folds {[f + 1 for f, _, _ in parts]}) and " if oof is not None else ""
-    session.log(f"wrote {rows}{TEST} ({len(each)} folds x {len(test_ids)} rows) in {folder}: what blends read")
+def save_test(folder: Path, ids: np.ndarray, folds: dict[int, np.ndarray | TopK], dtype: np.dtype | None = None) -> None:
+    """The test rows' ids and each fold's predictions of them, at once (a run kept fold by fold writes with Keeper)."""
+    keeper = Keeper(folder, ids, sorted(folds), dtype)
+    for fold, pred in sorted(folds.items()):
+        keeper.add(fold, pred)
+    keeper.close()
 
 
-@dataclass
-class RunPredictions:
-    name: str  # how tables and errors name it: its source or folder
-    folder: Path
-    record: dict[str, Any]
-    target: Target
-    oof: pd.DataFrame
-    test: pd.DataFrame | None = None
-
-
-def read(folder: Path, name: str, with_test: bool = False) -> RunPredictions:
-    """A run's predictions from its folder; a missing or foreign file is one line."""
-    record_path = folder / RECORD
-    if not record_path.is_file() or not (folder / OOF).is_file():
-        raise KitError(f"{name}: no {OOF} in {folder} (kit writes it beside the folds since predictions were kept); "
-                       "train the run again with this kit")
-    record = json.loads(record_path.read_text(encoding="utf-8"))
-    if record.get("format") != FORMAT:
-        raise KitError(f"{record_path} was written in format {record.get('format')}, and this kit reads {FORMAT}")
+def save(folder: Path, record: dict[str, Any], parts: list[tuple[int, np.ndarray, dict[str, Any]]],
+         test_ids: np.ndarray | None = None, test: dict[int, np.ndarray | TopK] | None = None) -> None:
+    """A run's predictions at once (the out-of-fold rows of `parts`, each fold's `test` predictions of `test_ids`),
+    the record last, so that a reader that finds it finds the rest."""
     target = Target(**{**record["target"], "columns": tuple(record["target"]["columns"]),
-                       "classes": tuple(record["target"]["classes"]),
-                       "limits": tuple(tuple(x) for x in record["target"].get("limits", ()))})
-    oof = pd.read_csv(folder / OOF, dtype={"id": str, "target": str if target.classification else None}, keep_default_na=False)
-    test = pd.read_csv(folder / TEST, dtype={"id": str}, keep_default_na=False) if with_test else None
-    if with_test and test is None:
-        raise KitError(f"{name}: no {TEST} in {folder}")
-    return RunPredictions(name, folder, record, target, oof, test)
+                       "classes": tuple(record["target"]["classes"])})
+    if parts:
+        save_oof(folder, target, parts)
+    layout = "top" if parts and isinstance(parts[0][2]["pred"], TopK) else "dense"
+    if test:
+        save_test(folder, test_ids, test)
+    files.write_text(folder / RECORD, json.dumps({"format": FORMAT, "layout": layout, "folds": sorted(test or {}),
+                                                  "test_slots": sorted(test or {}), **record}, indent=1, default=str) + "\n")
 
 
-def find(root: Path) -> Path:
-    """The one run folder under `root` (an output folder, or a run's own) that holds predictions.json: where a
-    checkpoints/ folder names its latest run, that one."""
-    if not root.is_dir():
-        raise KitError(f"{root} is not a folder; pass a run's output folder (make output downloads a kernel's)")
-    found = sorted(Path(here) for here, _, names in os.walk(root) if RECORD in names)
-    latest = [f for f in found if not (f.parent / runs.LATEST).is_file()
-              or json.loads((f.parent / runs.LATEST).read_text()).get("run") == f.name]
-    if not latest:
-        raise KitError(f"no {RECORD} and {OOF} under {root}: train the run with this kit (it writes them in "
-                       "checkpoints/<run>/), or download its output (make output COMP=...)")
-    if len(latest) > 1:
-        raise KitError(f"{len(latest)} runs under {root}: {', '.join(str(f) for f in latest)}; pass each run's folder")
-    return latest[0]
+class Keeper:
+    """Each fold's test predictions into one array on disk as the fold predicts (test_pred.npy, and test_index.npy
+    for rows of the likeliest classes), so that a fold ensemble holds one fold's in memory at a time."""
+
+    def __init__(self, folder: Path, ids: np.ndarray, folds: list[int], dtype: np.dtype | None = None):
+        self.folder, self.ids, self.slots, self.dtype = folder, np.asarray(ids, dtype=str), list(folds), dtype
+        self.pred: np.ndarray | None = None
+        self.index: np.ndarray | None = None
+        self.written: list[int] = []
+
+    def add(self, fold: int, pred: np.ndarray | TopK) -> None:
+        if self.pred is None:
+            self.open(pred)
+        slot = self.slots.index(fold)
+        if isinstance(pred, TopK):
+            self.index[slot] = pred.index
+            pred = pred.value
+        self.pred[slot] = np.asarray(pred).reshape(len(self.ids), -1)
+        self.written.append(fold)
+
+    def open(self, pred: np.ndarray | TopK) -> None:
+        width = pred.index.shape[1] if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
+        shape = (len(self.slots), len(self.ids), width)
+        self.dtype = self.dtype or dtype_for(4 * int(np.prod(shape)))
+        self.pred = np.lib.format.open_memmap(self.partial(TEST_PRED), mode="w+", dtype=self.dtype, shape=shape)
+        if isinstance(pred, TopK):
+            self.index = np.lib.format.open_memmap(self.partial(TEST_INDEX), mode="w+", dtype=np.int32, shape=shape)
+
+    def partial(self, name: str) -> Path:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return self.folder / (name + PARTIAL)
+
+    @property
+    def layout(self) -> str:
+        return "top" if self.index is not None else "dense"
+
+    def close(self) -> bool:
+        """The arrays in place under their names (the folds that did not predict stay zeros: the record names those
+        that did); False where no fold predicted."""
+        if self.pred is None:
+            return False
+        for name, array in ((TEST_PRED, self.pred), (TEST_INDEX, self.index)):
+            if array is not None:
+                array.flush()
+                os.replace(self.partial(name), self.folder / name)
+        with files.atomic_path(self.folder / TEST_IDS) as tmp:
+            pd.DataFrame({"id": self.ids}).to_csv(tmp, index=False)
+        self.pred = self.index = None
+        return True
+
+    def discard(self) -> None:
+        self.pred = self.index = None
+        for name in (TEST_PRED, TEST_INDEX):
+            (self.folder / (name + PARTIAL)).unlink(missing_ok=True)
 
 
 @dataclass
-class Aligned:
-    """The out-of-fold rows every run predicted, in the first run's order."""
+class Kept:
+    """A training run's predictions as they are written, fold by fold (`add`), then with their validation rows
+    (`finish`); `off` says why nothing is kept (masks and pages, not a row per id; too many bytes)."""
 
-    ids: np.ndarray
-    folds: np.ndarray
-    truth: np.ndarray
-    weight: np.ndarray | None  # 0/1: the score mask (None: every row counts)
-    preds: list[np.ndarray]  # each run's (rows, outputs)
-    target: Target
+    session: Session
+    pipe: Pipeline
+    data: Any
+    folder: Path
+    folds: list[int]
+    keeper: Keeper | None = None
+    off: str = ""
+    test_ids: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rows: dict[int, dict[str, Any] | None] = field(default_factory=dict)  # each fold's validation rows
 
+    def add(self, fold: int, pred: np.ndarray | TopK, rows: dict[str, Any] | None) -> None:
+        """Fold `fold`'s test predictions, written at once, and its validation rows (its checkpoint's)."""
+        self.rows[fold] = rows
+        if self.off:
+            return
+        if self.keeper is None:
+            self.off = self.refusal(pred)
+            if self.off:
+                self.session.log(self.off)
+                return
+            spec = self.session.spec
+            sample = self.data.sample
+            self.test_ids = (sample[spec.id_column].to_numpy() if spec.id_column in sample.columns
+                             else np.arange(len(sample)))
+            for name in FILES:  # the run's earlier predictions go: a reader must not mix two runs' files
+                (self.folder / name).unlink(missing_ok=True)
+            self.keeper = Keeper(self.folder, self.test_ids, self.folds)
+        self.keeper.add(fold, pred)
 
-def align(loaded: list[RunPredictions], log) -> Aligned:
-    """Line the runs up on the out-of-fold rows every one predicted. Runs whose submissions differ in shape,
-    whose folds split the rows otherwise, that hold other ids, or other targets for the same ids, are refused
-    with one line; rows of a fold only some runs finished are left out, and the line says so."""
-    first = loaded[0]
-    for run in loaded[1:]:
-        same_target(first, run)
-    frames = [r.oof.set_index("id", drop=False) for r in loaded]
-    for run, frame in zip(loaded, frames):
-        if not frame.index.is_unique:
-            raise KitError(f"{run.name}: {OOF} holds id '{frame.index[frame.index.duplicated()][0]}' twice")
-    for run, frame in zip(loaded[1:], frames[1:]):
-        same_rows(first, frames[0], run, frame)
-    common = frames[0].index
-    for frame in frames[1:]:
-        common = common[common.isin(frame.index)]
-    if not len(common):
-        raise KitError(f"{first.name} and the other runs share no out-of-fold row; blend runs of one competition")
-    for run, frame in zip(loaded, frames):
-        left = len(frame) - len(common)
-        if left:
-            folds = sorted(set(frame["fold"]) - set(frame.loc[common, "fold"]))
-            log(f"blend: {left} out-of-fold rows of {run.name} are left out: not every run predicted them"
-                f"{f' (folds {[f + 1 for f in folds]})' if folds else ''}")
-    rows = frames[0].loc[common]
-    truth = truth_array(first.target, rows, f"{first.folder / OOF}")
-    for run, frame in zip(loaded[1:], frames[1:]):
-        theirs = truth_array(run.target, frame.loc[common], f"{run.folder / OOF}")
-        differ = ~np.isclose(np.asarray(theirs, dtype=np.float64), np.asarray(truth, dtype=np.float64), equal_nan=True)
-        if differ.any():
-            at = int(np.flatnonzero(differ.reshape(len(common), -1).any(1))[0])
-            raise KitError(f"{run.name} holds another target than {first.name} for id '{common[at]}'; blend runs "
-                           "trained on the same labels")
-    scored = rows["scored"].to_numpy(dtype=np.float64)
-    preds = [pred_array(r.target, f.loc[common], f"{r.folder / OOF}") for r, f in zip(loaded, frames)]
-    return Aligned(np.asarray(common, dtype=str), rows["fold"].to_numpy(dtype=np.int64), truth,
-                   None if scored.all() else scored, preds, first.target)
+    def refusal(self, pred: np.ndarray | TopK) -> str:
+        """Why this run's predictions are not kept ("" if they are)."""
+        if np.ndim(pred) > 2:
+            return (f"the {self.session.template} template predicts masks or pages, not a row per id: no {OOF} or "
+                    f"{TEST_PRED} for blends")
+        width = pred.index.shape[1] * 2 if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
+        rows = len(self.data.sample) * len(self.folds) + sum(len(v) for _, v in self.pipe.split(self.data))
+        nbytes = rows * width * dtype_for(4 * rows * width).itemsize
+        if nbytes > KEEP_BYTES:
+            return (f"predictions for blends would take {nbytes / 2**30:.1f} GB ({rows} rows x {width} outputs), over the "
+                    f"{KEEP_BYTES / 2**30:.0f} GB kit keeps for them: no {OOF} or {TEST_PRED}; this run cannot be blended")
+        return ""
 
+    def finish(self) -> None:
+        """The test arrays closed, then the validation rows of each fold named by the pipeline's ids, then the
+        record. A fold whose rows do not line up with those ids (validated in shards by several processes) is left
+        out of oof.csv, with one line."""
+        if self.keeper is None or not self.keeper.close():
+            return
+        s, pipe, data = self.session, self.pipe, self.data
+        named = getattr(pipe, "validation_rows", None)
+        if named is None:  # a template that names no validation rows: its test predictions are kept still
+            s.warn(f"the {s.template} template does not name its validation rows: no {OOF} for blends")
+        splits = pipe.split(data) if named is not None else []
+        parts = []
+        for fold, got in sorted(self.rows.items()):
+            if named is None or not got:
+                continue
+            ids, truth = named(data, splits[fold][1])
+            have, truth = np.asarray(got["target"], dtype=np.float64), np.asarray(truth, dtype=np.float64)
+            if len(ids) != len(have) or truth.size != have.size or not np.allclose(truth.reshape(have.shape), have,
+                                                                                   equal_nan=True):
+                s.warn(f"fold {fold + 1}: its validation rows do not line up with the training rows' ids (validated "
+                       f"in shards across processes?); {OOF} leaves them out")
+                continue
+            parts.append((fold, ids, got))
+        oof_rows = save_oof(self.folder, data.target, parts, self.keeper.dtype) if parts else 0
+        spec = s.spec
+        record = {"run": self.folder.name, "template": s.template, "metric": spec.metric, "id_column": spec.id_column,
+                  "target": target_record(data.target), "folds": self.keeper.written, "test_slots": self.keeper.slots,
+                  "oof_folds": [fold for fold, _, _ in parts], "layout": self.keeper.layout,
+                  "dtype": str(self.keeper.dtype)}
+        files.write_text(self.folder / RECORD, json.dumps({"format": FORMAT, **record}, indent=1, default=str) + "\n")
+        nbytes = sum((self.folder / n).stat().st_size for n in FILES if (self.folder / n).is_file())
+        head = f"{OOF} ({oof_rows} rows of folds {[f + 1 for f, _, _ in parts]}) and " if parts else ""
+        s.log(f"wrote {head}{TEST_PRED} ({len(self.keeper.written)} folds x {len(self.test_ids)} rows) in {self.folder}, "
+              f"{self.keeper.dtype} ({nbytes / 2**20:.1f} MB): what blends read")
 
-def same_target(a: RunPredictions, b: RunPredictions) -> None:
-    """Runs blend when their submissions have the same shape: the same target columns, kind and classes."""
-    ta, tb = a.target, b.target
-    if list(ta.columns) != list(tb.columns):
-        raise KitError(f"{b.name} predicts the target columns {list(tb.columns)[:4]} and {a.name} {list(ta.columns)[:4]}; "
-                       "blend runs of one competition's submission")
-    if (ta.kind, list(map(str, ta.classes))) != (tb.kind, list(map(str, tb.classes))):
-        raise KitError(f"{b.name} predicts {tb.kind} ({len(tb.classes)} classes) and {a.name} {ta.kind} "
-                       f"({len(ta.classes)} classes): their submissions differ in shape")
-
-
-def same_rows(a: RunPredictions, fa: pd.DataFrame, b: RunPredictions, fb: pd.DataFrame) -> None:
-    """The same folds, over the same ids: a row both runs predicted is in the same fold, and every row of a fold
-    both runs finished is in both."""
-    shared = fa.index[fa.index.isin(fb.index)]
-    moved = fa.loc[shared, "fold"].to_numpy() != fb.loc[shared, "fold"].to_numpy()
-    if moved.any():
-        i = int(np.flatnonzero(moved)[0])
-        raise KitError(f"{b.name} splits the rows into other folds than {a.name} (id '{shared[i]}': fold "
-                       f"{fb.loc[shared[i], 'fold'] + 1} there, {fa.loc[shared[i], 'fold'] + 1} here, "
-                       f"{int(moved.sum())} such rows); blend runs trained with the same folds and seed")
-    both = set(fa["fold"]) & set(fb["fold"])
-    for x, fx, other in ((a, fa, fb), (b, fb, fa)):
-        alone = fx.index[fx["fold"].isin(both) & ~fx.index.isin(other.index)]
-        if len(alone):
-            name = b.name if x is a else a.name
-            raise KitError(f"{x.name} validates id '{alone[0]}' in fold {fx.loc[alone[0], 'fold'] + 1}, and {name} has no "
-                           f"such id ({len(alone)} such rows); blend runs trained on the same rows")
-
-
-def test_mean(run: RunPredictions) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, (rows, outputs)) the mean of a run's folds' test predictions, as its submission averaged them."""
-    test = run.test
-    folds = sorted(set(test["fold"]))
-    parts = [test[test["fold"] == f] for f in folds]
-    ids = parts[0]["id"].to_numpy(dtype=str)
-    for fold, part in zip(folds[1:], parts[1:]):
-        if not np.array_equal(part["id"].to_numpy(dtype=str), ids):
-            raise KitError(f"{run.folder / TEST}: fold {fold + 1} predicts other test ids than fold {folds[0] + 1}")
-    where = f"{run.folder / TEST}"
-    return ids, sum(pred_array(run.target, p, where) for p in parts) / len(parts)
+    def discard(self) -> None:
+        if self.keeper is not None:
+            self.keeper.discard()

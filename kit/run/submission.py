@@ -18,15 +18,17 @@ from kit.runtime import checkpoint, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, halving
 from kit.runtime.session import Session
-from kit.train import metrics
+from kit.train import metrics, topk
+from kit.train.topk import TopK
 
 
 def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: list | None = None,
-             each: dict | None = None) -> tuple[np.ndarray | None, list[int]]:
+             kept: predictions.Kept | None = None) -> tuple[np.ndarray | TopK | None, list[int]]:
     """Mean of the test predictions of every fold checkpoint in the run's `folder`, and which folds took part
-    (their validation rows appended to `oof`, and {fold: (test predictions, validation rows)} put in `each`,
-    when given). Each fold predicts in the precision it was trained in (a fold that fell back to fp32 may
-    overflow in fp16)."""
+    (their validation rows appended to `oof`, and each fold's predictions written by `kept` for blends, when
+    given). One fold's predictions are in memory at a time beside the running sum, which is added to in place
+    (Severstal's test masks are 5.9 GB a fold). Each fold predicts in the precision it was trained in (a fold that
+    fell back to fp32 may overflow in fp16)."""
     total, used = None, []
     size = 2 * prediction_batch(session, folder)  # no gradients, no optimizer state: twice the training batch
     for fold, path in fold_checkpoints(folder).items():
@@ -45,16 +47,47 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
         free_memory()
         if pred is None:
             continue
-        total = pred if total is None else total + pred
+        if kept is not None:  # written before the sum takes over its memory
+            kept.add(fold, pred, state.get("rows"))
+        total = accumulate(total, pred)
+        del pred
         used.append(fold)
         if oof is not None and state.get("rows"):
             oof.append(state["rows"])
-        if each is not None:
-            each[fold] = (pred, state.get("rows"))
         session.log(f"predicted the test set with fold {fold + 1} ({state.get('unit', 'epoch')} {state['epoch']}, "
                     f"score {state['score']:.4f}, "
                     f"{precision.name})")
-    return (None if total is None else total / len(used)), used
+    return mean(total, len(used)), used
+
+
+def accumulate(total: np.ndarray | TopK | None, pred: np.ndarray | TopK) -> np.ndarray | TopK:
+    """The running sum of the folds' predictions: the first fold's array itself, then added to in place (rows of
+    the likeliest classes: over the union of the classes each keeps)."""
+    if total is None:
+        return pred
+    if isinstance(total, TopK):
+        return topk.weighted_sum([total, pred], [1.0, 1.0])
+    np.add(total, pred, out=total, casting="unsafe")
+    return total
+
+
+def mean(total: np.ndarray | TopK | None, n: int) -> np.ndarray | TopK | None:
+    """The sum of `n` folds' predictions divided in place."""
+    if total is None or n == 1:
+        return total
+    if isinstance(total, TopK):
+        total.value /= n
+    else:
+        np.divide(total, n, out=total, casting="unsafe")
+    return total
+
+
+def prior_rows(session: Session, data: Any) -> np.ndarray | TopK:
+    """A row of the training prior for each of the sample's rows, kept as the pipeline keeps its predictions of
+    them (rows of the likeliest classes, where dense rows would be too large: kit.train.topk)."""
+    n, t = len(data.sample), data.target
+    k = topk.kept(t.kind, t.outputs, session.spec.metric, n)
+    return topk.constant(prior(data), n, k) if k else np.tile(prior(data), (n, 1))
 
 
 def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: Precision, batch_size: int,
@@ -64,7 +97,7 @@ def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: 
     while True:
         pred, batch_size = halving(partial(pipe.predict, model, data, precision), batch_size,
                                    lambda old, new: session.warn(f"{desc}: out of memory predicting; now batches of {new}"))
-        if np.isfinite(pred).all():
+        if finite(pred):
             return pred
         if precision.name == "fp32":
             session.warn(f"{desc}: predictions that are not finite even in fp32; this fold is left out of the submission")
@@ -73,17 +106,29 @@ def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: 
         precision = precision.fallback()
 
 
+def finite(pred: np.ndarray | TopK, rows: int = 256) -> bool:
+    """Whether every prediction is finite, read a few rows at a time (no mask the size of a fold's test masks)."""
+    if isinstance(pred, TopK):
+        return pred.isfinite()
+    return all(np.isfinite(pred[i : i + rows]).all() for i in range(0, len(pred), rows))
+
+
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     """Ensemble the fold checkpoints of this session's run (kit.run.folds.run_folder: whatever the training cell
     did, interrupted or not), or fall back to the training prior when there are none; build the submission in
     the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
-    each: dict[int, tuple] = {}
     folder = run_folder(session, pipe, data)
-    pred, used = ensemble(session, pipe, data, folder, oof, each)
+    kept = predictions.Kept(session, pipe, data, folder, list(fold_checkpoints(folder))) if session.trained is None else None
+    try:
+        pred, used = ensemble(session, pipe, data, folder, oof, kept)
+    except BaseException:
+        if kept is not None:
+            kept.discard()
+        raise
     if pred is None:
         session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
-        pred = np.tile(prior(data), (len(data.sample), 1))
+        pred = prior_rows(session, data)
     own = getattr(pipe, "cut", None)  # a pipeline that cuts its own predictions (segmentation's masks) on the oof rows
     if own is not None:
         pred = own(data, pred, oof)
@@ -94,8 +139,8 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     path = session.output_dir / "submission.csv"
     files.write_text(path, csv_text(sub))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
-    if session.trained is None and each:  # a training run: its predictions, for blends (kit.run.predictions)
-        predictions.keep(session, pipe, data, folder, each)
+    if kept is not None:  # a training run: its predictions, for blends (kit.run.predictions)
+        kept.finish()
     return sub
 
 

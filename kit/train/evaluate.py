@@ -4,7 +4,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import partial
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -12,6 +11,7 @@ from kit.runtime import faults
 from kit.runtime.collective import Collective
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.recovery import halving
+from kit.train import topk
 from kit.train.objectives import Objective
 from kit.train.step import batch_size_of
 
@@ -40,14 +40,14 @@ def evaluate(model: nn.Module, objective: Objective, batches: Iterable[Batch], p
             loss_sum += float(out["loss"]) * size
             count += size
             for k, v in objective.rows(out["output"], chunk).items():
-                parts.setdefault(k, []).append((v.float() if v.is_floating_point() else v).cpu().numpy())
+                parts.setdefault(k, []).append(topk.host(v))
             start += size
     model.train()
     if collective is not None and collective.world > 1:
         shards = collective.gather((loss_sum, count, parts))
         loss_sum, count = sum(x[0] for x in shards), sum(x[1] for x in shards)
         parts = {k: [a for x in shards for a in x[2].get(k, [])] for k in shards[0][2]}
-    return loss_sum / max(count, 1), {k: np.concatenate(v) for k, v in parts.items()}
+    return loss_sum / max(count, 1), {k: topk.join(v) for k, v in parts.items()}
 
 
 def _forward(model: nn.Module, objective: Objective, batch: Batch, start: int, size: int, *,

@@ -25,7 +25,7 @@ from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
 from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
 from kit.train import ema as averaging
-from kit.train import metrics
+from kit.train import metrics, topk
 from kit.train.evaluate import evaluate, unwrap
 from kit.train.objectives import Objective
 from kit.train.results import FitConfig, FitResult, FoldFiles
@@ -238,7 +238,7 @@ class _Loop:
             r.best_score, r.best_epoch = score, epoch
             if self.dist.main:  # the weights, then what is read without them
                 checkpoint.save({"model": _state_dict(kept)}, self.files.best)
-                checkpoint.save({"epoch": epoch, "score": score, "rows": rows, "ema": kept is not self.model,
+                checkpoint.save({"epoch": epoch, "score": score, "rows": topk.stored(rows), "ema": kept is not self.model,
                                  "precision": self.precision.name, "kit": self.files.stamp}, self.files.meta)
         save_s = time.time() - saving + self.last_save_s  # this epoch's best and the previous epoch's resume state
         record = {

@@ -11,7 +11,8 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from kit.spec import MASK_METRICS, greater_is_better, metric_family, top_k
-from kit.train import mask_metrics
+from kit.train import mask_metrics, topk
+from kit.train.topk import TopK
 
 LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (tags, or 0/1 label columns)
 # taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
@@ -43,11 +44,13 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         p = p / p.sum(1, keepdims=True)
         return float(-np.average(np.log(p[np.arange(len(target)), target]), weights=weight))
     if metric == "accuracy":
-        return float(np.average(pred.argmax(1) == target, weights=weight))
+        return float(np.average(likeliest(pred) == target, weights=weight))
     if metric == "macro_f1":  # over the classes in the truth or the predictions, as sklearn's default labels
-        return float(skm.f1_score(target, pred.argmax(1), average="macro", sample_weight=weight, zero_division=0))
+        return float(skm.f1_score(target, likeliest(pred), average="macro", sample_weight=weight, zero_division=0))
     if metric_family(metric) == "map@k":
         return mean_average_precision(pred, target, top_k(metric), weight)
+    if isinstance(pred, TopK):
+        raise ValueError(f"metric {metric} needs every class's probability, and these rows keep the likeliest few")
     if metric == "weighted_auc":
         return weighted_auc(target, pred[:, -1] if pred.ndim == 2 else pred, weight)
     if metric == "auc":
@@ -82,8 +85,15 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     raise ValueError(f"unknown metric {metric}")
 
 
-def ranked(pred: np.ndarray, k: int) -> np.ndarray:
+def likeliest(pred: np.ndarray | TopK) -> np.ndarray:
+    """(N,) each row's most probable class."""
+    return pred.argmax() if isinstance(pred, TopK) else pred.argmax(1)
+
+
+def ranked(pred: np.ndarray | TopK, k: int) -> np.ndarray:
     """(N, min(k, C)) the k most probable classes of each row, best first (the lower class first among equals)."""
+    if isinstance(pred, TopK):
+        return pred.ranked(k)
     k = min(k, pred.shape[1])
     top = np.argpartition(-pred, k - 1, axis=1)[:, :k] if k < pred.shape[1] else np.tile(np.arange(k), (len(pred), 1))
     order = np.lexsort((top, -np.take_along_axis(pred, top, 1)), axis=1)
@@ -137,7 +147,7 @@ def better(metric: str, a: float, b: float | None) -> bool:
 
 def join_rows(parts: list[dict]) -> dict[str, np.ndarray]:
     """Several folds' validation rows ({"pred", "target", optional "weight"}) as one set of rows."""
-    return {k: np.concatenate([r[k] for r in parts]) for k in parts[0]}
+    return {k: topk.join([r[k] for r in parts]) for k in parts[0]}
 
 
 def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:

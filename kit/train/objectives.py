@@ -10,6 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kit.train import topk
+
 Batch = dict[str, torch.Tensor]
 
 
@@ -27,10 +29,11 @@ class Objective(Protocol):
 
 
 class Classification:
-    """Cross-entropy on logits; predictions are softmax probabilities."""
+    """Cross-entropy on logits; predictions are softmax probabilities. With `keep`, a metric row keeps each row's
+    `keep` likeliest classes (kit.train.topk), reduced on the device: validation rows of many classes stay small."""
 
-    def __init__(self, input_key: str = "image", label_smoothing: float = 0.0):
-        self.input_key, self.label_smoothing = input_key, label_smoothing
+    def __init__(self, input_key: str = "image", label_smoothing: float = 0.0, keep: int = 0):
+        self.input_key, self.label_smoothing, self.keep = input_key, label_smoothing, keep
         self.loss_metric = None if label_smoothing else "log_loss"
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
@@ -41,8 +44,9 @@ class Classification:
     def predict(self, output: torch.Tensor) -> torch.Tensor:
         return output.float().softmax(-1)
 
-    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
-        return {"pred": self.predict(output), "target": batch["target"]}
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor | topk.TopK]:
+        probs = self.predict(output)
+        return {"pred": topk.of(probs, self.keep) if self.keep else probs, "target": batch["target"]}
 
 
 class MultiLabel:

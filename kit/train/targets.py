@@ -32,7 +32,7 @@ import pandas as pd
 
 from kit.errors import KitError
 from kit.spec import top_k
-from kit.train.metrics import LABEL_SETS, VALUE_METRICS, ranked, whole_scores
+from kit.train.metrics import LABEL_SETS, VALUE_METRICS, likeliest, ranked, whole_scores
 
 KINDS = ("probs", "onehot", "binary", "label", "value", "ordinal", "values", "multi", "tags")
 MULTI_METRICS = ("auc", "log_loss", *LABEL_SETS)  # what scores a multi-label target
@@ -238,8 +238,9 @@ def clip(target: Target, values: np.ndarray) -> np.ndarray:
 
 
 def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Model predictions (N, outputs): probabilities, values in target units, or (multi-label under a metric of
-    label sets) 0/1 decisions -> submission columns."""
+    """Model predictions (N, outputs): probabilities (a "label" target's may keep each row's likeliest classes:
+    kit.train.topk), values in target units, or (multi-label under a metric of label sets) 0/1 decisions ->
+    submission columns."""
     if target.kind == "tags":
         names = np.asarray(target.classes, dtype=object)
         return {target.columns[0]: np.array([" ".join(names[row > 0.5]) for row in pred], dtype=object)}
@@ -259,7 +260,7 @@ def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
     if target.kind == "label":
         names = np.asarray([str(c) for c in target.classes], dtype=object)
         if target.top == 1:
-            return {target.columns[0]: np.asarray(target.classes, dtype=object)[pred.argmax(1)]}
+            return {target.columns[0]: np.asarray(target.classes, dtype=object)[likeliest(pred)]}
         return {target.columns[0]: np.array([" ".join(row) for row in names[ranked(pred, target.top)]], dtype=object)}
     return {target.columns[0]: clip(target, pred[:, :1])[:, 0]}
 

@@ -9,13 +9,14 @@ import re
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from kit import cli, config, files, smoke
 from kit.build import bundle, execute, notebook, publish
 from kit.errors import KitError
-from kit.run import predictions
+from kit.run import kept, predictions
 
 pytestmark = pytest.mark.e2e
 MODELS = {"dogs-a": "test_efficientnet", "dogs-b": "test_resnet"}  # two models on the same folds (same seed)
@@ -80,17 +81,20 @@ def test_each_run_keeps_its_predictions_and_the_blend_beats_the_best_run(two_run
     labels = pd.read_csv(data / "labels.csv")
     sample = pd.read_csv(data / "sample_submission.csv")
     for output in outputs.values():
-        folder = predictions.find(output)
+        folder = kept.find(output)
         oof = pd.read_csv(folder / predictions.OOF, dtype={"id": str})
         assert sorted(oof["id"]) == sorted(labels["id"]) and set(oof["fold"]) == {0, 1} and (oof["scored"] == 1).all()
-        assert list(oof.columns[:4]) == ["id", "fold", "scored", "target"]
-        assert list(oof.columns[4:]) == [f"pred:{c}" for c in sample.columns[1:]]  # probabilities, the submission's shape
-        assert dict(zip(oof["id"], oof["target"])) == dict(zip(labels["id"], labels["breed"]))
-        test = pd.read_csv(folder / predictions.TEST, dtype={"id": str})
-        assert len(test) == 2 * len(sample) and list(test["id"][: len(sample)]) == list(sample["id"])
+        assert list(oof.columns) == ["id", "fold", "scored"]
+        pred = np.load(folder / predictions.OOF_PRED)  # probabilities, the submission's shape, 4 bytes each
+        assert pred.shape == (len(oof), len(sample.columns) - 1) and pred.dtype == np.float32
+        truth = np.array(sample.columns[1:])[np.load(folder / predictions.OOF_TARGET)]
+        assert dict(zip(oof["id"], truth)) == dict(zip(labels["id"], labels["breed"]))
+        test = np.load(folder / predictions.TEST_PRED)
+        assert test.shape == (2, len(sample), pred.shape[1]) and np.allclose(test.sum(2), 1.0, atol=1e-5)
+        assert list(pd.read_csv(folder / predictions.TEST_IDS, dtype={"id": str})["id"]) == list(sample["id"])
         assert json.loads((folder / predictions.RECORD).read_text())["run"] == folder.name
         published = {p.name for p in publish.run_files(folder)}  # make publish carries them with the folds
-        assert {predictions.OOF, predictions.TEST, predictions.RECORD, "fold0.pt", "fold0.meta.pt"} <= published
+        assert {predictions.OOF, predictions.TEST_PRED, predictions.RECORD, "fold0.pt", "fold0.meta.pt"} <= published
     record = json.loads((made / "blend.json").read_text())
     singles = [r["score"] for r in record["runs"]]
     assert record["score"] <= min(singles) + 1e-12  # log loss: the blend at least as good as the best run
@@ -144,7 +148,7 @@ def test_runs_that_cannot_blend_are_one_line(two_runs, tmp_path, capsys, spoil, 
     _, _, outputs = two_runs
     spoilt = tmp_path / "dogs-b"
     shutil.copytree(outputs["dogs-b"], spoilt)
-    spoil(predictions.find(spoilt))
+    spoil(kept.find(spoilt))
     assert cli.main(["blend", "dog-breed", str(outputs["dogs-a"]), str(spoilt), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and re.fullmatch(message + r".*", err), err

@@ -29,7 +29,7 @@ def kit_run(data: Path, out: Path, params: list[str]) -> str:
 def stamps(folder: Path) -> dict[str, int]:
     """The training's files and when they were written: which run is the latest changes, of course, and each
     submission writes the run's predictions again (kit.run.predictions: the test set may have changed)."""
-    rewritten = {runs.LATEST, predictions.OOF, predictions.TEST, predictions.RECORD}
+    rewritten = {runs.LATEST, *predictions.FILES}
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
             if p.is_file() and p.name not in rewritten}
 

@@ -1,5 +1,5 @@
 """Blends: each metric family's rule (kit.run.blend), and the out-of-fold rows of several runs lined up or refused
-with one line (kit.run.predictions)."""
+with one line (kit.run.predictions writes a run's files, kit.run.kept reads them back)."""
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,7 +12,7 @@ from scipy import stats
 from kit.data.text import TextBatches, Tokens
 from kit.errors import KitError
 from kit.pipelines.text import TextPipeline
-from kit.run import blend, predictions
+from kit.run import blend, kept, predictions
 from kit.runtime import checkpoint, runs, trained
 from kit.train import metrics
 from kit.train.targets import Target
@@ -148,9 +148,9 @@ def run(name, ids, folds, target=PROBS, labels=None, seed=0):
     rng = np.random.default_rng(seed)
     labels = labels if labels is not None else np.array(["a", "b", "c"])[np.asarray(ids) % 3]
     pred = softmax(rng.normal(size=(len(ids), 3)))
-    frame = pd.DataFrame({"id": [str(i) for i in ids], "fold": folds, "scored": 1, "target": labels,
-                          **predictions.pred_columns(target, pred)})
-    return predictions.RunPredictions(name, Path(name), {}, target, frame)
+    frame = pd.DataFrame({"id": [str(i) for i in ids], "fold": folds, "scored": 1})
+    truth = np.array([list(target.classes).index(x) for x in labels])
+    return kept.RunPredictions(name, Path(name), {}, target, frame, pred, truth)
 
 
 def test_runs_line_up_on_the_rows_every_one_predicted():
@@ -158,7 +158,7 @@ def test_runs_line_up_on_the_rows_every_one_predicted():
     full = run("full", ids, ids % 3)
     partial = run("partial", ids[ids % 3 != 2], ids[ids % 3 != 2] % 3, seed=1)  # its fold 3 never finished
     said = []
-    aligned = predictions.align([full, partial], said.append)
+    aligned = kept.align([full, partial], said.append)
     assert len(aligned.ids) == 8 and set(aligned.folds) == {0, 1} and len(aligned.preds) == 2
     assert aligned.preds[0].shape == (8, 3) and list(aligned.truth[:3]) == [0, 1, 0]  # ids 0, 1, 3: a, b, a
     assert said == ["blend: 4 out-of-fold rows of full are left out: not every run predicted them (folds [3])"]
@@ -178,7 +178,7 @@ def test_runs_line_up_on_the_rows_every_one_predicted():
 def test_runs_that_cannot_blend_are_one_line(change, message):
     ids = np.arange(12)
     with pytest.raises(KitError, match=message) as e:
-        predictions.align([run("first", ids, ids % 3), change(ids)], print)
+        kept.align([run("first", ids, ids % 3), change(ids)], print)
     assert "\n" not in str(e.value)
 
 
@@ -186,19 +186,20 @@ def test_predictions_round_trip_through_their_files(tmp_path):
     """What a run writes is what a blend reads: the ids, the folds, the mask, the truth and every output."""
     target = Target("binary", ("is_dog",), ("cat", "dog"))
     p = RNG.random(6)
-    rows = {"pred": np.stack([1 - p, p], 1), "target": np.array([0, 1, 1, 0, 1, 0]), "weight": np.array([1, 1, 0, 1, 1, 1.0])}
-    oof = predictions.oof_frame(target, [(0, np.arange(3), {k: v[:3] for k, v in rows.items()}),
-                                         (1, np.arange(3, 6), {k: v[3:] for k, v in rows.items()})])
-    test = predictions.test_frame(target, np.array(["t1", "t2"]), {0: np.array([[0.2, 0.8], [0.6, 0.4]]),
-                                                                     1: np.array([[0.4, 0.6], [0.8, 0.2]])})
+    rows = {"pred": np.stack([1 - p, p], 1).astype(np.float32), "target": np.array([0, 1, 1, 0, 1, 0]),
+            "weight": np.array([1, 1, 0, 1, 1, 1.0])}
+    parts = [(0, np.arange(3), {k: v[:3] for k, v in rows.items()}), (1, np.arange(3, 6), {k: v[3:] for k, v in rows.items()})]
+    test = {0: np.array([[0.2, 0.8], [0.6, 0.4]]), 1: np.array([[0.4, 0.6], [0.8, 0.2]])}
     record = {"target": {"kind": "binary", "columns": ["is_dog"], "classes": ["cat", "dog"], "top": 1, "limits": []}}
-    predictions.save(tmp_path, record, oof, test)
-    assert list(oof.columns) == ["id", "fold", "scored", "target", "pred:is_dog"] and oof["target"][1] == "dog"
-    back = predictions.read(predictions.find(tmp_path), "run", with_test=True)
-    aligned = predictions.align([back], print)
+    predictions.save(tmp_path, record, parts, np.array(["t1", "t2"]), test)
+    oof = pd.read_csv(tmp_path / predictions.OOF)
+    assert list(oof.columns) == ["id", "fold", "scored"] and list(oof["scored"]) == [1, 1, 0, 1, 1, 1]
+    assert np.load(tmp_path / predictions.OOF_PRED).dtype == np.float32  # 4 bytes a prediction, binary, not text
+    back = kept.read(kept.find(tmp_path), "run", with_test=True)
+    aligned = kept.align([back], print)
     assert list(aligned.truth) == [0, 1, 1, 0, 1, 0] and list(aligned.weight) == [1, 1, 0, 1, 1, 1]
     assert np.array_equal(aligned.preds[0], rows["pred"])  # every float as it was
-    ids, mean = predictions.test_mean(back)
+    ids, mean = kept.test_mean(back)
     assert list(ids) == ["t1", "t2"] and mean[:, 1] == pytest.approx([0.7, 0.3])
 
 
@@ -270,22 +271,19 @@ KINDS = {  # each kind of target: its record, and (truth, predictions) as the ob
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_of_target_round_trips_through_oof_csv(tmp_path, kind):
+def test_every_kind_of_target_round_trips_through_the_files(tmp_path, kind):
     """What the metric rows of any target hold is what a blend reads back: the truth as the metrics take it, and
     every output (a class called NA stays a class)."""
     target, make = KINDS[kind]
     truth, pred = make(8)
-    oof = predictions.oof_frame(target, [(0, np.arange(4), {"pred": pred[:4], "target": truth[:4]}),
-                                         (1, np.arange(4, 8), {"pred": pred[4:], "target": truth[4:]})])
-    test = predictions.test_frame(target, np.arange(3), {0: pred[:3], 1: pred[3:6]})
+    parts = [(0, np.arange(4), {"pred": pred[:4], "target": truth[:4]}), (1, np.arange(4, 8), {"pred": pred[4:], "target": truth[4:]})]
     record = {"target": {"kind": target.kind, "columns": list(target.columns), "classes": list(target.classes),
                          "top": target.top, "limits": [list(x) for x in target.limits]}}
-    predictions.save(tmp_path, record, oof, test)
-    back = predictions.read(tmp_path, kind, with_test=True)
-    aligned = predictions.align([back], print)
+    predictions.save(tmp_path, record, parts, np.arange(3), {0: pred[:3], 1: pred[3:6]})
+    back = kept.read(tmp_path, kind, with_test=True)
+    aligned = kept.align([back], print)
     assert np.allclose(aligned.truth, truth) and aligned.truth.shape == np.asarray(truth).shape
-    want = pred if kind != "binary" else np.stack([1 - pred[:, 1], pred[:, 1]], 1)
-    assert np.allclose(aligned.preds[0], want) and back.target == target
+    assert np.allclose(aligned.preds[0], pred) and back.target == target
     fitted = blend.fit("qwk" if kind == "ordinal" else "log_loss" if target.classification or kind == "multi" else "rmse",
                        aligned.preds, aligned.truth, None, target) if kind not in ("tags", "bias_auc") else None
     assert fitted is None or fitted.weights == pytest.approx([1.0])

@@ -1,0 +1,155 @@
+"""Class probabilities of which each row keeps only its likeliest classes: what a metric of the first classes
+(accuracy, macro F1, MAP@k) and a submission of labels need, at a sliver of dense rows' bytes.
+
+Herbarium 2022 has 15,501 classes: its 840,000 out-of-fold rows as dense float32 probabilities take 52 GB and its
+test rows 13 GB a fold, beyond a Kaggle session's 29 GB of RAM. `kept(target, metric, rows)` says when rows are
+kept so (`KEPT` classes a row, where dense rows would pass `DENSE_BYTES`); validation (kit.train.objectives) and
+prediction then reduce each batch on the device, and folds, blends and the submission read `TopK` as they read
+a dense (rows, classes) array: `argmax`, `ranked`, rows by index, a weighted sum. A class a row does not keep
+counts as probability 0 there, so a fold ensemble's mean is exact for every class some fold kept.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kit.spec import metric_family, top_k
+
+KEPT = 32  # classes a row keeps: a fold ensemble's winner is almost always among each fold's 32 likeliest
+DENSE_BYTES = 2**30  # dense float32 rows x classes beyond this are kept as TopK (where the metric allows)
+RANKING = ("accuracy", "macro_f1", "map@k")  # metrics that read only the order of a row's likeliest classes
+FLOAT32_UP_TO = 2**28  # bytes of float32 predictions kept (on disk) as they are; beyond, float16 (a 1e-3 step at most)
+
+
+@dataclass
+class TopK:
+    """(rows, outputs) probabilities, each row's `index.shape[1]` likeliest classes kept, best first."""
+
+    index: np.ndarray  # (N, k) int32 class indices, best first
+    value: np.ndarray  # (N, k) float32 their probabilities
+    outputs: int  # the classes a dense row would hold
+
+    ndim = 2
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return len(self.index), self.outputs
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes + self.value.nbytes
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, rows) -> TopK:
+        return TopK(self.index[rows], self.value[rows], self.outputs)
+
+    def argmax(self) -> np.ndarray:
+        return self.index[:, 0]
+
+    def ranked(self, k: int) -> np.ndarray:
+        """(N, k) the k likeliest classes of each row, best first."""
+        return self.index[:, :k]
+
+    def dense(self) -> np.ndarray:
+        """(N, outputs) float32 with zeros where a row keeps no probability: for a few rows only."""
+        out = np.zeros(self.shape, np.float32)
+        np.put_along_axis(out, self.index.astype(np.int64), self.value, axis=1)
+        return out
+
+    def isfinite(self) -> bool:
+        return bool(np.isfinite(self.value).all())
+
+
+def kept(target_kind: str, outputs: int, metric: str, rows: int) -> int:
+    """How many classes each of `rows` rows keeps: 0 (all, dense) unless the target is one label per row, the
+    metric reads only the order of the likeliest classes and dense float32 rows would pass DENSE_BYTES."""
+    if target_kind != "label" or metric_family(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
+        return 0
+    return min(outputs, max(KEPT, top_k(metric)))
+
+
+def of(probs: torch.Tensor | np.ndarray, k: int) -> TopK:
+    """The `k` likeliest classes of each row of dense probabilities (a batch on the device: reduced there)."""
+    if isinstance(probs, np.ndarray):
+        probs = torch.from_numpy(probs)
+    value, index = torch.topk(probs.float(), min(k, probs.shape[1]), dim=1)
+    return TopK(index.to(torch.int32).cpu().numpy(), value.cpu().numpy(), probs.shape[1])
+
+
+def constant(row: np.ndarray, n: int, k: int) -> TopK:
+    """`n` copies of one dense row of probabilities (the class prior), each keeping its `k` likeliest."""
+    one = of(np.asarray(row, dtype=np.float32)[None], k)
+    return TopK(np.repeat(one.index, n, 0), np.repeat(one.value, n, 0), one.outputs)
+
+
+def concat(parts: Sequence[TopK]) -> TopK:
+    """Rows of several TopK one after the other (each row keeping as many as the fewest)."""
+    k = min(p.index.shape[1] for p in parts)
+    return TopK(np.concatenate([p.index[:, :k] for p in parts]), np.concatenate([p.value[:, :k] for p in parts]),
+                parts[0].outputs)
+
+
+def weighted_sum(parts: Sequence[TopK], weights: Sequence[float], k: int | None = None) -> TopK:
+    """Σ weight x part, row by row over the union of the classes the parts keep (a class a part does not keep
+    counts 0 there), each row keeping its `k` largest sums (default: as many as the first part keeps)."""
+    k = k or parts[0].index.shape[1]
+    index = np.concatenate([p.index for p in parts], axis=1)  # (N, m)
+    value = np.concatenate([p.value.astype(np.float32) * np.float32(w) for p, w in zip(parts, weights)], axis=1)
+    order = np.argsort(index, axis=1, kind="stable")
+    index, value = np.take_along_axis(index, order, 1), np.take_along_axis(value, order, 1)
+    repeat = np.zeros(index.shape, bool)
+    repeat[:, 1:] = index[:, 1:] == index[:, :-1]
+    for j in range(index.shape[1] - 1, 0, -1):  # each repeat's value into the first of its run, right to left
+        value[:, j - 1] += np.where(repeat[:, j], value[:, j], 0.0)
+    value[repeat] = -np.inf
+    best = np.argsort(-value, axis=1, kind="stable")[:, : min(k, index.shape[1])]
+    index, value = np.take_along_axis(index, best, 1), np.take_along_axis(value, best, 1)
+    return TopK(index, np.maximum(value, 0.0), parts[0].outputs)
+
+
+def host(v: torch.Tensor | TopK) -> np.ndarray | TopK:
+    """A metric row's column on the host: numpy, floats as float32."""
+    if isinstance(v, TopK):
+        return v
+    return (v.float() if v.is_floating_point() else v).cpu().numpy()
+
+
+def join(parts: Sequence[np.ndarray | TopK]) -> np.ndarray | TopK:
+    """Several batches' (or folds') rows as one."""
+    if isinstance(parts[0], TopK):
+        return concat(parts)
+    return np.concatenate(parts)
+
+
+def repeat_row(row: np.ndarray, n: int, like) -> np.ndarray | TopK:
+    """`n` copies of the dense `row`, kept as `like` keeps its rows (dense, or its likeliest classes)."""
+    if isinstance(like, TopK):
+        return constant(row, n, like.index.shape[1])
+    return np.tile(np.asarray(row, dtype=np.float32), (n, 1))
+
+
+def set_rows(pred: np.ndarray | TopK, rows: Sequence[int], row: np.ndarray) -> None:
+    """`pred`'s `rows` (images that could not be decoded, say) set to the dense `row`, in place."""
+    if not len(rows):
+        return
+    rows = np.asarray(rows, dtype=np.int64)
+    if isinstance(pred, TopK):
+        fill = constant(row, len(rows), pred.index.shape[1])
+        pred.index[rows], pred.value[rows] = fill.index, fill.value
+    else:
+        pred[rows] = row
+
+
+def stored(rows: dict) -> dict:
+    """Metric rows as a checkpoint keeps them: dense predictions beyond FLOAT32_UP_TO bytes in float16 (iMet's
+    3,474 labels: 333 MB a fold's rows in float32), so that they and the run's blend files together hold at most
+    4 bytes a prediction."""
+    pred = rows.get("pred")
+    if isinstance(pred, np.ndarray) and pred.dtype == np.float32 and pred.nbytes > FLOAT32_UP_TO:
+        return {**rows, "pred": pred.astype(np.float16)}
+    return rows
