@@ -13,8 +13,9 @@ to write; as float16 arrays, 1.6 GB in seconds.
   fold as the folds predict, so that one fold's are in memory at a time;
 - predictions.json: what they are: format, run, template, metric, target, folds, layout ("dense" or "top").
 
-Predictions are float32, float16 where float32 would pass FLOAT32_UP_TO bytes (at most 4 bytes per prediction);
-beyond KEEP_BYTES even so they are not kept, and one line says so. Blends read them back (`read`, memory-mapped)
+Predictions are float32, float16 from 256 outputs or where float32 would pass 256 MB (kit.train.topk.stored_dtype:
+with the fold checkpoints' validation rows, at most 4 bytes a prediction); beyond KEEP_BYTES even so they are not
+kept, and one line says so. Blends read them back (`read`, memory-mapped)
 and line runs up on the rows every run predicted (`align`), refusing runs on other fold splits, other ids or
 other target columns (one line each).
 """
@@ -34,7 +35,7 @@ from kit.pipelines.base import Pipeline, target_record
 from kit.runtime.session import Session
 from kit.train import topk
 from kit.train.targets import Target
-from kit.train.topk import FLOAT32_UP_TO, TopK
+from kit.train.topk import TopK, stored_dtype
 
 OOF, OOF_TARGET, OOF_PRED, OOF_INDEX = "oof.csv", "oof_target.npy", "oof_pred.npy", "oof_index.npy"
 TEST_IDS, TEST_PRED, TEST_INDEX, RECORD = "test_ids.csv", "test_pred.npy", "test_index.npy", "predictions.json"
@@ -44,9 +45,6 @@ KEEP_BYTES = 4 * 2**30  # beyond this (a fifth of Kaggle's 20 GB output), a run'
 PARTIAL = ".partial"  # the test arrays' names while folds are written into them
 
 
-def dtype_for(nbytes32: int) -> np.dtype:
-    """float32 for predictions of up to FLOAT32_UP_TO bytes in float32; float16 beyond."""
-    return np.dtype(np.float32 if nbytes32 <= FLOAT32_UP_TO else np.float16)
 
 
 def truth_array(truth: np.ndarray, target: Target) -> np.ndarray:
@@ -75,7 +73,7 @@ def save_oof(folder: Path, target: Target, parts: list[tuple[int, np.ndarray, di
                              .astype(np.int64) for _, i, r in parts])
     pred = topk.join([r["pred"] if isinstance(r["pred"], TopK) else np.asarray(r["pred"]).reshape(len(i), -1)
                       for _, i, r in parts])
-    dtype = dtype or dtype_for(4 * int(np.prod(pred.shape)))
+    dtype = dtype or stored_dtype(pred.shape[1], 4 * int(np.prod(pred.shape)))
     save_array(folder / OOF_TARGET, truth_array(np.concatenate([np.asarray(r["target"]) for _, _, r in parts]), target))
     if isinstance(pred, TopK):
         save_array(folder / OOF_INDEX, pred.index)
@@ -132,7 +130,7 @@ class Keeper:
     def open(self, pred: np.ndarray | TopK) -> None:
         width = pred.index.shape[1] if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
         shape = (len(self.slots), len(self.ids), width)
-        self.dtype = self.dtype or dtype_for(4 * int(np.prod(shape)))
+        self.dtype = self.dtype or stored_dtype(np.shape(pred)[1], 4 * int(np.prod(shape)))
         self.pred = np.lib.format.open_memmap(self.partial(TEST_PRED), mode="w+", dtype=self.dtype, shape=shape)
         if isinstance(pred, TopK):
             self.index = np.lib.format.open_memmap(self.partial(TEST_INDEX), mode="w+", dtype=np.int32, shape=shape)
@@ -206,7 +204,7 @@ class Kept:
                     f"{TEST_PRED} for blends")
         width = pred.index.shape[1] * 2 if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
         rows = len(self.data.sample) * len(self.folds) + sum(len(v) for _, v in self.pipe.split(self.data))
-        nbytes = rows * width * dtype_for(4 * rows * width).itemsize
+        nbytes = rows * width * stored_dtype(np.shape(pred)[1], 4 * rows * width).itemsize
         if nbytes > KEEP_BYTES:
             return (f"predictions for blends would take {nbytes / 2**30:.1f} GB ({rows} rows x {width} outputs), over the "
                     f"{KEEP_BYTES / 2**30:.0f} GB kit keeps for them: no {OOF} or {TEST_PRED}; this run cannot be blended")

@@ -62,11 +62,11 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
 
 def accumulate(total: np.ndarray | TopK | None, pred: np.ndarray | TopK) -> np.ndarray | TopK:
     """The running sum of the folds' predictions: the first fold's array itself, then added to in place (rows of
-    the likeliest classes: over the union of the classes each keeps)."""
+    the likeliest classes: over the union of the classes each keeps, none let go before the last fold)."""
     if total is None:
         return pred
     if isinstance(total, TopK):
-        return topk.weighted_sum([total, pred], [1.0, 1.0])
+        return topk.weighted_sum([total, pred], [1.0, 1.0], k=total.index.shape[1] + pred.index.shape[1])
     np.add(total, pred, out=total, casting="unsafe")
     return total
 
@@ -106,11 +106,12 @@ def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: 
         precision = precision.fallback()
 
 
-def finite(pred: np.ndarray | TopK, rows: int = 256) -> bool:
-    """Whether every prediction is finite, read a few rows at a time (no mask the size of a fold's test masks)."""
+def finite(pred: np.ndarray | TopK, chunk: int = 2**20) -> bool:
+    """Whether every prediction is finite, read a million at a time (no mask the size of a fold's test masks)."""
     if isinstance(pred, TopK):
         return pred.isfinite()
-    return all(np.isfinite(pred[i : i + rows]).all() for i in range(0, len(pred), rows))
+    flat = pred.reshape(-1)
+    return all(np.isfinite(flat[i : i + chunk]).all() for i in range(0, len(flat), chunk))
 
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:

@@ -31,6 +31,8 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
+    if isinstance(pred, TopK) and metric_family(metric) not in topk.RANKING:
+        raise ValueError(f"metric {metric} needs every class's probability, and these rows keep the likeliest few")
     if target.ndim == 2 and metric in VALUE_METRICS:  # several value columns: the mean of their scores
         # a correlation is undefined on a column whose truth is constant (a rare label's validation rows): left out
         columns = [k for k in range(target.shape[1]) if metric not in CORRELATIONS or np.ptp(target[:, k]) > 0]
@@ -49,8 +51,6 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         return float(skm.f1_score(target, likeliest(pred), average="macro", sample_weight=weight, zero_division=0))
     if metric_family(metric) == "map@k":
         return mean_average_precision(pred, target, top_k(metric), weight)
-    if isinstance(pred, TopK):
-        raise ValueError(f"metric {metric} needs every class's probability, and these rows keep the likeliest few")
     if metric == "weighted_auc":
         return weighted_auc(target, pred[:, -1] if pred.ndim == 2 else pred, weight)
     if metric == "auc":

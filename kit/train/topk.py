@@ -22,14 +22,15 @@ KEPT = 32  # classes a row keeps: a fold ensemble's winner is almost always amon
 DENSE_BYTES = 2**30  # dense float32 rows x classes beyond this are kept as TopK (where the metric allows)
 RANKING = ("accuracy", "macro_f1", "map@k")  # metrics that read only the order of a row's likeliest classes
 FLOAT32_UP_TO = 2**28  # bytes of float32 predictions kept (on disk) as they are; beyond, float16 (a 1e-3 step at most)
+WIDE = 256  # outputs from which predictions are kept in float16 whatever their size: checkpoints and blends together
 
 
 @dataclass
 class TopK:
     """(rows, outputs) probabilities, each row's `index.shape[1]` likeliest classes kept, best first."""
 
-    index: np.ndarray  # (N, k) int32 class indices, best first
-    value: np.ndarray  # (N, k) float32 their probabilities
+    index: np.ndarray  # (N, k) int32 class indices, best first; -1 pads a row that has fewer (a sum of few classes)
+    value: np.ndarray  # (N, k) float32 their probabilities (0 where padded)
     outputs: int  # the classes a dense row would hold
 
     ndim = 2
@@ -58,7 +59,8 @@ class TopK:
     def dense(self) -> np.ndarray:
         """(N, outputs) float32 with zeros where a row keeps no probability: for a few rows only."""
         out = np.zeros(self.shape, np.float32)
-        np.put_along_axis(out, self.index.astype(np.int64), self.value, axis=1)
+        rows, slots = np.nonzero(self.index >= 0)
+        out[rows, self.index[rows, slots]] = self.value[rows, slots]
         return out
 
     def isfinite(self) -> bool:
@@ -96,7 +98,8 @@ def concat(parts: Sequence[TopK]) -> TopK:
 
 def weighted_sum(parts: Sequence[TopK], weights: Sequence[float], k: int | None = None) -> TopK:
     """Σ weight x part, row by row over the union of the classes the parts keep (a class a part does not keep
-    counts 0 there), each row keeping its `k` largest sums (default: as many as the first part keeps)."""
+    counts 0 there), each row keeping its `k` largest sums (default: as many as the first part keeps; a row whose
+    union is smaller is padded with class -1)."""
     k = k or parts[0].index.shape[1]
     index = np.concatenate([p.index for p in parts], axis=1)  # (N, m)
     value = np.concatenate([p.value.astype(np.float32) * np.float32(w) for p, w in zip(parts, weights)], axis=1)
@@ -106,10 +109,12 @@ def weighted_sum(parts: Sequence[TopK], weights: Sequence[float], k: int | None 
     repeat[:, 1:] = index[:, 1:] == index[:, :-1]
     for j in range(index.shape[1] - 1, 0, -1):  # each repeat's value into the first of its run, right to left
         value[:, j - 1] += np.where(repeat[:, j], value[:, j], 0.0)
-    value[repeat] = -np.inf
+    value[repeat | (index < 0)] = -np.inf  # repeats summed into their first; an earlier sum's padding
     best = np.argsort(-value, axis=1, kind="stable")[:, : min(k, index.shape[1])]
     index, value = np.take_along_axis(index, best, 1), np.take_along_axis(value, best, 1)
-    return TopK(index, np.maximum(value, 0.0), parts[0].outputs)
+    pad = np.isneginf(value)
+    index[pad], value[pad] = -1, 0.0
+    return TopK(index, value, parts[0].outputs)
 
 
 def host(v: torch.Tensor | TopK) -> np.ndarray | TopK:
@@ -145,11 +150,17 @@ def set_rows(pred: np.ndarray | TopK, rows: Sequence[int], row: np.ndarray) -> N
         pred[rows] = row
 
 
+def stored_dtype(outputs: int, nbytes32: int) -> np.dtype:
+    """How predictions are kept on disk: float16 from WIDE outputs or beyond FLOAT32_UP_TO bytes in float32 (iMet's
+    3,474 labels: 333 MB a fold's validation rows), so that a fold checkpoint's rows and the run's blend files
+    together hold at most 4 bytes a prediction; float32 otherwise."""
+    return np.dtype(np.float16 if outputs >= WIDE or nbytes32 > FLOAT32_UP_TO else np.float32)
+
+
 def stored(rows: dict) -> dict:
-    """Metric rows as a checkpoint keeps them: dense predictions beyond FLOAT32_UP_TO bytes in float16 (iMet's
-    3,474 labels: 333 MB a fold's rows in float32), so that they and the run's blend files together hold at most
-    4 bytes a prediction."""
+    """Metric rows as a checkpoint keeps them (`stored_dtype`)."""
     pred = rows.get("pred")
-    if isinstance(pred, np.ndarray) and pred.dtype == np.float32 and pred.nbytes > FLOAT32_UP_TO:
+    if isinstance(pred, np.ndarray) and pred.dtype == np.float32 and pred.ndim == 2 \
+            and stored_dtype(pred.shape[1], pred.nbytes) == np.float16:
         return {**rows, "pred": pred.astype(np.float16)}
     return rows

@@ -1,0 +1,135 @@
+"""Predictions at a competition's real size: a fold ensemble holds one fold's test predictions beside the running
+sum; rows of many classes keep their likeliest (kit.train.topk) in validation, prediction, the ensemble, the
+submission and blends, and score as dense rows do; blend files take at most 4 bytes a prediction."""
+import tracemalloc
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from kit.pipelines.base import submission_frame
+from kit.run import blend, kept, predictions, submission
+from kit.runtime import checkpoint
+from kit.runtime.precision import Precision
+from kit.train import metrics, topk
+from kit.train.evaluate import evaluate
+from kit.train.objectives import Classification
+from kit.train.targets import Target
+
+RNG = np.random.default_rng(0)
+
+
+class MaskPipe:
+    """A pipeline whose every fold predicts `shape` float16 masks (as segmentation does for Severstal's test set)."""
+
+    def __init__(self, shape):
+        self.shape, self.calls = shape, 0
+
+    def model(self, data, pretrained=True, fit_rows=None):
+        return nn.Linear(1, 1)
+
+    def predict(self, model, data, precision, batch_size):
+        self.calls += 1
+        return np.full(self.shape, 0.25 * self.calls, np.float16)
+
+
+def folds_on_disk(folder, n):
+    for k in range(n):
+        checkpoint.save({"model": nn.Linear(1, 1).state_dict()}, folder / f"fold{k}.pt")
+        checkpoint.save({"epoch": 1, "score": 0.5, "rows": None, "precision": "fp32"}, folder / f"fold{k}.meta.pt")
+
+
+def test_a_fold_ensemble_holds_one_folds_predictions_beside_the_sum(tmp_path):
+    """Three folds of 20 MB of masks: the sum is added to in place and each fold's array let go, so the peak is
+    about two folds' (the sum and the fold predicting), not every fold's, nor a new sum each fold."""
+    folds_on_disk(tmp_path, 3)
+    shape = (10, 1, 1000, 1000)  # 20 MB in float16
+    pipe = MaskPipe(shape)
+    session = SimpleNamespace(trained=None, params=SimpleNamespace(batch_size=8), log=lambda m: None,
+                              warn=lambda m: None, precision=Precision("fp32", "cpu"), template="segmentation")
+    tracemalloc.start()
+    try:
+        pred, used = submission.ensemble(session, pipe, None, tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    fold_bytes = int(np.prod(shape)) * 2
+    assert used == [0, 1, 2] and pred.dtype == np.float16 and float(pred[0, 0, 0, 0]) == pytest.approx(0.5)
+    assert peak < 2.5 * fold_bytes, f"peak {peak / 2**20:.0f} MB for folds of {fold_bytes / 2**20:.0f} MB"
+
+
+def test_which_rows_keep_their_likeliest_classes():
+    assert topk.kept("label", 15501, "macro_f1", 840_000) == topk.KEPT  # herbarium 2022: 52 GB dense
+    assert topk.kept("label", 5005, "map@5", 25_000) == 0  # whale: 500 MB dense, kept so
+    assert topk.kept("label", 7770, "map@5", 97_000) == topk.KEPT  # hotel-id: 3 GB dense
+    assert topk.kept("probs", 15501, "log_loss", 840_000) == 0  # log loss reads every class
+    assert topk.kept("tags", 3474, "f1_micro", 120_800) == 0  # label sets are cut on every label
+    assert topk.kept("label", 40, "map@50", 10**8) == 40  # never more than there are
+
+
+def test_validation_rows_of_many_classes_keep_their_likeliest_and_score_as_dense_rows():
+    """15,501 classes: the rows keep 32 classes each (a few hundred KB, not 62 MB) and accuracy, macro F1 and MAP@5
+    are those of the dense rows."""
+    classes, n = 15501, 1000
+    model = nn.Linear(8, classes)
+    x, y = torch.randn(n, 8), torch.randint(0, classes, (n,))
+    with torch.no_grad():  # a model that knows some rows' class
+        model.weight[y[: n // 2]] += 3 * x[: n // 2]
+    batches = [{"image": x[i : i + 100], "target": y[i : i + 100]} for i in range(0, n, 100)]
+    precision = Precision("fp32", "cpu")
+    _, dense = evaluate(model, Classification(), batches, precision)
+    _, rows = evaluate(model, Classification(keep=32), batches, precision)
+    assert isinstance(rows["pred"], topk.TopK) and rows["pred"].nbytes < dense["pred"].nbytes / 200
+    for metric in ("accuracy", "macro_f1", "map@5"):
+        assert metrics.score(metric, rows["pred"], rows["target"]) == pytest.approx(
+            metrics.score(metric, dense["pred"], dense["target"]))
+    joined = metrics.join_rows([rows, rows])
+    assert len(joined["pred"]) == 2 * n and metrics.score("accuracy", joined["pred"], joined["target"]) == pytest.approx(
+        metrics.score("accuracy", dense["pred"], dense["target"]))
+    with pytest.raises(ValueError, match="likeliest"):
+        metrics.score("log_loss", rows["pred"], rows["target"])
+
+
+def test_the_mean_of_folds_kept_so_is_the_dense_mean_where_a_fold_kept_the_class():
+    dense = [RNG.dirichlet(np.ones(500) * 0.05, 200).astype(np.float32) for _ in range(3)]
+    kept_rows = [topk.of(d, 32) for d in dense]
+    total = None
+    for part in kept_rows:
+        total = submission.accumulate(total, part)
+    mean = submission.mean(total, 3)
+    exact = sum(p.dense() for p in kept_rows) / 3  # each fold's kept classes, the rest 0
+    assert np.array_equal(mean.argmax(), exact.argmax(1))
+    assert np.allclose(mean.dense(), exact, atol=1e-6)  # every class some fold kept, none let go on the way
+    assert (mean.argmax() == (sum(dense) / 3).argmax(1)).mean() > 0.95  # a class some fold let go rarely wins
+    target = Target("label", ("Predicted",), tuple(range(500)), top=5)
+    frame = submission_frame(pd.DataFrame({"Id": range(200), "Predicted": 0}), target, mean)
+    assert frame["Predicted"].str.split().str.len().eq(5).all()
+    assert [int(v.split()[0]) for v in frame["Predicted"]] == mean.argmax().tolist()
+
+
+def test_runs_kept_so_blend_and_read_back(tmp_path):
+    """Two runs of rows of the likeliest classes: written, read back memory-mapped, lined up and blended."""
+    classes, n = 3000, 400
+    truth = RNG.integers(0, classes, n)
+    runs = []
+    for seed, name in enumerate(("a", "b")):
+        logits = np.random.default_rng(seed).normal(size=(n, classes)).astype(np.float32)
+        logits[np.arange(n) % 2 == seed, truth[np.arange(n) % 2 == seed]] += 6  # each run right on its half
+        probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+        rows = {"pred": topk.of(probs, 32), "target": truth}
+        record = {"target": {"kind": "label", "columns": ["Predicted"], "classes": list(range(classes)), "top": 5,
+                             "limits": []}}
+        folder = tmp_path / name
+        halves = [np.arange(n // 2), np.arange(n // 2, n)]
+        parts = [(fold, rows_, {"pred": rows["pred"][rows_], "target": truth[rows_]}) for fold, rows_ in enumerate(halves)]
+        predictions.save(folder, record, parts, np.arange(50), {0: topk.of(probs[:50], 32)})
+        assert not (folder / predictions.OOF_PRED).stat().st_size > n * 32 * 4 + 128  # 32 classes a row, not 3,000
+        runs.append(kept.read(folder, name, with_test=True))
+    aligned = kept.align(runs, print)
+    fitted = blend.fit("map@5", aligned.preds, aligned.truth, None, aligned.target)
+    assert fitted.score > max(fitted.singles) and fitted.how == "hill climbing"
+    ids, mean = kept.test_mean(runs[0])
+    assert isinstance(mean, topk.TopK) and len(ids) == 50
