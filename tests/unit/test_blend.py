@@ -184,7 +184,7 @@ def test_runs_that_cannot_blend_are_one_line(change, message):
 
 def test_predictions_round_trip_through_their_files(tmp_path):
     """What a run writes is what a blend reads: the ids, the folds, the mask, the truth and every output."""
-    target = Target("binary", ("is_dog",), ("cat", "dog"))
+
     p = RNG.random(6)
     rows = {"pred": np.stack([1 - p, p], 1).astype(np.float32), "target": np.array([0, 1, 1, 0, 1, 0]),
             "weight": np.array([1, 1, 0, 1, 1, 1.0])}
@@ -276,7 +276,8 @@ def test_every_kind_of_target_round_trips_through_the_files(tmp_path, kind):
     every output (a class called NA stays a class)."""
     target, make = KINDS[kind]
     truth, pred = make(8)
-    parts = [(0, np.arange(4), {"pred": pred[:4], "target": truth[:4]}), (1, np.arange(4, 8), {"pred": pred[4:], "target": truth[4:]})]
+    parts = [(0, np.arange(4), {"pred": pred[:4], "target": truth[:4]}),
+             (1, np.arange(4, 8), {"pred": pred[4:], "target": truth[4:]})]
     record = {"target": {"kind": target.kind, "columns": list(target.columns), "classes": list(target.classes),
                          "top": target.top, "limits": [list(x) for x in target.limits]}}
     predictions.save(tmp_path, record, parts, np.arange(3), {0: pred[:3], 1: pred[3:6]})
