@@ -184,7 +184,6 @@ def test_runs_that_cannot_blend_are_one_line(change, message):
 
 def test_predictions_round_trip_through_their_files(tmp_path):
     """What a run writes is what a blend reads: the ids, the folds, the mask, the truth and every output."""
-
     p = RNG.random(6)
     rows = {"pred": np.stack([1 - p, p], 1).astype(np.float32), "target": np.array([0, 1, 1, 0, 1, 0]),
             "weight": np.array([1, 1, 0, 1, 1, 1.0])}
