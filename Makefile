@@ -28,7 +28,7 @@ FORCE_FLAG = $(if $(filter 1 yes true,$(FORCE)),--force,)
 override MESSAGE := $(value MESSAGE)
 export MESSAGE
 
-.PHONY: help venv init kernel kernels push status output logs publish blend weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
+.PHONY: help venv init plan kernel kernels push status output logs publish blend weights submit submissions quota smoke run bench quality gpu-report test lint sync clean kaggle-env kaggle-smoke
 
 help: ## show the targets
 	@echo "usage: make <target> [COMP=dog-breed | COMP=path/to/config.toml]"
@@ -47,13 +47,16 @@ venv: $(VENV)/.installed ## create .venv with kit, torch 2.14.1 (CPU is fine) an
 init: venv ## draft a config from a competition's files, each guess commented  (DATA=folder [METRIC=...] [TEMPLATE=...] [OUT=file.toml])
 	@$(PY) -m kit init "$(DATA)" $(if $(METRIC),--metric "$(METRIC)",) $(if $(TEMPLATE),--template "$(TEMPLATE)",) $(if $(OUT),--output "$(OUT)",)
 
+plan: venv ## the resource plan at the competition's real size: RAM, output, scratch, tail  (COMP=... [DATA=folder])
+	@$(PY) -m kit plan "$(COMP)" $(if $(DATA),--data "$(DATA)",)
+
 kernel: venv ## build kernels/<name>/ for `kaggle kernels push -p kernels/<name>`  (COMP=...)
 	@$(PY) -m kit kernel "$(COMP)"
 
 kernels: venv ## build the bundle of every shipped config
 	@$(PY) -m kit kernels
 
-push: venv ## build if stale, upload its packages, push with a session time-out (official client)  (COMP=... [INFER=1] [FORCE=1])
+push: venv ## show the resource plan, build if stale, upload its packages, push with a session time-out (COMP=... [INFER=1] [FORCE=1])
 	@$(PY) -m kit push "$(COMP)" $(INFER_FLAG) $(FORCE_FLAG)
 
 status: venv ## the latest run's status; WAIT=1 polls until it ends, exit 1 on ERROR  (COMP=... [INFER=1])
@@ -113,13 +116,15 @@ gpu-report: venv ## on a CUDA GPU: pytest -m gpu and make bench's CUDA sections 
 test: venv ## run the test suite on the CPU, a test file per process  (TEST_WORKERS=2; GPU tests: .venv/bin/pytest -m gpu)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells and docs as kit/params.py says
+lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells and docs as kit/params.py says, the plans' table
 	$(PY) -m ruff check kit tests bench
 	$(PY) -m kit.build.pairing
 	$(PY) -m kit.build.cells
+	$(PY) -m kit.build.plan
 
-sync: venv ## after editing kit/params.py or notebooks/*.py: rewrite the parameters cells, docs/parameters.md, the .ipynb
+sync: venv ## after editing kit/params.py, notebooks/*.py or a [sizes]: rewrite the parameters cells, the docs' tables, the .ipynb
 	$(PY) -m kit.build.cells --write
+	$(PY) -m kit.build.plan --write
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
 
 clean: ## remove build output, smoke data and caches (keeps .venv)

@@ -45,6 +45,14 @@ def cmd_kernel(args) -> None:
               f"the inference kernel (kaggle kernels push -p {built.inference.folder}): that one is submitted")
 
 
+def cmd_plan(args) -> None:
+    from kit.build import plan
+
+    made = plan.plan(args.comp, args.data or "")
+    if args.strict and made.over(plan.KAGGLE_T4X2):
+        raise SystemExit(1)
+
+
 def cmd_kernels(args) -> None:
     from kit import config as kit_config
     from kit.build import bundle
@@ -189,6 +197,11 @@ def parser() -> argparse.ArgumentParser:
     k = sub.add_parser("kernel", help="build kernels/<name>/ (notebook + kernel-metadata.json)")
     k.add_argument("comp", help="a shipped config name (dog-breed) or a path to a .toml file")
     k.set_defaults(func=cmd_kernel)
+    pl = sub.add_parser("plan", help="the resource plan at the competition's real size: RAM, output, scratch, tail")
+    pl.add_argument("comp")
+    pl.add_argument("--data", help="the competition's data folder, where at hand: its rows instead of [sizes]'")
+    pl.add_argument("--strict", action="store_true", help="exit 1 when the plan passes a Kaggle limit")
+    pl.set_defaults(func=cmd_plan)
     ks = sub.add_parser("kernels", help="build the bundle of every shipped config")
     ks.set_defaults(func=cmd_kernels)
     infer = "act on the inference kernel (kernels/<name>-infer/) of a config with [inference]"

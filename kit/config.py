@@ -10,6 +10,7 @@ from typing import Any
 from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
+from kit.runtime.resources import Sizes
 from kit.spec import Competition, Data, Spec
 
 SHIPPED = Path(__file__).parent / "competitions"
@@ -82,6 +83,7 @@ class Config:
     smoke: Mapping[str, Any]  # [smoke] as written (checked): applied over params by `make smoke`
     inference: Inference | None = None  # [inference]: build a predict-only kernel beside the training one
     blend: Blend | None = None  # [blend]: the runs the inference kernel blends
+    sizes: Sizes | None = None  # [sizes]: the competition at its real size, what make plan reads without the data
 
     def parameters(self, smoke: bool = False) -> dict[str, Any]:
         """Notebook parameters: the competition spec plus the overrides of [params] (and [smoke])."""
@@ -96,7 +98,7 @@ class Config:
         return {**self.parameters(smoke), "mode": "predict", **blend}
 
 
-SECTIONS = ("competition", "data", "kernel", "inference", "blend", "params", "smoke")
+SECTIONS = ("competition", "data", "sizes", "kernel", "inference", "blend", "params", "smoke")
 
 
 def resolve(comp: str) -> Path:
@@ -163,8 +165,9 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
             raise KitError(f"{path}: [inference] trained_model and [blend] are both set; name the published run in "
                            "[blend] runs instead")
         inference = inference or Inference()  # the blend is what the inference kernel submits
+    sizes = fields.build(Sizes, raw["sizes"], f"{path}: [sizes]") if "sizes" in raw else None
     return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, checked=checked, smoke=smoke,
-                  inference=inference, blend=blend)
+                  inference=inference, blend=blend, sizes=sizes)
 
 
 def _asdict(obj) -> dict[str, Any]:

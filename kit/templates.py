@@ -39,28 +39,34 @@ class Template:
     # pip requirements Kaggle's image lacks, which a config of this template lists in [kernel] packages (kit init
     # drafts them so): their wheels travel with the kernel as a dataset
     packages: tuple[str, ...] = ()
+    # "module:object" of its part of the resource plan (kit.run.footprint): sizes(session, data), parameters(p, sizes)
+    # and needs(sizes, p, spec, limits)
+    footprint: str = ""
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
-             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True),
+             "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True,
+             footprint="kit.pipelines.footprints:Cnn"),
     Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
-             "kit.smoke.sequences:make_dataset"),
+             "kit.smoke.sequences:make_dataset", footprint="kit.pipelines.footprints:Sequence"),
     Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
-             "kit.smoke.sequences:make_dataset"),
+             "kit.smoke.sequences:make_dataset", footprint="kit.pipelines.footprints:Sequence"),
     Template("text", params.TextParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
              "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
-             model_folder=True, prefetch=False),
+             model_folder=True, prefetch=False, footprint="kit.pipelines.footprints:Text"),
     Template("tabular", params.TabularParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
-             "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names=""),
+             "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names="",
+             footprint="kit.pipelines.footprints:Tabular"),
     Template("segmentation", params.SegmentationParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
-             names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",)),
+             names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
+             footprint="kit.pipelines.footprints:Segmentation"),
 )}
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kit import config as kit_config
 from kit import files
-from kit.build import bundle, datasets, metadata
+from kit.build import bundle, datasets, metadata, plan
 from kit.build.client import Client, seconds
 from kit.errors import KitError
 from kit.runtime import budget
@@ -38,6 +38,12 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     fewer than its planned run."""
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
+    if cfg.sizes is not None and not inference:  # what the run will hold and write, before the GPU hours are spent
+        made = plan.plan(comp, log=lambda line: print(line, file=sys.stderr))
+        over = made.over(plan.KAGGLE_T4X2)
+        if over and not force:
+            raise KitError(f"push {comp}: its resource plan passes a limit ({over[0]}); lower folds, image_size or "
+                           "train_rows, or push anyway with FORCE=1 (--force)")
     client = Client()
     built = bundle.build(comp)
     for warning in built.warnings:

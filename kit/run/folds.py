@@ -24,7 +24,7 @@ from kit import files
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, prior
-from kit.run import preflight
+from kit.run import footprint, preflight
 from kit.run.batch import resolve_batch
 from kit.run.start import start
 from kit.runtime import checkpoint, hardware, paths, runs, workers
@@ -106,6 +106,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     p = session.params
     if session.trained is not None:
         return trained_folds(session, pipe, data)
+    planned = footprint.kernel_plan(session, data)  # before anything trains: one line where nothing fits
     splits = pipe.split(data)
     folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
@@ -123,12 +124,13 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
                          f"the data, and {available / 2**30:.1f} GB are free; training in this process instead")
             mode = "none"
     if mode == "none":
-        return train_local(session, pipe, data, folder)
+        return train_local(session, pipe, data, folder, writes_s=planned.tail_s)
     session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
     # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
     pipe.release(data)
     free_memory()
-    failure = workers.launch("kit.run.folds:train_in_worker", _payload(session, folder, pending, world), mode, world,
+    failure = workers.launch("kit.run.folds:train_in_worker", _payload(session, folder, pending, world, planned.tail_s),
+                             mode, world,
                              session.hardware.device, session.output_dir / "workers", session.warn)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
@@ -153,13 +155,13 @@ def collect(session: Session, pipe: Pipeline, data: Any, folder: Path, planned: 
     return summarize(session, data, result, pipe)
 
 
-def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int) -> dict[str, Any]:
+def _payload(session: Session, folder: Path, folds: tuple[int, ...], world: int, writes_s: float) -> dict[str, Any]:
     """What a worker needs to rebuild the run, and nothing it cannot pickle."""
     params = {**dataclasses.asdict(session.params), "data_dir": str(session.data_dir), "output_dir": str(session.output_dir)}
     if params["num_workers"] < 0:  # the CPUs are shared: each worker gets its part for its loaders
         params["num_workers"] = max(1, session.hardware.cpu_count // world) if session.hardware.device == "cuda" else 0
     return {"template": session.template, "params": params, "competition": session.spec.to_dict(),
-            "started": session.started, "folder": str(folder), "folds": folds}
+            "started": session.started, "folder": str(folder), "folds": folds, "writes_s": writes_s}
 
 
 def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: Collective) -> None:
@@ -171,7 +173,8 @@ def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: 
     pipe = create_pipeline(session)
     data = pipe.load()
     folds = payload["folds"][rank :: job.world] if job.mode == "folds" else payload["folds"]
-    train_local(session, pipe, data, Path(payload["folder"]), folds=folds, collective=collective, peers=peers)
+    train_local(session, pipe, data, Path(payload["folder"]), folds=folds, collective=collective, peers=peers,
+                writes_s=payload.get("writes_s", 0.0))
     print(f"worker {rank} done in {time.time() - payload['started']:.0f} s since the notebook started")
 
 
@@ -195,10 +198,11 @@ def fold_done(folder: Path, fold: int) -> bool:
 
 
 def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds: list[int] | None = None,
-                collective: Collective | None = None, peers: Collective | None = None) -> CVResult:
+                collective: Collective | None = None, peers: Collective | None = None, writes_s: float = 0.0) -> CVResult:
     """Train `folds` (default: all) of the run in `folder` in this process, one after the other. In a DDP
     worker, `collective` joins this process to its peers; in a fold-parallel worker, `peers` are the other
-    workers, with whom only the batch size is agreed."""
+    workers, with whom only the batch size is agreed. `writes_s`: the writes after prediction the time budget
+    keeps room for (the resource plan's tail)."""
     collective = collective or Collective()
     say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
@@ -219,7 +223,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     accumulate = getattr(session.params, "accumulate", 1)
     cfg = replace(fit_config(session), lr=lr, micro=size if accumulate > 1 else 0)
     budget = Budget(session.started, total_budget(session.params.time_budget_s), pipe.predict_rows(data),
-                    other_models=len(splits) - len(mine))  # folds trained elsewhere are predicted too
+                    other_models=len(splits) - len(mine), writes_s=writes_s)  # folds trained elsewhere are predicted too
     monitor = Monitor("cuda" if session.setup.monitor else "cpu",
                       device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     monitor.start()

@@ -11,7 +11,7 @@ import pandas as pd
 from kit import files
 from kit.errors import KitError
 from kit.pipelines.base import Pipeline, csv_text, prior, validate
-from kit.run import predictions
+from kit.run import footprint, predictions
 from kit.run.batch import prediction_batch
 from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
@@ -142,6 +142,7 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, from folds {[f + 1 for f in used]}")
     if kept is not None:  # a training run: its predictions, for blends (kit.run.predictions)
         kept.finish()
+    footprint.measured(session)
     return sub
 
 

@@ -70,8 +70,9 @@ class Budget:
     """Measured times and the deadline of one notebook run."""
 
     def __init__(self, started: float, total_s: float, predict_rows: int, clock: Callable[[], float] = time.time,
-                 other_models: int = 0):
+                 other_models: int = 0, writes_s: float = 0.0):
         self.started, self.total_s, self.predict_rows, self.clock = started, total_s, predict_rows, clock
+        self.writes_s = writes_s  # after prediction: the blend files' and the submission's writes (the resource plan's)
         self.other_models = other_models  # fold models that exist or come from elsewhere: predicted too
         self.epoch_s = 0.0  # train + validation, latest measurement
         self.eval_rows_per_s = 0.0  # forward-only throughput, from validation passes
@@ -90,7 +91,8 @@ class Budget:
     def predict_s(self, models: int) -> float:
         """Estimated seconds to predict the test set with `models` fold models and write everything."""
         rate = self.eval_rows_per_s or 50.0
-        return RESERVE_SAFETY * (models + self.other_models) * (self.model_s + self.predict_rows / rate) + TAIL_S
+        predicting = (models + self.other_models) * (self.model_s + self.predict_rows / rate)
+        return RESERVE_SAFETY * (predicting + self.writes_s) + TAIL_S
 
     def train_deadline(self, models: int) -> float:
         """When training steps must stop so validation, prediction with `models` models and the tail fit."""

@@ -158,9 +158,13 @@ def stored_dtype(outputs: int, nbytes32: int) -> np.dtype:
 
 
 def stored(rows: dict) -> dict:
-    """Metric rows as a checkpoint keeps them (`stored_dtype`)."""
-    pred = rows.get("pred")
+    """Metric rows as a checkpoint keeps them: predictions as `stored_dtype` says, and 0/1 labels of many outputs as
+    bytes (iMet's truth is 3,474 of them a row)."""
+    pred, truth = rows.get("pred"), rows.get("target")
+    out = dict(rows)
     if isinstance(pred, np.ndarray) and pred.dtype == np.float32 and pred.ndim == 2 \
             and stored_dtype(pred.shape[1], pred.nbytes) == np.float16:
-        return {**rows, "pred": pred.astype(np.float16)}
-    return rows
+        out["pred"] = pred.astype(np.float16)
+    if isinstance(truth, np.ndarray) and truth.ndim == 2 and truth.shape[1] >= WIDE and np.isin(truth, (0, 1)).all():
+        out["target"] = truth.astype(np.uint8)
+    return out

@@ -1,0 +1,158 @@
+"""Each template's part of the resource plan (kit.run.footprint): its sizes read from the data it loaded, its
+model's parameters, and what it holds or writes beyond every run's rows (the decoded caches, tables, tokens). A
+template's record names its object here (`footprint`); each is three functions of plain values, so that `make
+plan` sizes a competition from a config's [sizes] alone."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from kit.data import images
+from kit.params import TrainParams
+from kit.runtime import paths
+from kit.runtime.resources import GB, Limits, Need, Sizes
+from kit.spec import Spec
+
+
+def counted(build) -> int:
+    """Parameters of the model `build()` makes, made on the meta device (no memory, no weights); 0 where it cannot."""
+    try:
+        with torch.device("meta"):
+            return sum(t.numel() for t in build().parameters())
+    except Exception:  # noqa: BLE001 - a model that cannot be made so is sized by its checkpoint at the end instead
+        return 0
+
+
+def cache_need(what: str, nbytes: int, limits: Limits, form: str) -> Need:
+    """A decode-once cache in scratch, or nothing where it would not fit (kit.data.images.cache_refusal's rule: a
+    tenth of the disk kept free, and within 80% of the RAM, whose page cache serves it): the images are then
+    decoded again each epoch."""
+    if nbytes <= paths.DISK_SHARE * limits.scratch and nbytes <= 0.8 * limits.ram:
+        return Need(what, "scratch", nbytes, note=form)
+    return Need(what, "scratch", 0, note=f"{nbytes / GB:.0f} GB would not fit: the images are decoded each epoch (slower)")
+
+
+class Cnn:
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        t = data.target
+        form = getattr(data.test_cache, "form", None)
+        return Sizes(len(data.usable), data.test_cache.count, t.outputs, t.kind,
+                     side=images.cache_side(session.params.image_size), channels=data.recipe.get("channels", 3),
+                     value_bytes=form.itemsize() if form is not None else 1)
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        import timm
+
+        def build():
+            try:
+                return timm.create_model(p.model_name, num_classes=sizes.outputs, in_chans=sizes.channels, img_size=p.image_size)
+            except TypeError:  # a CNN: any input size
+                return timm.create_model(p.model_name, num_classes=sizes.outputs, in_chans=sizes.channels)
+
+        return counted(build)
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        side = s.side or images.cache_side(p.image_size)
+        cache = (s.train_rows + s.test_rows) * side * side * s.channels * s.value_bytes
+        labels = s.train_rows * (4 * s.outputs if s.kind in ("multi", "tags") else 8)
+        return [cache_need("decoded image cache", cache, limits, f"{side} px, uint8"),
+                Need("training labels", "ram", labels, note="a 0/1 row per image" if s.kind in ("multi", "tags") else "")]
+
+
+class Segmentation:
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        t = data.test
+        return Sizes(len(data.usable), t.count, data.recipe["outputs"], data.target.kind, height=t.height, width=t.width)
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        from kit.models import segmentation
+
+        return counted(lambda: segmentation.create(p.model_name, p.encoder, sizes.outputs))
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
+        canvases = s.train_rows * pixels * (3 + 1) + s.test_rows * pixels * 3
+        return [cache_need("decoded canvases (images and masks)", canvases, limits, "uint8"),
+                Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction")]
+
+
+class Text:
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        n = len(data.y) if data.y is not None else 0
+        tokens = int(data.test.offsets[-1] / max(len(data.test), 1))
+        folder = data.folder / "config.json"
+        parameters = Text.from_config(json.loads(folder.read_text())) if folder.is_file() else 0
+        return Sizes(n, len(data.test), data.target.outputs, data.target.kind, tokens=tokens, model_size=parameters)
+
+    @staticmethod
+    def from_config(config: dict[str, Any]) -> int:
+        """A Transformer encoder's parameters from its config.json: 12 h^2 a layer and the embeddings."""
+        h, layers = config.get("hidden_size", 768), config.get("num_hidden_layers", 12)
+        return 12 * h * h * layers + (config.get("vocab_size", 30522) + config.get("max_position_embeddings", 512)) * h
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        """Without the model's folder (a laptop's plan), by its name: DeBERTa-v3's sizes, BERT-base's otherwise."""
+        name = p.model_path.lower()
+        for part, count in (("xsmall", 70_000_000), ("small", 141_000_000), ("large", 435_000_000), ("base", 184_000_000)):
+            if part in name:
+                return count
+        return 110_000_000
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        tokens = min(s.tokens, p.max_length) if isinstance(p.max_length, int) else s.tokens
+        return [Need("the texts and their tokens", "ram", (s.train_rows + s.test_rows) * tokens * (4 + 8),
+                     note=f"{tokens} tokens a text")]
+
+
+class Tabular:
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        test = data.test
+        columns = test.numbers.shape[1] + test.codes.shape[1]
+        return Sizes(len(data.y) if data.y is not None else 0, len(data.where), data.target.outputs, data.target.kind,
+                     columns=columns)
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        return 5_000_000  # a booster's trees (a few thousand, of 2^6 leaves) or the network: about 20 MB a fold
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        return [Need("the tables (frames, then float32 features)", "ram", (s.train_rows + s.test_rows) * s.columns * 12),
+                Need("a fold's booster matrices", "ram", s.train_rows * s.columns * 8, "training")]
+
+
+class Sequence:
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        test = data.test
+        columns = test.x.shape[2] + test.cat.shape[2]
+        steps = int(test.mask.sum(1).mean()) if data.per_step and len(test.ids) else 1  # a sequence's real steps
+        return Sizes(len(data.train.ids) if data.train is not None else 0, len(test.ids), data.target.outputs,
+                     data.target.kind, steps=test.length, columns=columns, row_steps=max(steps, 1))
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        return 4 * p.num_layers * (2 * max(p.hidden_size, p.d_model)) ** 2  # an LSTM's or an encoder's, of each layer
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        per_row = s.columns * 4 + 8 + 8 + 1 + 4  # features, codes, row index, mask, weight
+        return [Need("sequences, padded (the table read, then arrays)", "ram",
+                     (s.train_rows + s.test_rows) * max(s.steps, 1) * per_row * 2)]
