@@ -39,6 +39,9 @@ class Template:
     # pip requirements Kaggle's image lacks, which a config of this template lists in [kernel] packages (kit init
     # drafts them so): their wheels travel with the kernel as a dataset
     packages: tuple[str, ...] = ()
+    # its training labels are values in a table, which alone give a submission where no model can (kit.run.fallback:
+    # the prior, where the data cannot be read for training); segmentation's are masks
+    labels_table: bool = True
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -60,7 +63,8 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
-             names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",)),
+             names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
+             labels_table=False),
 )}
 
 

@@ -92,8 +92,8 @@ class TabularPipeline:
         kinds = features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, s.log)
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y).tolist(), "features": kinds,
-                  "y_mean": mean, "y_std": std}
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y, spec.metric).tolist(),
+                  "features": kinds, "y_mean": mean, "y_std": std}
         used = [*kinds["kinds"], *sources]
         identity = runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(), np.array(target.columns))
         sample, where = self._where(test, test_path, sample, sample_path)

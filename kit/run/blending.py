@@ -18,7 +18,7 @@ from kit import files
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, csv_text, validate
-from kit.run import blend, predictions, submission
+from kit.run import blend, fallback, predictions, submission
 from kit.run.start import start
 from kit.runtime import checkpoint, runs
 from kit.runtime.session import Session
@@ -29,7 +29,10 @@ BLEND_RECORD, SUBMISSION = "blend.json", "submission.csv"
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     """Write submission.csv: the blend of the runs in `blend` (predict mode), else this run's folds' mean
-    (kit.run.submission.write_submission: whatever training did, or the prior with none)."""
+    (kit.run.submission.write_submission: whatever training did, or the prior with none); where the data could
+    not be read for training, the training labels' prior (kit.run.fallback)."""
+    if isinstance(data, fallback.LabelsOnly):
+        return fallback.write(session, data)
     if not session.blend:
         return submission.write_submission(session, pipe, data)
     return write_blend(session, pipe, data)

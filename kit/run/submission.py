@@ -10,8 +10,8 @@ import pandas as pd
 
 from kit import files
 from kit.errors import KitError
-from kit.pipelines.base import Pipeline, csv_text, prior, validate
-from kit.run import predictions
+from kit.pipelines.base import Pipeline, csv_text, validate
+from kit.run import fallback, predictions
 from kit.run.batch import prediction_batch
 from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
@@ -75,15 +75,14 @@ def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: 
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     """Ensemble the fold checkpoints of this session's run (kit.run.folds.run_folder: whatever the training cell
-    did, interrupted or not), or fall back to the training prior when there are none; build the submission in
-    the sample's id and column order, validate it, and write it atomically."""
+    did, interrupted or not), or fall back to the training labels' prior when there are none (kit.run.fallback);
+    build the submission in the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
     each: dict[int, tuple] = {}
     folder = run_folder(session, pipe, data)
     pred, used = ensemble(session, pipe, data, folder, oof, each)
-    if pred is None:
-        session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
-        pred = np.tile(prior(data), (len(data.sample), 1))
+    if pred is None:  # the training labels' own answer, under a banner (or, under fallback = "none", a KitError)
+        pred = fallback.constant(session, data, "no fold checkpoint exists")
     own = getattr(pipe, "cut", None)  # a pipeline that cuts its own predictions (segmentation's masks) on the oof rows
     if own is not None:
         pred = own(data, pred, oof)
