@@ -9,6 +9,9 @@ killed half-way never leaves a folder the next run would take for complete. The 
 
 .7z has no reader in the standard library: the `7z` command (Kaggle's image has it), else py7zr, else
 libarchive-c, whichever is there first; none of them is one line saying what to install.
+
+What macOS adds to an archive it makes (the __MACOSX/ folder of resource forks, AppleDouble ._<name> files,
+.DS_Store) is no part of the data: it is left out of every listing and removed once unpacked (`junk`).
 """
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ from kit.runtime.paths import disk_refusal
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".7z")  # longest first: "x.tar.gz" is a .tar.gz, not a .gz
 KAGGLE_TEMP = Path("/kaggle/temp")
-UNPACK_FORMAT = 1  # bump when what an unpacked folder holds changes, so older ones are not reused
+UNPACK_FORMAT = 2  # bump when what an unpacked folder holds changes, so older ones are not reused (2: no macOS junk)
+MACOS_FOLDER = "__MACOSX"  # where macOS's Archive Utility puts each file's resource fork, as ._<name>
 _SAID: set[Path] = set()  # unpacked folders this process has named in its log
 
 
@@ -45,6 +49,13 @@ def archive_suffix(name: str) -> str:
     """The archive suffix `name` ends with ("" for none), in lower case."""
     lower = name.lower()
     return next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s)), "")
+
+
+def junk(name: str) -> bool:
+    """Whether a path (an archive member's, or a file's under the data) is what macOS adds beside the files: in
+    __MACOSX/, an AppleDouble ._<name> file, or .DS_Store."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return bool(parts) and (MACOS_FOLDER in parts or parts[-1].startswith("._") or parts[-1] == ".DS_Store")
 
 
 def locate(data_dir: Path, name: str) -> Path | None:
@@ -118,8 +129,9 @@ def find_folder(data_dir: Path, name: str, key: str, scratch: Path | None = None
 
 
 def members(archive: Path) -> list[str]:
-    """The names of what `archive` holds (files and folders), read from its index without unpacking it."""
-    return _reader(archive).listing()[0]
+    """The names of what `archive` holds (files and folders, macOS's junk left out), read from its index without
+    unpacking it."""
+    return [n for n in _reader(archive).listing()[0] if not junk(n)]
 
 
 def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> Path:
@@ -149,6 +161,7 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=scratch))
     try:
         reader.extract(partial)
+        _remove_junk(partial)
         try:
             os.rename(partial, target)
         except OSError:
@@ -161,9 +174,21 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
         raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    log(f"unpack         {archive.name}: {len(names)} entries, {size / 2**20:.0f} MB, into {target}")
+    kept = [n for n in names if not junk(n)]
+    log(f"unpack         {archive.name}: {len(kept)} entries, {size / 2**20:.0f} MB, into {target}")
     _SAID.add(target)
     return target
+
+
+def _remove_junk(folder: Path) -> None:
+    """What macOS added to an archive (`junk`), gone from the folder it unpacked to."""
+    for top, dirs, files in os.walk(folder):
+        for name in [d for d in dirs if d == MACOS_FOLDER]:
+            shutil.rmtree(Path(top, name))
+            dirs.remove(name)
+        for name in files:
+            if junk(name):
+                Path(top, name).unlink()
 
 
 def _remove_abandoned(scratch: Path, name: str) -> None:

@@ -241,6 +241,39 @@ def test_an_archive_holding_no_files_says_so(tmp_path, data, scratch):
         archives.find_folder(data, "train", "train_images", scratch)
 
 
+def mac_zip(path, folder, names):
+    """A zip as macOS's Archive Utility makes it: the files in `folder`, and beside them __MACOSX/<folder>/._<name>
+    resource forks (an image's extension, not an image) and a .DS_Store."""
+    with zipfile.ZipFile(path, "w") as z:
+        for name in names:
+            z.writestr(f"{folder}/{name}", name.encode() * 10)
+            z.writestr(f"__MACOSX/{folder}/._{name}", b"\x00\x05\x16\x07 AppleDouble")
+        z.writestr(f"{folder}/.DS_Store", b"\x00\x00\x00\x01Bud1")
+        z.writestr(f"__MACOSX/._{folder}", b"\x00\x05\x16\x07")
+    return path
+
+
+def test_a_zip_made_on_macos_gives_its_folder_without_the_resource_forks(data, scratch):
+    said = []
+    mac_zip(data / "train.zip", "train", ["a.jpg", "b.jpg"])
+    folder = archives.find_folder(data, "train", "train_images", scratch, said.append)
+    assert folder.name == "train" and sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"]
+    assert not (folder.parent / "__MACOSX").exists()
+    assert said[0].startswith("unpack         train.zip: 2 entries")  # the images, the folder's entry aside
+    assert archives.members(data / "train.zip") == ["train/a.jpg", "train/b.jpg"]
+
+
+def test_a_tar_made_on_macos_unpacks_without_its_appledouble_files(tmp_path, data, scratch):
+    """macOS's tar stores ._<name> beside each file (copyfile's metadata): they are no images."""
+    with tarfile.open(data / "test.tar.gz", "w:gz") as t:
+        for name in ("._a.jpg", "a.jpg", "._b.jpg", "b.jpg"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            t.addfile(info, io.BytesIO(b"jpg"))
+    folder = archives.find_folder(data, "test", "test_images", scratch)
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"]
+
+
 def test_tables_read_as_their_extension_says(tmp_path):
     (tmp_path / "train.tsv").write_text('PhraseId\tPhrase\tSentiment\n1\tA series of "escapades"\t1\n2\tNA\t2\n')
     table = tables.read_table(tmp_path / "train.tsv", "PhraseId")
