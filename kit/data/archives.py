@@ -24,7 +24,8 @@ import subprocess
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
@@ -148,19 +149,23 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
     scratch.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(scratch, target.name)
     reader = _reader(archive)
-    names, size = reader.listing()
-    for member in names:
-        parts = PurePosixPath(member.replace("\\", "/")).parts
-        if member.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
-            raise KitError(f"{archive.name}: member '{member}' would be written outside the folder it unpacks to; "
-                           "kit does not unpack such an archive (unpack it yourself and attach the folder)")
-    refusal = disk_refusal(size, scratch)
-    if refusal:
-        raise KitError(f"{archive.name}: not unpacked, {refusal}; free space there (or set KIT_CACHE_DIR to a larger "
-                       "disk), or attach the data unpacked")
+    free = shutil.disk_usage(scratch).free  # before anything is written
+
+    def check(names: list[str], size: int) -> None:
+        """Members that would land outside the folder, and bytes beyond the disk's room, refused in one line."""
+        for member in names:
+            parts = PurePosixPath(member.replace("\\", "/")).parts
+            if member.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
+                raise KitError(f"{archive.name}: member '{member}' would be written outside the folder it unpacks to; "
+                               "kit does not unpack such an archive (unpack it yourself and attach the folder)")
+        refusal = disk_refusal(size, scratch, free)
+        if refusal:
+            raise KitError(f"{archive.name}: not unpacked, {refusal}; free space there (or set KIT_CACHE_DIR to a larger "
+                           "disk), or attach the data unpacked")
+
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=scratch))
     try:
-        reader.extract(partial)
+        names, size = reader.unpack(partial, check)
         _remove_junk(partial)
         try:
             os.rename(partial, target)
@@ -209,7 +214,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class _Zip:
+class _Indexed:
+    """An archive with an index (zip, 7z): listed from it, every member checked, then unpacked."""
+
+    def unpack(self, folder: Path, check: Callable[[list[str], int], None]) -> tuple[list[str], int]:
+        names, size = self.listing()
+        check(names, size)
+        self.extract(folder)
+        return names, size
+
+
+class _Zip(_Indexed):
     def __init__(self, path: Path):
         self.path = path
         try:
@@ -227,32 +242,53 @@ class _Zip:
 
 
 class _Tar:
+    """A tar, plain or compressed whatever its name says (some ".tar.gz" files are plain tars), read as a stream:
+    it has no index, and a compressed one is decompressed from its start at every pass, so unpacking it is one
+    pass that checks each member as it comes (and listing it, another)."""
+
     def __init__(self, path: Path):
         self.path = path
-        try:  # "r:*" reads plain and compressed tars alike: some ".tar.gz" files are plain tars
-            with tarfile.open(path, "r:*") as t:
-                self.members = t.getmembers()
-        except (tarfile.TarError, OSError, EOFError) as e:
-            raise KitError(f"{path.name}: not a tar archive ({e}); replace the file or fix [data]") from None
 
     def listing(self) -> tuple[list[str], int]:
-        return [m.name for m in self.members], sum(m.size for m in self.members if m.isfile())
+        names, size = [], 0
+        with self._stream() as members:
+            for _, member in members:
+                names.append(member.name)
+                size += member.size if member.isfile() else 0
+        return names, size
 
-    def extract(self, folder: Path) -> None:
-        with tarfile.open(self.path, "r:*") as t:
-            if not hasattr(tarfile, "data_filter"):  # before Python 3.11.4: no filter, so no links at all
-                links = [m.name for m in t.getmembers() if m.issym() or m.islnk()]
-                if links:
-                    raise KitError(f"{self.path.name}: member '{links[0]}' is a link; kit does not unpack such an archive")
-                t.extractall(folder)
-                return
-            try:  # the "data" filter refuses links out of the folder and device files
-                t.extractall(folder, filter="data")
-            except tarfile.FilterError as e:
-                raise KitError(f"{self.path.name}: {e}; kit does not unpack such an archive") from None
+    def unpack(self, folder: Path, check: Callable[[list[str], int], None]) -> tuple[list[str], int]:
+        names, size = [], 0
+        with self._stream() as members:
+            for t, member in members:
+                names.append(member.name)
+                size += member.size if member.isfile() else 0
+                check([member.name], size)
+                if junk(member.name):
+                    continue
+                if not hasattr(tarfile, "data_filter"):  # before Python 3.11.4: no filter, so no links at all
+                    if member.issym() or member.islnk():
+                        raise KitError(f"{self.path.name}: member '{member.name}' is a link; kit does not unpack such an "
+                                       "archive")
+                    t.extract(member, folder)
+                    continue
+                try:  # the "data" filter refuses links out of the folder and device files
+                    t.extract(member, folder, filter="data")
+                except tarfile.FilterError as e:
+                    raise KitError(f"{self.path.name}: {e}; kit does not unpack such an archive") from None
+        return names, size
+
+    @contextmanager
+    def _stream(self) -> Iterator[Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]]:
+        """(the tar, a member) as they come; what does not read as a tar is one line."""
+        try:
+            with tarfile.open(self.path, "r|*") as t:
+                yield ((t, member) for member in t)
+        except (tarfile.ReadError, tarfile.CompressionError, EOFError, zlib.error) as e:
+            raise KitError(f"{self.path.name}: not a tar archive ({e}); replace the file or fix [data]") from None
 
 
-class _SevenZip:
+class _SevenZip(_Indexed):
     """The `7z` command, else py7zr, else libarchive-c."""
 
     def __init__(self, path: Path):

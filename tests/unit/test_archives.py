@@ -241,6 +241,38 @@ def test_an_archive_holding_no_files_says_so(tmp_path, data, scratch):
         archives.find_folder(data, "train", "train_images", scratch)
 
 
+def bytes_read() -> int:
+    """What this process has read so far (Linux's /proc/self/io rchar: every read call, cached or not)."""
+    line = next(line for line in open("/proc/self/io") if line.startswith("rchar:"))
+    return int(line.split()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="reads are counted by Linux's /proc/self/io")
+@pytest.mark.parametrize("name, compress", [("train.tar.gz", True), ("train_val2019.tar.gz", False)])
+def test_a_tar_is_read_once_to_unpack_it(tmp_path, data, scratch, name, compress):
+    """A .tar.gz has no index: listing it, then unpacking it, decompressed it twice (inaturalist's 82 GB, twice).
+    One streaming pass checks each member as it comes and writes it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for k in range(4):  # incompressible: the archive is about as large as what it holds
+        (source / f"{k}.jpg").write_bytes(os.urandom(2**20))
+    write_tar(source, data / name, prefix="train", compress=compress)
+    before = bytes_read()
+    folder = archives.unpack(data / name, scratch, print)
+    read = bytes_read() - before
+    assert sorted(p.name for p in (folder / "train").iterdir()) == ["0.jpg", "1.jpg", "2.jpg", "3.jpg"]
+    size = (data / name).stat().st_size
+    assert size <= read < 1.5 * size, f"read {read / size:.2f} times the archive's {size} bytes"
+
+
+def test_a_tar_too_large_for_the_disk_stops_as_it_comes(tmp_path, data, scratch, monkeypatch):
+    write_tar(images(tmp_path / "src"), data / "test.tar.gz")
+    monkeypatch.setattr(archives.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**12, 10**12 - 20, 20))
+    with pytest.raises(KitError, match=r"^test.tar.gz: not unpacked, it needs 0.0 GB and .* has 0.0 GB free"):
+        archives.find_folder(data, "test", "test_images", scratch)
+    assert list(scratch.iterdir()) == []  # nothing half-unpacked is left
+
+
 def mac_zip(path, folder, names):
     """A zip as macOS's Archive Utility makes it: the files in `folder`, and beside them __MACOSX/<folder>/._<name>
     resource forks (an image's extension, not an image) and a .DS_Store."""
