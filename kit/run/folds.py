@@ -379,7 +379,7 @@ def summary_table(result: CVResult) -> str:
         )
     lines.append(
         f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
-        f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}"
+        f"{'' if result.threshold is None else f'at threshold {metrics.threshold_text(result.threshold)} '}"
         f"{f'at {result.cut} ' if result.cut else ''}"
         f"(predicting {result.baseline_name}: {result.baseline:.4f})"
     )
