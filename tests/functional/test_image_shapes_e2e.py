@@ -61,7 +61,7 @@ def test_plant_seedlings_reads_class_folders(tmp_path):
 def run_kit(tmp_path, comp, folder, capsys) -> list[str]:
     cfg = config.load(comp)
     smoke_params = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in cfg.smoke.items()]
-    args = ["run", comp, "--data", str(folder), "--output", str(tmp_path / "out")]
+    args = ["run", comp, "--data", str(folder), "--output", str(tmp_path / "out"), "-p", "fallback=none"]  # no prior
     assert cli.main(args + [a for p in smoke_params for a in ("-p", p)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]
