@@ -65,11 +65,11 @@ def load_data(session: Session, pipe: Pipeline) -> Any:
 def labels_only(session: Session, why: str) -> LabelsOnly:
     """The sample submission and the prior of the training labels (in predict mode, of the training run's
     checkpoints), read on their own: the training table ([data] train, a sample of it when large) and the sample."""
+    if not templates.get(session.template).labels_table:
+        raise KitError(f"the {session.template} template's training labels are no table of values to take a prior from")
     if session.trained is not None:
         sample, _, target = base.trained_sample(session)
         return LabelsOnly(sample, target, {"target": base.target_record(target), "prior": session.trained.recipe["prior"]}, why)
-    if not templates.get(session.template).labels_table:
-        raise KitError(f"the {session.template} template's training labels are no table of values to take a prior from")
     spec = session.spec
     sample, sample_path = base.read_sample(session)
     path = archives.find_file(session.data_dir, spec.train, "training table", log=session.log)
