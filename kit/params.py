@@ -39,6 +39,8 @@ class TrainParams:
                              doc="auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16")
     time_budget_s: float = setting(0.0, minimum=0.0,
                                    doc="wall-clock budget for the whole notebook; 0 is Kaggle's session limit")
+    fallback: str = setting("prior", choices=("prior", "none"),
+                            doc="no fold to predict with: prior submits the labels' prior (or mode, mean, median); none stops")
     weight_decay: float = setting(0.05, minimum=0.0, doc="AdamW weight decay (not on biases and norms)")
     warmup_epochs: float = setting(1.0, minimum=0.0, doc="linear warm-up, then cosine decay")
     patience: int = setting(3, minimum=0,

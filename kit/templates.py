@@ -42,6 +42,9 @@ class Template:
     # "module:object" of its part of the resource plan (kit.run.footprint): sizes(session, data), parameters(p, sizes)
     # and needs(sizes, p, spec, limits)
     footprint: str = ""
+    # its training labels are values in a table, which alone give a submission where no model can (kit.run.fallback:
+    # the prior, where the data cannot be read for training); segmentation's are masks
+    labels_table: bool = True
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -66,7 +69,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
               "image_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
-             footprint="kit.pipelines.footprints:Segmentation"),
+             footprint="kit.pipelines.footprints:Segmentation", labels_table=False),
 )}
 
 

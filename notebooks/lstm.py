@@ -53,6 +53,7 @@ seed: int = 42
 batch_size = "auto"  # an int, or auto: the largest batch that fits and runs fastest
 precision: str = "auto"  # auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16
 time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+fallback: str = "prior"  # no fold to predict with: prior submits the labels' prior (or mode, mean, median); none stops
 weight_decay: float = 0.01  # AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 6  # epochs without a better score before a fold stops (from half the planned); 0 never
@@ -113,13 +114,15 @@ session = start("lstm", globals())
 # Reads the training and test tables and the sample submission; checks columns, numeric features without
 # gaps, and that the test ids and the sample submission's ids are the same. Rows become padded sequences
 # with a mask; categorical features become codes for an embedding.
+#
+# If the files cannot be read for training at all (an archive without its images, say), a loud banner says
+# why, nothing trains, and the submission is the training labels' own answer (`fallback`).
 
 # %%
-from kit.run import create_pipeline
+from kit.run import create_pipeline, load_data
 
 pipe = create_pipeline(session)
-data = pipe.load()
-_ = pipe.show_samples(data)
+data = load_data(session, pipe)  # read and checked, a few rows shown (samples.png)
 
 # %% [markdown]
 # ## 3. Training
@@ -144,6 +147,9 @@ cv = train_folds(session, pipe, data)
 #
 # Every fold checkpoint that exists predicts the test sequences; the predictions are averaged, put in the
 # sample submission's row order, checked, and only then written to `submission.csv`.
+# With no fold checkpoint at all (nothing trained, or every fold failed before its first), a banner says so and
+# each row is the training labels' own answer: the class prior (its likeliest class for a label), the mean or
+# the median, as the metric scores best (`fallback = "none"`: no submission).
 
 # %%
 from kit.run import write_submission

@@ -53,6 +53,7 @@ seed: int = 42
 batch_size = "auto"  # an int, or auto: the largest batch of tiles that fits and runs fastest
 precision: str = "auto"  # auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16 or bf16
 time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+fallback: str = "prior"  # no fold to predict with: prior submits the labels' prior (or mode, mean, median); none stops
 weight_decay: float = 0.01  # AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # linear warm-up, then cosine decay
 patience: int = 5  # epochs without a better score before a fold stops (from half the planned); 0 never
@@ -126,13 +127,15 @@ session = start("segmentation", globals())
 # run-length code per class, a mask per class; with metric rmse, a target page. A mask whose size differs from its
 # image's, a run-length code past its image's end, a class index beyond `classes`: one line each. The grid shows
 # training images with their masks.
+#
+# If the files cannot be read for training at all (an archive without its images, say), a loud banner says
+# why, nothing trains, and the submission is the training labels' own answer (`fallback`).
 
 # %%
-from kit.run import create_pipeline
+from kit.run import create_pipeline, load_data
 
 pipe = create_pipeline(session)
-data = pipe.load()
-_ = pipe.show_samples(data)
+data = load_data(session, pipe)  # read and checked, a few rows shown (samples.png)
 
 # %% [markdown]
 # ## 3. Training
@@ -162,6 +165,8 @@ cv = train_folds(session, pipe, data)
 # cut at the threshold and smallest component that score best out of fold, and written as the sample submission
 # asks: run-length codes (column-major, 1-indexed, empty for no mask), checked to decode, or one value per pixel.
 # The grid `predictions.png` shows test images with their predicted masks.
+# With no fold checkpoint at all (nothing trained, or every fold failed before its first), a banner says so and
+# each row is what the training masks alone give: no mask, or the mean page (`fallback = "none"`: no submission).
 
 # %%
 from kit.run import write_submission

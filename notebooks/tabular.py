@@ -54,6 +54,7 @@ seed: int = 42
 batch_size = "auto"  # mlp: an int, or auto: the largest batch that fits and runs fastest
 precision: str = "auto"  # mlp: auto (fp16 on a T4, bf16 on Ampere and newer, fp32 on the CPU), fp32, fp16, bf16
 time_budget_s: float = 0.0  # wall-clock budget for the whole notebook; 0 is Kaggle's session limit
+fallback: str = "prior"  # no fold to predict with: prior submits the labels' prior (or mode, mean, median); none stops
 weight_decay: float = 0.01  # mlp: AdamW weight decay (not on biases and norms)
 warmup_epochs: float = 1.0  # mlp: linear warm-up, then cosine decay
 patience: int = 8  # mlp: epochs without a better score before a fold stops (from half the planned); 0 never
@@ -118,13 +119,15 @@ session = start("tabular", globals())
 # (each must be in both tables and hold a value somewhere), that the test ids and the sample submission's ids
 # are the same, and says which columns are read as what. The figure shows the target and each feature's share
 # of missing values.
+#
+# If the files cannot be read for training at all (an archive without its images, say), a loud banner says
+# why, nothing trains, and the submission is the training labels' own answer (`fallback`).
 
 # %%
-from kit.run import create_pipeline
+from kit.run import create_pipeline, load_data
 
 pipe = create_pipeline(session)
-data = pipe.load()
-_ = pipe.show_samples(data)
+data = load_data(session, pipe)  # read and checked, a few rows shown (samples.png)
 
 # %% [markdown]
 # ## 3. Training
@@ -147,6 +150,9 @@ cv = train_folds(session, pipe, data)
 #
 # Every fold checkpoint that exists predicts the test table; the predictions are averaged, put in the sample
 # submission's row order, checked, and only then written to `submission.csv`.
+# With no fold checkpoint at all (nothing trained, or every fold failed before its first), a banner says so and
+# each row is the training labels' own answer: the class prior (its likeliest class for a label), the mean or
+# the median, as the metric scores best (`fallback = "none"`: no submission).
 
 # %%
 from kit.run import write_submission

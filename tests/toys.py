@@ -11,11 +11,13 @@ from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train.cv import make_folds
 from kit.train.objectives import Classification
+from kit.train.targets import Target
 
 
 class ToyData:
     def __init__(self, recipe):
         self.recipe = recipe
+        self.target = Target("probs", ("a", "b", "c"), ("a", "b", "c"))
 
 
 class ToyPipeline:

@@ -89,7 +89,7 @@ class Survey:
         if not [e for e in entries if not e.name.startswith(".")]:
             raise KitError(f"{data_dir}: the folder is empty; give kit init the competition's data folder")
         for entry in entries:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or archives.junk(entry.name):
                 continue
             if entry.is_dir():
                 files = tuple(_images_under(Path(entry.path)))
@@ -187,7 +187,7 @@ def _images_under(root: Path) -> Iterator[str]:
     """The image files under `root`, as paths relative to it, in sorted order; at most LISTED."""
     count = 0
     for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not archives.junk(d))
         for name in sorted(files):
             if is_image(name) and not name.startswith("."):
                 yield Path(top, name).relative_to(root).as_posix()
@@ -200,7 +200,7 @@ def _json_below(data_dir: Path) -> Iterator[Path]:
     """JSON files one to DEPTH folders below the data folder, not among images (herbarium's metadata.json)."""
     for top, dirs, files in os.walk(data_dir):
         depth = len(Path(top).relative_to(data_dir).parts)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < DEPTH else []
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not archives.junk(d)) if depth < DEPTH else []
         if depth == 0:
             continue
         for name in sorted(files):

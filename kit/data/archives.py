@@ -9,6 +9,9 @@ killed half-way never leaves a folder the next run would take for complete. The 
 
 .7z has no reader in the standard library: the `7z` command (Kaggle's image has it), else py7zr, else
 libarchive-c, whichever is there first; none of them is one line saying what to install.
+
+What macOS adds to an archive it makes (the __MACOSX/ folder of resource forks, AppleDouble ._<name> files,
+.DS_Store) is no part of the data: it is left out of every listing and removed once unpacked (`junk`).
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ import subprocess
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
@@ -30,7 +34,8 @@ from kit.runtime.paths import disk_refusal
 
 SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip", ".7z")  # longest first: "x.tar.gz" is a .tar.gz, not a .gz
 KAGGLE_TEMP = Path("/kaggle/temp")
-UNPACK_FORMAT = 1  # bump when what an unpacked folder holds changes, so older ones are not reused
+UNPACK_FORMAT = 2  # bump when what an unpacked folder holds changes, so older ones are not reused (2: no macOS junk)
+MACOS_FOLDER = "__MACOSX"  # where macOS's Archive Utility puts each file's resource fork, as ._<name>
 _SAID: set[Path] = set()  # unpacked folders this process has named in its log
 
 
@@ -45,6 +50,13 @@ def archive_suffix(name: str) -> str:
     """The archive suffix `name` ends with ("" for none), in lower case."""
     lower = name.lower()
     return next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s)), "")
+
+
+def junk(name: str) -> bool:
+    """Whether a path (an archive member's, or a file's under the data) is what macOS adds beside the files: in
+    __MACOSX/, an AppleDouble ._<name> file, or .DS_Store."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return bool(parts) and (MACOS_FOLDER in parts or parts[-1].startswith("._") or parts[-1] == ".DS_Store")
 
 
 def locate(data_dir: Path, name: str) -> Path | None:
@@ -118,8 +130,9 @@ def find_folder(data_dir: Path, name: str, key: str, scratch: Path | None = None
 
 
 def members(archive: Path) -> list[str]:
-    """The names of what `archive` holds (files and folders), read from its index without unpacking it."""
-    return _reader(archive).listing()[0]
+    """The names of what `archive` holds (files and folders, macOS's junk left out), read from its index without
+    unpacking it."""
+    return [n for n in _reader(archive).listing()[0] if not junk(n)]
 
 
 def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> Path:
@@ -136,19 +149,24 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
     scratch.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(scratch, target.name)
     reader = _reader(archive)
-    names, size = reader.listing()
-    for member in names:
-        parts = PurePosixPath(member.replace("\\", "/")).parts
-        if member.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
-            raise KitError(f"{archive.name}: member '{member}' would be written outside the folder it unpacks to; "
-                           "kit does not unpack such an archive (unpack it yourself and attach the folder)")
-    refusal = disk_refusal(size, scratch)
-    if refusal:
-        raise KitError(f"{archive.name}: not unpacked, {refusal}; free space there (or set KIT_CACHE_DIR to a larger "
-                       "disk), or attach the data unpacked")
+    free = shutil.disk_usage(scratch).free  # before anything is written
+
+    def check(names: list[str], size: int) -> None:
+        """Members that would land outside the folder, and bytes beyond the disk's room, refused in one line."""
+        for member in names:
+            parts = PurePosixPath(member.replace("\\", "/")).parts
+            if member.startswith(("/", "\\")) or ".." in parts or (parts and parts[0].endswith(":")):
+                raise KitError(f"{archive.name}: member '{member}' would be written outside the folder it unpacks to; "
+                               "kit does not unpack such an archive (unpack it yourself and attach the folder)")
+        refusal = disk_refusal(size, scratch, free)
+        if refusal:
+            raise KitError(f"{archive.name}: not unpacked, {refusal}; free space there (or set KIT_CACHE_DIR to a larger "
+                           "disk), or attach the data unpacked")
+
     partial = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=scratch))
     try:
-        reader.extract(partial)
+        names, size = reader.unpack(partial, check)
+        _remove_junk(partial)
         try:
             os.rename(partial, target)
         except OSError:
@@ -161,9 +179,21 @@ def unpack(archive: Path, scratch: Path, log: Callable[[str], None] = print) -> 
         raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    log(f"unpack         {archive.name}: {len(names)} entries, {size / 2**20:.0f} MB, into {target}")
+    kept = [n for n in names if not junk(n)]
+    log(f"unpack         {archive.name}: {len(kept)} entries, {size / 2**20:.0f} MB, into {target}")
     _SAID.add(target)
     return target
+
+
+def _remove_junk(folder: Path) -> None:
+    """What macOS added to an archive (`junk`), gone from the folder it unpacked to."""
+    for top, dirs, files in os.walk(folder):
+        for name in [d for d in dirs if d == MACOS_FOLDER]:
+            shutil.rmtree(Path(top, name))
+            dirs.remove(name)
+        for name in files:
+            if junk(name):
+                Path(top, name).unlink()
 
 
 def _remove_abandoned(scratch: Path, name: str) -> None:
@@ -184,7 +214,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
-class _Zip:
+class _Indexed:
+    """An archive with an index (zip, 7z): listed from it, every member checked, then unpacked."""
+
+    def unpack(self, folder: Path, check: Callable[[list[str], int], None]) -> tuple[list[str], int]:
+        names, size = self.listing()
+        check(names, size)
+        self.extract(folder)
+        return names, size
+
+
+class _Zip(_Indexed):
     def __init__(self, path: Path):
         self.path = path
         try:
@@ -202,32 +242,53 @@ class _Zip:
 
 
 class _Tar:
+    """A tar, plain or compressed whatever its name says (some ".tar.gz" files are plain tars), read as a stream:
+    it has no index, and a compressed one is decompressed from its start at every pass, so unpacking it is one
+    pass that checks each member as it comes (and listing it, another)."""
+
     def __init__(self, path: Path):
         self.path = path
-        try:  # "r:*" reads plain and compressed tars alike: some ".tar.gz" files are plain tars
-            with tarfile.open(path, "r:*") as t:
-                self.members = t.getmembers()
-        except (tarfile.TarError, OSError, EOFError) as e:
-            raise KitError(f"{path.name}: not a tar archive ({e}); replace the file or fix [data]") from None
 
     def listing(self) -> tuple[list[str], int]:
-        return [m.name for m in self.members], sum(m.size for m in self.members if m.isfile())
+        names, size = [], 0
+        with self._stream() as members:
+            for _, member in members:
+                names.append(member.name)
+                size += member.size if member.isfile() else 0
+        return names, size
 
-    def extract(self, folder: Path) -> None:
-        with tarfile.open(self.path, "r:*") as t:
-            if not hasattr(tarfile, "data_filter"):  # before Python 3.11.4: no filter, so no links at all
-                links = [m.name for m in t.getmembers() if m.issym() or m.islnk()]
-                if links:
-                    raise KitError(f"{self.path.name}: member '{links[0]}' is a link; kit does not unpack such an archive")
-                t.extractall(folder)
-                return
-            try:  # the "data" filter refuses links out of the folder and device files
-                t.extractall(folder, filter="data")
-            except tarfile.FilterError as e:
-                raise KitError(f"{self.path.name}: {e}; kit does not unpack such an archive") from None
+    def unpack(self, folder: Path, check: Callable[[list[str], int], None]) -> tuple[list[str], int]:
+        names, size = [], 0
+        with self._stream() as members:
+            for t, member in members:
+                names.append(member.name)
+                size += member.size if member.isfile() else 0
+                check([member.name], size)
+                if junk(member.name):
+                    continue
+                if not hasattr(tarfile, "data_filter"):  # before Python 3.11.4: no filter, so no links at all
+                    if member.issym() or member.islnk():
+                        raise KitError(f"{self.path.name}: member '{member.name}' is a link; kit does not unpack such an "
+                                       "archive")
+                    t.extract(member, folder)
+                    continue
+                try:  # the "data" filter refuses links out of the folder and device files
+                    t.extract(member, folder, filter="data")
+                except tarfile.FilterError as e:
+                    raise KitError(f"{self.path.name}: {e}; kit does not unpack such an archive") from None
+        return names, size
+
+    @contextmanager
+    def _stream(self) -> Iterator[Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]]:
+        """(the tar, a member) as they come; what does not read as a tar is one line."""
+        try:
+            with tarfile.open(self.path, "r|*") as t:
+                yield ((t, member) for member in t)
+        except (tarfile.ReadError, tarfile.CompressionError, EOFError, zlib.error) as e:
+            raise KitError(f"{self.path.name}: not a tar archive ({e}); replace the file or fix [data]") from None
 
 
-class _SevenZip:
+class _SevenZip(_Indexed):
     """The `7z` command, else py7zr, else libarchive-c."""
 
     def __init__(self, path: Path):

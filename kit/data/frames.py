@@ -1,6 +1,8 @@
-"""Tables of any size: their size estimated before they are read, read in chunks with the numbers downcast,
-and sampled to `train_rows` where asked; a table too big for the memory without `train_rows` stops in one
-line that says what to set (the 55M-row taxi table takes about 4 GB as float32, its text 5.5 GB).
+"""Tables of any size: their size estimated before they are read, read in chunks with the numbers downcast (only
+the columns asked for, where given), and sampled to `train_rows` where asked; a table too big for the memory
+stops in one line that says what to do: a training table without `train_rows`, set it (the 55M-row taxi table
+takes about 4 GB as float32, its text 5.5 GB); a table read whole (the test table: every row is predicted), what
+the caller says.
 """
 from __future__ import annotations
 
@@ -43,11 +45,12 @@ def downcast(frame: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     return frame
 
 
-def estimate(path: Path, id_column: str | None = None) -> Size:
-    """The rows a CSV holds and the memory they take once read, from its size and its first HEAD_ROWS rows."""
+def estimate(path: Path, id_column: str | None = None, columns: list[str] | None = None) -> Size:
+    """The rows a CSV holds and the memory they take once read (`columns` alone, where given), from its size and its
+    first HEAD_ROWS rows."""
     with open(path, "rb") as f:
         head = b"".join(line for _, line in zip(range(HEAD_ROWS + 1), f))
-    sample = _read(io.BytesIO(head), id_column, path)
+    sample = _read(io.BytesIO(head), id_column, path, columns)
     if head.count(b"\n") <= HEAD_ROWS or not len(sample):  # the whole file was read: it is its own estimate
         return Size(len(sample), int(downcast(sample).memory_usage(deep=True).sum()))
     rows = int(path.stat().st_size / (len(head) / (len(sample) + 1)))
@@ -55,26 +58,31 @@ def estimate(path: Path, id_column: str | None = None) -> Size:
 
 
 def read_table(path: Path, id_column: str | None = None, rows: int = 0, seed: int = 0,
-               log: Callable[[str], None] = print) -> pd.DataFrame:
-    """The CSV at `path`, its numbers downcast and its ids read as text; with `rows`, a sample of that many rows
-    drawn at random (in their order in the file). Without `rows`, a table that would take more than
-    MEMORY_SHARE of the free memory is a KitError naming `train_rows`."""
-    size = estimate(path, id_column)
+               log: Callable[[str], None] = print, columns: list[str] | None = None, whole: str = "") -> pd.DataFrame:
+    """The CSV at `path` (of its columns, those in `columns` where given), its numbers downcast and its ids read as
+    text; with `rows`, a sample of that many rows drawn at random (in their order in the file). Without `rows`, a
+    table that would take more than MEMORY_SHARE of the free memory is a KitError naming `train_rows`; with `whole`
+    (a table every row of which is needed, such as the test table), naming what `whole` says to do."""
+    size = estimate(path, id_column, columns)
     free = hardware.available_ram_bytes()
     keep = (id_column,) if id_column else ()
     if not rows and free and size.memory > MEMORY_SHARE * free:
+        said = (f"{path.name}: about {size.rows:,} rows, {size.memory / 2**30:.1f} GB once read, more than the "
+                f"{MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GB of free memory a table may take")
+        if whole:
+            raise KitError(f"{said}; {whole}")
         fit = int(size.rows * MEMORY_SHARE * free / size.memory)
         suggest = int(float(f"{fit:.1g}")) if fit >= 10 else fit
-        raise KitError(f"{path.name}: about {size.rows:,} rows, {size.memory / 2**30:.1f} GB once read, more than the "
-                       f"{MEMORY_SHARE:.0%} of the {free / 2**30:.1f} GB of free memory a table may take; set train_rows "
-                       f"(such as {suggest}) to train on a sample of its rows")
+        raise KitError(f"{said}; set train_rows (such as {suggest}) to train on a sample of its rows")
     share = min(1.0, 1.02 * rows / max(size.rows, 1)) if rows else 1.0  # a little over: the estimate may be short
     rng = np.random.default_rng(seed)
     if path.stat().st_size <= LARGE_BYTES:
         frame = downcast(tables.read_csv(path, id_column), keep)
+        frame = frame[[c for c in frame.columns if c in columns]] if columns is not None else frame
     else:
         parts = []
-        with pd.read_csv(path, dtype={id_column: str} if id_column else None, chunksize=CHUNK_ROWS, low_memory=False) as chunks:
+        with pd.read_csv(path, dtype={id_column: str} if id_column else None, chunksize=CHUNK_ROWS, low_memory=False,
+                         usecols=_wanted(columns)) as chunks:
             for chunk in chunks:
                 if share < 1.0:
                     chunk = chunk[rng.random(len(chunk)) < share]
@@ -91,8 +99,16 @@ def read_table(path: Path, id_column: str | None = None, rows: int = 0, seed: in
     return frame
 
 
-def _read(source, id_column: str | None, path: Path) -> pd.DataFrame:
+def _wanted(columns: list[str] | None):
+    """pandas' usecols for `columns`: those of them a file holds (None: all of its columns)."""
+    if columns is None:
+        return None
+    wanted = set(columns)
+    return lambda name: name in wanted
+
+
+def _read(source, id_column: str | None, path: Path, columns: list[str] | None = None) -> pd.DataFrame:
     try:
-        return pd.read_csv(source, dtype={id_column: str} if id_column else None, low_memory=False)
+        return pd.read_csv(source, dtype={id_column: str} if id_column else None, low_memory=False, usecols=_wanted(columns))
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise KitError(f"{path}: cannot read it as CSV ({' '.join(str(e).split())})") from None

@@ -99,7 +99,7 @@ def class_folders(root: Path, name: str, chosen: Sequence[str], test: Path | Non
     else:
         skip = test.resolve() if test is not None and test.exists() else None
         pairs = [(e.name, e.name) for e in sorted(os.scandir(root), key=lambda e: e.name)
-                 if e.is_dir() and not e.name.startswith(".") and Path(e.path).resolve() != skip]
+                 if e.is_dir() and not e.name.startswith(".") and not archives.junk(e.name) and Path(e.path).resolve() != skip]
     if not pairs:
         raise KitError(f'{name or "."}/ holds no class folders; layout = "folders" reads {name or "."}/<class>/<file>: '
                        "check train_images and layout in [data]")
@@ -130,7 +130,8 @@ def named_files(root: Path, name: str, pattern: str, test: Path | None, ext: str
     skip = str(test.resolve()) if test is not None and test.exists() else None
     rows, seen = [], []
     for top, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and str(Path(top, d).resolve()) != skip)
+        dirs[:] = sorted(d for d in dirs
+                         if not d.startswith(".") and not archives.junk(d) and str(Path(top, d).resolve()) != skip)
         for f in sorted(files):
             if f.startswith(".") or not f.endswith(ext):
                 continue

@@ -119,8 +119,8 @@ class CnnPipeline:
         """What prediction needs from the training labels `y` (kit.runtime.trained): the target, the prior, the
         flips and turns training makes (which decide the prediction's views), the regression target's scale
         (of each column, for several)."""
-        return {"target": base.target_record(target), "prior": targets.prior(target, y), "hflip": hflip,
-                "vflip": self.p.vflip, "rotate90": self.p.rotate90,
+        return {"target": base.target_record(target), "prior": targets.prior(target, y, self.session.spec.metric),
+                "hflip": hflip, "vflip": self.p.vflip, "rotate90": self.p.rotate90,
                 **dict(zip(("y_mean", "y_std"), moments(y, self.session.spec.metric)))}
 
     def input_of(self, form, cache, rows: np.ndarray) -> dict:

@@ -101,7 +101,7 @@ class SequencePipeline:
         cardinalities = [len(codes[c]) for c in spec.categorical]
         scale = (values.mean(0).tolist(), values.std(0).tolist()) if target.by_column else (float(values.mean()),
                                                                                             float(values.std()))
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, values),
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, values, spec.metric),
                   "codes": {c: list(codes[c]) for c in codes}, "cardinalities": cardinalities, "length": tr.length,
                   "y_mean": scale[0] if not target.classification else 0.0,
                   "y_std": scale[1] if not target.classification else 1.0}

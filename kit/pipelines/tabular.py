@@ -72,7 +72,10 @@ class TabularPipeline:
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
         train = frames.read_table(train_path, spec.id_column or None, self.p.train_rows, self.p.seed, s.log)
         sample, sample_path = base.read_sample(s)
-        test, test_path = self._test_table()
+        read = [c for c in dict.fromkeys([*train.columns, *sample.columns]) if c not in spec.drop_columns]
+        test, test_path = self._test_table(read, "every test row is predicted, so it is read whole: lower train_rows to leave "
+                                                 "it room, leave out columns the model need not read ([data] drop_columns), "
+                                                 "or run where there is more memory")
         columns = base.sample_targets(sample, spec, sample_path, test.columns)
         target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name, (), spec.target_range)
         if target is None:
@@ -92,8 +95,8 @@ class TabularPipeline:
         kinds = features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, s.log)
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y).tolist(), "features": kinds,
-                  "y_mean": mean, "y_std": std}
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y, spec.metric).tolist(),
+                  "features": kinds, "y_mean": mean, "y_std": std}
         used = [*kinds["kinds"], *sources]
         identity = runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(), np.array(target.columns))
         sample, where = self._where(test, test_path, sample, sample_path)
@@ -103,10 +106,13 @@ class TabularPipeline:
         s.log(self.describe(data))
         return data
 
-    def _test_table(self) -> tuple[pd.DataFrame, Path]:
+    def _test_table(self, columns: list[str], whole: str) -> tuple[pd.DataFrame, Path]:
+        """The test table's `columns` (those it holds, and its ids): every row, in chunks where it is large; where it
+        would not fit the memory, `whole` says what to do (no sample of it will do)."""
         spec = self.spec
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
-        test = frames.read_table(test_path, spec.id_column or None)
+        wanted = [spec.id_column, *columns] if spec.id_column else columns
+        test = frames.read_table(test_path, spec.id_column or None, columns=wanted, whole=whole)
         if spec.id_column:
             tables.require_columns(test, [spec.id_column], test_path)
             tables.require_unique(test, spec.id_column, test_path)
@@ -138,7 +144,9 @@ class TabularPipeline:
         """Predict mode: the test table and the sample submission, encoded with the training run's recipe."""
         s = self.session
         sample, sample_path, target = base.trained_sample(s)
-        test, test_path = self._test_table()
+        read = [*recipe["features"]["kinds"], *sample.columns]
+        test, test_path = self._test_table(read, f"every test row is predicted, so it is read whole (the {len(read)} columns "
+                                                 "the model and the sample read): run where there is more memory")
         absent = [c for c in recipe["features"]["kinds"] if c not in test.columns]
         if absent:
             raise KitError(f"{test_path.name}: no column '{absent[0]}' the model reads ({len(absent)} such); predict with "

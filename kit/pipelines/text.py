@@ -150,8 +150,8 @@ class TextPipeline:
                   f"{f'{limit} positions' if limit else 'no position limit'}; at most {AUTO_LENGTH} when it is auto)")
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y), "y_mean": mean, "y_std": std,
-                  "max_length": max_length, "tokenizer": key}
+        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y, spec.metric), "y_mean": mean,
+                  "y_std": std, "max_length": max_length, "tokenizer": key}
         # the model folder's identity too: another version found under the same model_path trains afresh
         identity = runs.digest(pd.util.hash_pandas_object(train[[*spec.text_columns, *self._target_columns(target)]],
                                                           index=False).to_numpy(), np.array(target.columns),

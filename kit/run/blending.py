@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from kit import files
+from kit import fields, files, templates
 from kit.errors import KitError
+from kit.params import TrainParams
 from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, csv_text, validate
-from kit.run import blend, kept, predictions, submission
+from kit.run import blend, fallback, kept, predictions, submission
 from kit.run.start import start
-from kit.runtime import checkpoint, runs
+from kit.runtime import checkpoint, runs, trained
 from kit.runtime.session import Session
 from kit.runtime.trained import Trained
 
@@ -28,7 +30,10 @@ BLEND_RECORD, SUBMISSION = "blend.json", "submission.csv"
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     """Write submission.csv: the blend of the runs in `blend` (predict mode), else this run's folds' mean
-    (kit.run.submission.write_submission: whatever training did, or the prior with none)."""
+    (kit.run.submission.write_submission: whatever training did, or the prior with none); where the data could
+    not be read for training, the training labels' prior (kit.run.fallback)."""
+    if isinstance(data, fallback.LabelsOnly):
+        return fallback.write(session, data)
     if not session.blend:
         return submission.write_submission(session, pipe, data)
     return write_blend(session, pipe, data)
@@ -43,7 +48,14 @@ def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
         except KitError as e:  # a run from an older kit: nothing to weight it by
             session.warn(f"{e}; {source} is left out of the blend")
             continue
-        pred = run_prediction(session, pipe, data, source, run)
+        try:
+            pred = run_prediction(session, pipe, data, source, run)
+        except Exception as e:  # noqa: BLE001  one run that cannot predict here leaves the others their blend
+            why = str(e) if isinstance(e, KitError) else f"{type(e).__name__}: {e}"
+            if not isinstance(e, KitError):  # a failure kit did not foresee: its traceback, for a report
+                session.log("".join(traceback.format_exception(e)).rstrip())
+            session.warn(f"blend: {source} cannot predict here ({why}); it is left out of the blend")
+            continue
         if pred is None:
             session.warn(f"blend: no fold of {source} predicted the test set; it is left out of the blend")
             continue
@@ -75,13 +87,21 @@ def save(folder: Path, sub: pd.DataFrame, done: blend.Blended, target) -> Path:
     return path
 
 
+def predict_time(p: TrainParams, template: str) -> dict[str, Any]:
+    """This notebook's parameters that another template's run predicts with: those a person chooses at prediction
+    (kit.runtime.trained.PREDICT_TIME) that its template has too. Its model's settings come from its checkpoints:
+    this notebook's model_name (a timm name) is no choice of a tabular run's."""
+    theirs = set(fields.names(templates.get(template).params))
+    return {k: v for k, v in dataclasses.asdict(p).items() if k in trained.PREDICT_TIME and k in theirs}
+
+
 def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run: Trained):
     """(test rows, outputs) the mean of `run`'s folds' test predictions, in the sample submission's row order."""
     if run is session.trained:  # the run this notebook's own steps read
         return submission.ensemble(session, pipe, data, run.folder)[0]
     session.log(f"blend: {source}: a {run.template} run; its own set-up and data, then its folds")
     competition = checkpoint.load_json(run.folder / runs.RECORD)["competition"]  # its files and columns, as it read them
-    namespace = {**dataclasses.asdict(session.params), "model_dir": str(run.folder), "blend": (),
+    namespace = {**predict_time(session.params, run.template), "model_dir": str(run.folder), "blend": (),
                  "data_dir": str(session.data_dir), "output_dir": str(session.output_dir), "competition": competition}
     theirs = start(run.template, namespace)
     other = create_pipeline(theirs)

@@ -26,6 +26,7 @@ from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, prior
 from kit.run import footprint, preflight
 from kit.run.batch import resolve_batch
+from kit.run.fallback import LabelsOnly
 from kit.run.start import start
 from kit.runtime import checkpoint, hardware, paths, runs, workers
 from kit.runtime.budget import Budget, total_budget
@@ -34,7 +35,7 @@ from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
-from kit.train import metrics, topk
+from kit.train import metrics, targets, topk
 from kit.train.loop import fit
 from kit.train.results import FitConfig, FoldFiles
 
@@ -104,11 +105,19 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     several GPUs (`parallel`, `world_size`); either way the result is collected from the fold files. In
     predict mode nothing trains: the training run's folds are collected."""
     p = session.params
+    if isinstance(data, LabelsOnly):  # the data could not be read for training: the submission is the prior
+        session.log("nothing trains: the data could not be read for training (the lines above say why)")
+        return summarize(session, data, CVResult(metric=session.spec.metric, error=data.why))
     if session.trained is not None:
         return trained_folds(session, pipe, data)
-    planned = footprint.kernel_plan(session, data)  # before anything trains: one line where nothing fits
     splits = pipe.split(data)
     folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
+    try:
+        planned = footprint.kernel_plan(session, data)  # before anything trains: one line where nothing fits
+    except KitError as e:
+        if p.fallback == "none":
+            raise
+        return failed(session, data, folder, len(splits), str(e))
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
@@ -124,7 +133,14 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
                          f"the data, and {available / 2**30:.1f} GB are free; training in this process instead")
             mode = "none"
     if mode == "none":
-        return train_local(session, pipe, data, folder, writes_s=planned.tail_s)
+        try:
+            return train_local(session, pipe, data, folder, writes_s=planned.tail_s)
+        except Exception as e:  # noqa: BLE001  every fold failed before a checkpoint (after one, train_local predicts)
+            if p.fallback == "none" or fold_checkpoints(folder):
+                raise
+            if not isinstance(e, KitError):  # a failure kit did not foresee: its traceback, for a report
+                session.log("".join(traceback.format_exception(e)).rstrip())
+            return failed(session, data, folder, len(splits), str(e) if isinstance(e, KitError) else f"{type(e).__name__}: {e}")
     session.log(f"parallel: {mode} on {world} workers ({why}); folds to train: {[f + 1 for f in pending]}")
     # the workers take the GPUs: this process gives back what it holds there (they tune the batch themselves)
     pipe.release(data)
@@ -135,8 +151,18 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
     if failure and not fold_checkpoints(folder):
-        raise KitError(f"training failed before any fold had a checkpoint: {failure}")
+        if p.fallback == "none":
+            raise KitError(f"training failed before any fold had a checkpoint: {failure}")
+        return failed(session, data, folder, len(splits), failure)
     return collect(session, pipe, data, folder, len(splits), failure)
+
+
+def failed(session: Session, data: Any, folder: Path, planned: int, error: str) -> CVResult:
+    """A run whose training failed before any fold had a checkpoint: said loudly, and nothing to summarise; the
+    submission step writes the training labels' prior (kit.run.fallback)."""
+    session.warn(f"training failed before any fold had a checkpoint ({error}); the submission will be the training "
+                 "labels' prior (fallback = \"prior\")")
+    return summarize(session, data, CVResult(metric=session.spec.metric, planned=planned, folder=folder, error=error))
 
 
 def collect(session: Session, pipe: Pipeline, data: Any, folder: Path, planned: int, failure: str = "") -> CVResult:
@@ -339,8 +365,7 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
         known = prior(data)
         result.baseline = metrics.score(result.metric, topk.repeat_row(known, len(joined["target"]), joined["pred"]),
                                         joined["target"], joined.get("weight"))
-        result.baseline_name = ("each label's frequency" if multilabel else
-                                "the training mean" if len(known) == 1 or joined["target"].ndim == 2 else "the class prior")
+        result.baseline_name = targets.prior_name(data.target, result.metric)
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(
@@ -352,6 +377,8 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
 
 
 def summary_table(result: CVResult) -> str:
+    if not result.folds:
+        return f"no fold finished: no out-of-fold {result.metric}{f' ({result.error})' if result.error else ''}"
     unit = result.folds[0].get("unit", "epoch") if result.folds else "epoch"
     lines = [f"{'fold':>4}  {f'best {unit}':>10}  {f'{unit}s':>6}  {result.metric:>10}  stopped"]
     for f in result.folds:
@@ -360,7 +387,7 @@ def summary_table(result: CVResult) -> str:
         )
     lines.append(
         f"out-of-fold {result.metric} over {len(result.folds)} of {result.planned} folds: {result.score:.4f} "
-        f"{'' if result.threshold is None else f'at threshold {result.threshold:.2f} '}"
+        f"{'' if result.threshold is None else f'at threshold {metrics.threshold_text(result.threshold)} '}"
         f"{f'at {result.cut} ' if result.cut else ''}"
         f"(predicting {result.baseline_name}: {result.baseline:.4f})"
     )

@@ -10,8 +10,8 @@ import pandas as pd
 
 from kit import files
 from kit.errors import KitError
-from kit.pipelines.base import Pipeline, csv_text, prior, validate
-from kit.run import footprint, predictions
+from kit.pipelines.base import Pipeline, csv_text, validate
+from kit.run import fallback, footprint, predictions
 from kit.run.batch import prediction_batch
 from kit.run.folds import fold_checkpoints, fold_files, run_folder
 from kit.runtime import checkpoint, trained
@@ -82,14 +82,6 @@ def mean(total: np.ndarray | TopK | None, n: int) -> np.ndarray | TopK | None:
     return total
 
 
-def prior_rows(session: Session, data: Any) -> np.ndarray | TopK:
-    """A row of the training prior for each of the sample's rows, kept as the pipeline keeps its predictions of
-    them (rows of the likeliest classes, where dense rows would be too large: kit.train.topk)."""
-    n, t = len(data.sample), data.target
-    k = topk.kept(t.kind, t.outputs, session.spec.metric, n)
-    return topk.constant(prior(data), n, k) if k else np.tile(prior(data), (n, 1))
-
-
 def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: Precision, batch_size: int,
                  desc: str) -> np.ndarray | None:
     """`pipe.predict` at `batch_size`, halved for as long as it runs out of memory (kit.runtime.recovery), and
@@ -116,8 +108,8 @@ def finite(pred: np.ndarray | TopK, chunk: int = 2**20) -> bool:
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
     """Ensemble the fold checkpoints of this session's run (kit.run.folds.run_folder: whatever the training cell
-    did, interrupted or not), or fall back to the training prior when there are none; build the submission in
-    the sample's id and column order, validate it, and write it atomically."""
+    did, interrupted or not), or fall back to the training labels' prior when there are none (kit.run.fallback);
+    build the submission in the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
     folder = run_folder(session, pipe, data)
     kept = predictions.Kept(session, pipe, data, folder, list(fold_checkpoints(folder))) if session.trained is None else None
@@ -127,9 +119,8 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
         if kept is not None:
             kept.discard()
         raise
-    if pred is None:
-        session.warn("no fold checkpoint exists: the submission is the training prior, not a model's prediction")
-        pred = prior_rows(session, data)
+    if pred is None:  # the training labels' own answer, under a banner (or, under fallback = "none", a KitError)
+        pred = fallback.constant(session, data, "no fold checkpoint exists")
     own = getattr(pipe, "cut", None)  # a pipeline that cuts its own predictions (segmentation's masks) on the oof rows
     if own is not None:
         pred = own(data, pred, oof)

@@ -66,11 +66,11 @@ def scratch_dir() -> Path:
     return (KAGGLE_TEMP if KAGGLE_TEMP.is_dir() else Path(tempfile.gettempdir())) / "kit-cache"
 
 
-def disk_refusal(nbytes: int, folder: Path) -> str:
+def disk_refusal(nbytes: int, folder: Path, free: int | None = None) -> str:
     """Why `nbytes` should not be written under `folder` ("" if they fit): they must leave a tenth of the disk's
-    free space free."""
+    free space free (`free`: as it was before a write that is under way, else as it is now)."""
     folder.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(folder).free
+    free = shutil.disk_usage(folder).free if free is None else free
     if nbytes > DISK_SHARE * free:
         return f"it needs {nbytes / 2**30:.1f} GB and {folder} has {free / 2**30:.1f} GB free (kit keeps a tenth of it free)"
     return ""

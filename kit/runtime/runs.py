@@ -28,7 +28,7 @@ from kit.spec import Spec
 FORMAT = 4  # what fold files hold; bump when a checkpoint written before could not be read the same way
 # (3: stamped; 4: the weights apart from the epoch, rows and stamp, and the resume state in the scratch folder)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
-                      "world_size", "mode", "model_dir", "blend")
+                      "world_size", "mode", "model_dir", "blend", "fallback")
 RECORD, LATEST = "run.json", "latest.json"
 FOLD = re.compile(r"fold(\d+)\.pt")  # a fold's best weights in a run's folder (beside it, its .meta.pt and .json)
 

@@ -53,6 +53,27 @@ def write_7z(source: Path, dest: Path, prefix: str = "") -> Path:
     return dest
 
 
+def write_7z_folder(dest: Path, folder: str) -> Path:
+    """A 7z holding one empty folder entry, `folder`, and no file: what py7zr's write(folder), which does not
+    recurse, stores (MLE-bench's prepare.py for invasive-species-monitoring wrote its train.7z and test.7z so)."""
+    staging = dest.with_name(f".{dest.name}.staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / folder).mkdir(parents=True)
+    try:
+        import py7zr  # a dev dependency (see write_7z)
+    except ImportError:
+        py7zr = None
+    if py7zr is not None:
+        with py7zr.SevenZipFile(dest, "w") as z:
+            z.write(staging / folder, folder)
+    elif shutil.which("7z"):
+        subprocess.run(["7z", "a", "-bd", "-y", str(dest.resolve()), folder], cwd=staging, check=True, capture_output=True)
+    else:
+        raise KitError("writing a .7z needs py7zr (pip install py7zr) or the 7z command (apt install p7zip-full)")
+    shutil.rmtree(staging)
+    return dest
+
+
 def _members(source: Path, prefix: str) -> list[tuple[Path, str]]:
     base = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
     if source.is_file():

@@ -6,8 +6,9 @@ Rounds are planned from measured rounds per second against the time budget. A fo
 training time the budget leaves (the time left, less the reserve for prediction, over the folds still to
 train, so the time early stopping saves goes to the folds after it); a few rounds in, the rounds per second
 are measured and the rounds cut to what the share fits, and the booster stops at that round or at the
-share's end, whichever comes first. A booster that takes no callback (CatBoost on a GPU) is timed on
-PROBE_ROUNDS rounds first and then trained for the rounds that fit. The learning curve is the boosters' stop
+share's end, whichever comes first. A booster that takes no callback (CatBoost on a GPU) is timed on two
+probes of PROBE_ROUNDS rounds first, whose difference is its rounds' time net of its start-up, and then
+trained for the rounds that fit. The learning curve is the boosters' stop
 metric per round, and the competition's metric at CURVE_POINTS rounds of the fold.
 """
 from __future__ import annotations
@@ -28,7 +29,9 @@ from kit.train.results import FitResult, FoldFiles
 
 WARM_ROUNDS = 3  # rounds before the rate is measured: the first ones build the histograms and caches
 MEASURE_S = 0.2  # and at least this long, so that a fast booster's rate is more than noise
-PROBE_ROUNDS = 20  # a booster that takes no callback is timed on this many rounds first
+# a booster that takes no callback is timed on this many rounds, then on this many: each fit pays the start-up
+# (CatBoost moves the data to the GPU and quantizes it first), so the difference is the rounds' own time
+PROBE_ROUNDS = (5, 25)
 # and planned for this share of what the probe's rate fits in its time: its rounds may slow down as they go
 # (CatBoost's 2,000th round took twice its 200th on wine), and it cannot be stopped at the deadline
 PROBED_SHARE = 0.6
@@ -77,6 +80,25 @@ class Plan:
         return int(min(self.rounds, self.rate * max(self.deadline - self.started, 0.0)))
 
 
+def probed(booster: Booster, train: pd.DataFrame, y: np.ndarray, val: pd.DataFrame, yv: np.ndarray, rounds: int,
+           deadline: float, clock: Callable[[], float] = time.time) -> Plan:
+    """The plan of a booster that takes no callback, so cannot be asked as it goes: timed on each of PROBE_ROUNDS,
+    its rate is the rounds between over the time between (the start-up each fit pays cancels out); where that is
+    too short to be more than noise (quick rounds), the longer probe's rounds over its whole time, a rate that can
+    only be short. It is planned for PROBED_SHARE of the rounds that rate fits before `deadline`."""
+    took = []
+    for probe in PROBE_ROUNDS:
+        begun = clock()
+        booster.fit(train, y, val, yv, probe, Plan(probe, math.inf, clock))
+        took.append(clock() - begun)
+    (few, many), between = PROBE_ROUNDS, took[1] - took[0]
+    plan = Plan(rounds, deadline, clock)
+    plan.rate = (many - few) / between if between >= MEASURE_S else many / max(took[1], 1e-9)
+    plan.cap = max(1, min(rounds, int(PROBED_SHARE * plan.rate * max(deadline - plan.started, 0.0))))
+    plan.stopped = plan.cap < rounds
+    return plan
+
+
 def fold_deadline(budget: Budget | None, fold: tuple[int, int], now: float) -> float:
     """When this fold's boosters must stop: its share of the training time the budget leaves to the folds left."""
     if budget is None:
@@ -107,10 +129,7 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
         now = time.time()
         plan = Plan(cfg.rounds, now + (deadline - now) / (len(boosters) - k))
         if not booster.stoppable:  # timed on a few rounds, then trained for the rounds that fit
-            booster.fit(train, ys[k], val, yvs[k], PROBE_ROUNDS, Plan(PROBE_ROUNDS, math.inf))
-            plan.rate, plan.started = PROBE_ROUNDS / max(time.time() - now, 1e-9), time.time()
-            plan.cap = max(1, min(cfg.rounds, int(PROBED_SHARE * plan.rate * max(plan.deadline - plan.started, 0.0))))
-            plan.stopped = plan.cap < cfg.rounds
+            plan = probed(booster, train, ys[k], val, yvs[k], cfg.rounds, plan.deadline)
         fitted = time.time()
         booster.fit(train, ys[k], val, yvs[k], plan.cap, plan)
         plans.append(plan)

@@ -265,11 +265,32 @@ def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
     return {target.columns[0]: clip(target, pred[:, :1])[:, 0]}
 
 
-def prior(target: Target, encoded: np.ndarray) -> np.ndarray:
-    """(outputs,) the prediction that knows only the training labels: class frequencies or the mean."""
+def prior(target: Target, encoded: np.ndarray, metric: str = "") -> np.ndarray:
+    """(outputs,) the prediction that knows only the training labels, the constant `metric` scores best: class
+    frequencies (whose likeliest class, or k classes, a label metric writes: the mode), each label's frequency,
+    each value column's mean (mae: its median; rmsle: its mean in log space), the most frequent score (qwk)."""
     if target.multilabel:  # each label's frequency
         return encoded.mean(0).astype(np.float64) if len(encoded) else np.full(target.outputs, 0.5)
-    if not target.classification:  # the mean of each value column
-        return np.atleast_1d(np.mean(encoded, axis=0)).astype(np.float64)
+    if target.kind == "ordinal" and len(encoded):  # the whole score most rows hold
+        scores, counts = np.unique(np.rint(encoded), return_counts=True)
+        return np.array([scores[counts.argmax()]], np.float64)
+    if not target.classification:  # each value column's centre, as the metric measures distance
+        values = np.asarray(encoded, np.float64)
+        if metric == "mae":
+            return np.atleast_1d(np.median(values, axis=0))
+        if metric == "rmsle":
+            return np.atleast_1d(np.expm1(np.mean(np.log1p(np.maximum(values, 0.0)), axis=0)))
+        return np.atleast_1d(np.mean(values, axis=0))
     counts = np.bincount(encoded, minlength=target.outputs).astype(np.float64)
     return counts / counts.sum()
+
+
+def prior_name(target: Target, metric: str) -> str:
+    """What `prior` predicts, in words."""
+    if target.multilabel:
+        return "each label's frequency"
+    if target.kind == "ordinal":
+        return "the most frequent score"
+    if not target.classification:
+        return {"mae": "the training median", "rmsle": "the training mean in log space"}.get(metric, "the training mean")
+    return "the class prior"

@@ -199,3 +199,99 @@ def test_a_booster_and_a_tabular_network_blend(tmp_path, capsys):
     sub = pd.read_csv(tmp_path / "blend" / "submission.csv", dtype=str)
     assert sub["PassengerId"].tolist() == pd.read_csv(data / "sample_submission.csv", dtype=str)["PassengerId"].tolist()
     assert set(sub["Transported"]) <= {"True", "False"}
+
+
+# -- a notebook of one template blending a run of another: a cnn's inference kernel and a tabular run -------------
+
+TABULAR = """[competition]
+slug = "dog-breed-identification"
+template = "tabular"
+metric = "log_loss"
+
+[data]
+train = "dogs_table.csv"
+test = "dogs_test_table.csv"
+sample_submission = "sample_submission.csv"
+id_column = "id"
+target_column = "breed"
+fold_column = "fold"
+
+[kernel]
+title = "Dog Breed Table"
+"""
+
+
+@pytest.fixture(scope="session")
+def cnn_and_table(tmp_path_factory):
+    """The dog-breed smoke data with a table of numbers beside its images (each photo's features: its breed shows in
+    them), the same folds for both (a fold column), a cnn run and a tabular (XGBoost) run on them; (root, data,
+    {slug: output folder}, the cnn's config with a [blend] of both)."""
+    root = tmp_path_factory.mktemp("mixed")
+    data = root / "data"
+    smoke.make_dataset(config.load("dog-breed").spec, data, seed=3)
+    labels = pd.read_csv(data / "labels.csv")
+    labels["fold"] = [k % 2 for k in range(len(labels))]
+    labels.to_csv(data / "labels.csv", index=False)
+    rng = np.random.default_rng(0)
+    codes = pd.factorize(labels["breed"], sort=True)[0]
+    table = labels.assign(**{f"x{k}": codes * (k + 1) + rng.normal(0, 2, len(labels)) for k in range(3)})
+    table.to_csv(data / "dogs_table.csv", index=False)
+    test = pd.read_csv(data / "sample_submission.csv")[["id"]]
+    test.assign(**{f"x{k}": rng.normal(0, 4, len(test)) for k in range(3)}).to_csv(data / "dogs_test_table.csv", index=False)
+    cnn = root / "dogs-cnn.toml"
+    text = config.resolve("dog-breed").read_text().replace('image_ext = ".jpg"', 'image_ext = ".jpg"\nfold_column = "fold"')
+    cnn.write_text(text + '\n[blend]\nruns = ["you/dogs-cnn", "you/dogs-table"]\n')
+    tabular = root / "dogs-table.toml"
+    tabular.write_text(TABULAR)
+    outputs = {"dogs-cnn": root / "dogs-cnn", "dogs-table": root / "dogs-table"}
+    train = {"dogs-cnn": (cnn, [*SMALL, "model_name=test_resnet"]),
+             "dogs-table": (tabular, ["model_name=xgboost", "folds=2", "rounds=50", "device=cpu"])}
+    for slug, (toml, values) in train.items():
+        args = ["run", str(toml), "--data", str(data), "--output", str(outputs[slug])]
+        assert cli.main(args + [a for p in values for a in ("-p", p)]) == 0
+    return root, data, outputs, config.load(str(cnn))
+
+
+def mixed_inference(root: Path, data: Path, outputs: dict[str, Path], cfg, files_too: tuple[str, ...]) -> Path:
+    """The cnn's inference notebook with both runs mounted as Kaggle mounts them, the competition's test files and
+    `files_too` beside them; its output folder."""
+    infer = root / "inference"
+    shutil.rmtree(infer, ignore_errors=True)
+    input_root = infer / "kaggle" / "input"
+    competition = input_root / "competitions" / cfg.spec.slug
+    competition.mkdir(parents=True)
+    for name in [*smoke.test_files(cfg.spec, data), *files_too]:
+        (shutil.copytree if (data / name).is_dir() else shutil.copy2)(data / name, competition / name)
+    for slug, output in outputs.items():
+        shutil.copytree(output, input_root / "notebooks" / "you" / slug)
+    out = infer / "kaggle" / "working"
+    out.mkdir(parents=True)
+    built = infer / "inference.ipynb"
+    files.write_text(built, notebook.dumps(notebook.build("cnn", cfg.inference_parameters(smoke=True), internet=False)))
+    execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out,
+                env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache")})
+    smoke.check_submission(out / "submission.csv", data / cfg.spec.sample_submission, cfg.spec)
+    return out
+
+
+def test_a_cnn_inference_kernel_blends_a_tabular_run(cnn_and_table):
+    """The cnn notebook's model_name (a timm name) is no choice of the tabular run's: that run predicts with its
+    own settings from its checkpoints and this notebook's prediction-time ones (device, precision, ...)."""
+    root, data, outputs, cfg = cnn_and_table
+    out = mixed_inference(root, data, outputs, cfg, ("dogs_test_table.csv",))
+    log = (out / "kit.log").read_text()
+    assert "blend: you/dogs-table: a tabular run; its own set-up and data, then its folds" in log
+    assert "blend of 2 runs on the" in log and "WARNING" not in log.split("blend: you/dogs-table")[1]
+    record = json.loads((out / "blend.json").read_text())
+    assert [r["name"] for r in record["runs"]] == ["you/dogs-cnn", "you/dogs-table"]
+
+
+def test_a_run_that_cannot_predict_is_left_out_of_the_blend(cnn_and_table):
+    """The tabular run's test table is not attached: it cannot predict, and the cnn run is the submission alone."""
+    root, data, outputs, cfg = cnn_and_table
+    out = mixed_inference(root, data, outputs, cfg, ())
+    log = (out / "kit.log").read_text()
+    assert re.search(r"WARNING: blend: you/dogs-table cannot predict here \(.*dogs_test_table.csv.*\); it is left out "
+                     r"of the blend", log), log[-3000:]
+    assert "blend: 1 of the 2 runs named take part (you/dogs-cnn): the submission is its predictions alone" in log
+    smoke.same_predictions(out / "submission.csv", outputs["dogs-cnn"] / "submission.csv", cfg.spec)

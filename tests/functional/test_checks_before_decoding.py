@@ -111,7 +111,7 @@ def test_kit_run_stops_at_a_wrong_image_ext_in_one_line_with_nothing_decoded(dog
     path = dog_breed_toml(tmp_path, 'image_ext = ".jpg"', 'image_ext = "png"')
     cache = tmp_path / "cache"
     monkeypatch.setenv("KIT_CACHE_DIR", str(cache))
-    args = ["run", str(path), "--data", str(folder), "--output", str(tmp_path / "out")]
+    args = ["run", str(path), "--data", str(folder), "--output", str(tmp_path / "out"), "-p", "fallback=none"]  # no prior
     assert cli.main(args + [a for p in SMOKE for a in ("-p", p)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]

@@ -84,7 +84,7 @@ def test_kit_run_stops_at_a_fold_column_with_one_fold(tmp_path, capsys):
     labels = pd.read_csv(folder / "labels.csv")
     labels.assign(fold=0).to_csv(folder / "labels.csv", index=False)
     comp = write_config(tmp_path, "dog-breed", "log_loss", {"fold_column": "fold"})
-    assert kit_run(tmp_path, comp, folder) == 1
+    assert kit_run(tmp_path, comp, folder, fallback="none") == 1  # the one-line stop, not the labels' prior
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]
     assert err[-1] == ("error: labels.csv: fold_column 'fold' holds one fold ('0') for every row; it needs two or more to "

@@ -63,7 +63,7 @@ def test_a_text_kernel_opens_no_network_connection(tmp_path):
 
 
 def stopped(tmp_path, capsys, folder, model, *params) -> str:
-    assert cli.main(kit_run_args(tmp_path, ESSAYS, folder, model, *params)) == 1
+    assert cli.main(kit_run_args(tmp_path, ESSAYS, folder, model, "fallback=none", *params)) == 1  # no prior
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]
     assert not (tmp_path / "out" / "submission.csv").exists()

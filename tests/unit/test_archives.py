@@ -241,6 +241,71 @@ def test_an_archive_holding_no_files_says_so(tmp_path, data, scratch):
         archives.find_folder(data, "train", "train_images", scratch)
 
 
+def bytes_read() -> int:
+    """What this process has read so far (Linux's /proc/self/io rchar: every read call, cached or not)."""
+    line = next(line for line in open("/proc/self/io") if line.startswith("rchar:"))
+    return int(line.split()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="reads are counted by Linux's /proc/self/io")
+@pytest.mark.parametrize("name, compress", [("train.tar.gz", True), ("train_val2019.tar.gz", False)])
+def test_a_tar_is_read_once_to_unpack_it(tmp_path, data, scratch, name, compress):
+    """A .tar.gz has no index: listing it, then unpacking it, decompressed it twice (inaturalist's 82 GB, twice).
+    One streaming pass checks each member as it comes and writes it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for k in range(4):  # incompressible: the archive is about as large as what it holds
+        (source / f"{k}.jpg").write_bytes(os.urandom(2**20))
+    write_tar(source, data / name, prefix="train", compress=compress)
+    before = bytes_read()
+    folder = archives.unpack(data / name, scratch, print)
+    read = bytes_read() - before
+    assert sorted(p.name for p in (folder / "train").iterdir()) == ["0.jpg", "1.jpg", "2.jpg", "3.jpg"]
+    size = (data / name).stat().st_size
+    assert size <= read < 1.5 * size, f"read {read / size:.2f} times the archive's {size} bytes"
+
+
+def test_a_tar_too_large_for_the_disk_stops_as_it_comes(tmp_path, data, scratch, monkeypatch):
+    write_tar(images(tmp_path / "src"), data / "test.tar.gz")
+    monkeypatch.setattr(archives.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**12, 10**12 - 20, 20))
+    with pytest.raises(KitError, match=r"^test.tar.gz: not unpacked, it needs 0.0 GB and .* has 0.0 GB free"):
+        archives.find_folder(data, "test", "test_images", scratch)
+    assert list(scratch.iterdir()) == []  # nothing half-unpacked is left
+
+
+def mac_zip(path, folder, names):
+    """A zip as macOS's Archive Utility makes it: the files in `folder`, and beside them __MACOSX/<folder>/._<name>
+    resource forks (an image's extension, not an image) and a .DS_Store."""
+    with zipfile.ZipFile(path, "w") as z:
+        for name in names:
+            z.writestr(f"{folder}/{name}", name.encode() * 10)
+            z.writestr(f"__MACOSX/{folder}/._{name}", b"\x00\x05\x16\x07 AppleDouble")
+        z.writestr(f"{folder}/.DS_Store", b"\x00\x00\x00\x01Bud1")
+        z.writestr(f"__MACOSX/._{folder}", b"\x00\x05\x16\x07")
+    return path
+
+
+def test_a_zip_made_on_macos_gives_its_folder_without_the_resource_forks(data, scratch):
+    said = []
+    mac_zip(data / "train.zip", "train", ["a.jpg", "b.jpg"])
+    folder = archives.find_folder(data, "train", "train_images", scratch, said.append)
+    assert folder.name == "train" and sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"]
+    assert not (folder.parent / "__MACOSX").exists()
+    assert said[0].startswith("unpack         train.zip: 2 entries")  # the images, the folder's entry aside
+    assert archives.members(data / "train.zip") == ["train/a.jpg", "train/b.jpg"]
+
+
+def test_a_tar_made_on_macos_unpacks_without_its_appledouble_files(tmp_path, data, scratch):
+    """macOS's tar stores ._<name> beside each file (copyfile's metadata): they are no images."""
+    with tarfile.open(data / "test.tar.gz", "w:gz") as t:
+        for name in ("._a.jpg", "a.jpg", "._b.jpg", "b.jpg"):
+            info = tarfile.TarInfo(name)
+            info.size = 3
+            t.addfile(info, io.BytesIO(b"jpg"))
+    folder = archives.find_folder(data, "test", "test_images", scratch)
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"]
+
+
 def test_tables_read_as_their_extension_says(tmp_path):
     (tmp_path / "train.tsv").write_text('PhraseId\tPhrase\tSentiment\n1\tA series of "escapades"\t1\n2\tNA\t2\n')
     table = tables.read_table(tmp_path / "train.tsv", "PhraseId")

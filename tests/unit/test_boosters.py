@@ -153,3 +153,37 @@ def test_a_booster_library_missing_or_too_old_is_one_line(monkeypatch):
     monkeypatch.setattr(boosters.importlib, "import_module", lambda name: types.SimpleNamespace(__version__="1.7.6"))
     with pytest.raises(KitError, match=r"^xgboost 1.7.6 is older than kit's tabular template supports \(xgboost>=2.0: "):
         boosters.library("xgboost")
+
+
+class SlowToStart:
+    """A booster that takes no callback and pays `start_s` at every fit (CatBoost moving and quantizing the data for
+    the GPU) before `round_s` a round, on the fake clock `now`."""
+
+    stoppable = False
+
+    def __init__(self, now: list, start_s: float, round_s: float):
+        self.now, self.start_s, self.round_s, self.fits = now, start_s, round_s, []
+
+    def fit(self, x, y, xv, yv, rounds, clock):
+        self.now[0] += self.start_s + rounds * self.round_s
+        self.fits.append(rounds)
+
+
+def test_a_booster_that_takes_no_callback_is_planned_on_its_rounds_time_net_of_its_start_up():
+    """30 s of start-up and 0.1 s a round: 10 rounds a second. One probe of 20 rounds timed whole took it for 0.6
+    (20 rounds in 32 s) and planned a sixteenth of the rounds that fit."""
+    now = [1000.0]
+    booster = SlowToStart(now, start_s=30.0, round_s=0.1)
+    plan = boosting.probed(booster, None, None, None, None, 10**6, deadline=1000.0 + 3600.0, clock=lambda: now[0])
+    assert booster.fits == list(boosting.PROBE_ROUNDS)
+    assert plan.rate == pytest.approx(10.0)
+    left = 1000.0 + 3600.0 - now[0]
+    assert plan.cap == int(boosting.PROBED_SHARE * 10.0 * left) and plan.stopped
+
+
+def test_quick_rounds_whose_difference_is_noise_are_planned_on_the_probes_whole_time():
+    now = [0.0]
+    booster = SlowToStart(now, start_s=2.0, round_s=0.001)  # 20 rounds between the probes take 0.02 s
+    plan = boosting.probed(booster, None, None, None, None, 500, deadline=10**6, clock=lambda: now[0])
+    assert plan.rate == pytest.approx(boosting.PROBE_ROUNDS[1] / (2.0 + 0.001 * boosting.PROBE_ROUNDS[1]))
+    assert plan.cap == 500 and not plan.stopped

@@ -270,6 +270,24 @@ def test_archived_tables_and_image_archives_are_named_as_the_kernel_finds_them(t
         assert z.namelist() == ["train.tsv"]
 
 
+def test_image_zips_made_on_macos_are_read_as_their_images(tmp_path):
+    """macOS's Archive Utility adds __MACOSX/<folder>/._<name> for each file: its images are the folder's alone, and
+    they sit in the archive's own folder (train.zip holding train/...), as the kernel finds them."""
+    folder = tmp_path / "input" / "some-photos"
+    train, test = [f"{k}.jpg" for k in range(1, 11)], [f"{k}.jpg" for k in range(11, 15)]
+    layouts.csv({"name": [n[:-4] for n in train], "invasive": [k % 2 for k in range(10)]}, folder / "train_labels.csv")
+    layouts.csv({"name": [n[:-4] for n in test], "invasive": 0.5}, folder / "sample_submission.csv")
+    for split, names in (("train", train), ("test", test)):
+        with zipfile.ZipFile(folder / f"{split}.zip", "w") as z:
+            for name in names:
+                z.writestr(f"{split}/{name}", b"jpg")
+                z.writestr(f"__MACOSX/{split}/._{name}", b"\x00\x05\x16\x07")
+    raw = tomllib.loads(init.draft(folder))
+    assert raw["competition"]["template"] == "cnn"
+    assert {k: raw["data"][k] for k in ("train_images", "test_images", "image_ext")} == {
+        "train_images": "train", "test_images": "test", "image_ext": ".jpg"}
+
+
 def test_a_label_pattern_is_a_literal_string(tmp_path):
     assert init.toml(r"^(cat|dog)\.") == r"'^(cat|dog)\.'"
     assert init.toml("it's") == '"it\'s"' and init.toml(["a", 1, True]) == '["a", 1, true]'

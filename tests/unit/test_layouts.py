@@ -95,6 +95,8 @@ def test_class_folders_are_the_labels(tmp_path):
         for f in files:
             (tmp_path / "train" / name / f).write_bytes(b"")
     (tmp_path / "train" / ".DS_Store").write_bytes(b"")
+    (tmp_path / "train" / "__MACOSX" / "Black-grass").mkdir(parents=True)  # a zip made on macOS, unpacked by hand
+    (tmp_path / "train" / "__MACOSX" / "Black-grass" / "._a.png").write_bytes(b"")
     table, where = layouts.training_table(FOLDERS, tmp_path)
     assert table[["file", "species"]].values.tolist() == [["Black-grass/a.png", "Black-grass"],
                                                           ["Black-grass/b.png", "Black-grass"],

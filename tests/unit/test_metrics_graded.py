@@ -164,6 +164,39 @@ def test_bias_auc_leaves_out_an_identity_with_one_class_and_has_no_threshold_wit
     assert np.isnan(value) and cut.threshold == 0.5
 
 
+def narrow(truth: np.ndarray, seed: int, low: float, width: float = 0.0006) -> np.ndarray:
+    """Outputs all within `width` above `low` (between two of the 0.01 grid's steps) that rank `truth` with an AUC of
+    about 0.9."""
+    score = truth + np.random.default_rng(seed).normal(0, 0.6, len(truth))
+    return low + width * (score - score.min()) / np.ptp(score)
+
+
+def test_outputs_in_a_band_narrower_than_the_grid_get_a_cut_inside_it():
+    """Seen: every output within 0.0006 of another, rank AUC 0.93: the grid's best cut was outside the band, and the
+    submission one label set for every row. The cut is searched among the outputs' own quantiles too."""
+    truth = (np.random.default_rng(0).random((400, 3)) < 0.3).astype(np.float32)
+    pred = np.stack([narrow(truth[:, k], k, 0.3013) for k in range(3)], 1)
+    cut, value = metrics.decide("f1_micro", pred, truth)
+    assert pred.min() < cut.threshold < pred.max()
+    decided = metrics.binarize(pred, cut) > 0
+    assert 0 < decided.mean() < 1  # not one label set for all
+    grid = max(metrics.micro_f1(truth > 0.5, metrics.binarize(pred, metrics.Cut(float(t), cut.at_least_one)) > 0)
+               for t in metrics.THRESHOLDS)
+    assert value > grid + 0.05
+    assert metrics.describe_cut("f1_micro", cut) == f"labels above {metrics.threshold_text(cut.threshold)}"
+    assert len(metrics.candidates(pred)) <= len(metrics.THRESHOLDS) + metrics.QUANTILES
+
+
+def test_bias_auc_of_outputs_in_a_narrow_band_moves_a_cut_inside_it_to_the_graders():
+    pred, target = jigsaw(2000, seed=8)
+    pred[:, 0] = narrow(target[:, 0] >= 0.5, 8, 0.5003)
+    cut, best = metrics.decide("bias_auc", pred, target)
+    assert pred[:, 0].min() < cut.threshold <= pred[:, 0].max()
+    written = metrics.apply_cut("bias_auc", pred, cut)
+    assert 0 < (written[:, 0] >= 0.5).mean() < 1  # toxic and not: the grader's cut at 0.5 keeps the chosen decisions
+    assert graders_bias_auc(written, target, 0.5) == pytest.approx(best) and best > graders_bias_auc(pred, target, 0.5) + 0.1
+
+
 def test_new_metrics_are_names_a_config_takes():
     base = {"slug": "x", "template": "cnn"}
     for name in ("macro_f1", "f1_micro", "map@5", "map@12", "spearman", "rmsle", "weighted_auc"):

@@ -91,6 +91,20 @@ def test_prior():
     assert targets.prior(targets.Target("value", ("y",)), np.array([1.0, 3.0])).tolist() == [2.0]
 
 
+def test_the_prior_is_the_constant_the_metric_scores_best():
+    """What the fallback submission writes (kit.run.fallback) and the baseline the out-of-fold score is set against."""
+    value, skewed = targets.Target("value", ("y",)), np.array([1.0, 1.0, 2.0, 10.0])
+    assert targets.prior(value, skewed, "rmse").tolist() == [3.5]  # the mean
+    assert targets.prior(value, skewed, "mae").tolist() == [1.5]  # the median
+    assert targets.prior(value, np.array([0.0, 3.0]), "rmsle").tolist() == pytest.approx([1.0])  # exp(mean log1p) - 1
+    ordinal = targets.Target("ordinal", ("score",), (1, 2, 3, 4))
+    assert targets.prior(ordinal, np.array([1.0, 4.0, 4.0, 2.0, 3.0]), "qwk").tolist() == [4.0]  # the most frequent
+    label = targets.Target("label", ("y",), ("a", "b", "c"))  # accuracy writes its likeliest class: the mode
+    pred = np.tile(targets.prior(label, np.array([2, 2, 0, 1, 2]), "accuracy"), (2, 1))
+    assert targets.to_columns(label, pred)["y"].tolist() == ["c", "c"]
+    assert targets.prior_name(value, "mae") == "the training median"
+
+
 def test_qwk_and_pearson_match_sklearn_and_numpy():
     target = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 3.0, 2.0])
     values = np.array([1.2, 2.6, 2.9, 4.4, 6.8, 5.5, 3.4, 0.2])  # rounded and clipped to 1..6: 1 3 3 4 6 6 3 1

@@ -148,3 +148,27 @@ def test_a_table_too_big_for_the_memory_without_train_rows_is_one_line(tmp_path,
     assert message.startswith("labels.csv: about ") and "rows, 0.0 GB once read, more than the 30% of the 0.0 GB" in message
     assert message.endswith("to train on a sample of its rows") and "set train_rows (such as " in message
     assert len(frames.read_table(path, "key", rows=1000)) == 1000  # what it says to do works
+
+
+def test_a_table_read_whole_too_big_for_the_memory_says_what_its_caller_says(tmp_path, monkeypatch):
+    """A test table is predicted row by row: no sample of it will do, and train_rows (the training table's) is no
+    advice for it."""
+    path = tmp_path / "test.csv"
+    write(path, 30_000)
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 2 * 2**20)
+    with pytest.raises(KitError) as e:
+        frames.read_table(path, "key", whole="every test row is predicted: run where there is more memory")
+    assert str(e.value).endswith("of free memory a table may take; every test row is predicted: run where there is more "
+                                 "memory") and "set train_rows" not in str(e.value)
+
+
+def test_only_the_columns_asked_for_are_read_in_chunks_too(tmp_path, monkeypatch):
+    path = tmp_path / "t.csv"
+    write(path, 5000)
+    assert list(frames.read_table(path, "key", columns=["key", "x", "absent"]).columns) == ["key", "x"]
+    whole = frames.estimate(path, "key").memory
+    assert frames.estimate(path, "key", ["key", "count"]).memory < whole
+    monkeypatch.setattr(frames, "LARGE_BYTES", 1000)
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 700)
+    chunked = frames.read_table(path, "key", columns=["key", "count"])
+    assert list(chunked.columns) == ["key", "count"] and len(chunked) == 5000

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from kit import cli, config, smoke
+from kit.data import frames
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
 from kit.run.start import start
@@ -87,11 +88,28 @@ def test_a_table_too_big_for_the_memory_without_train_rows(tmp_path, data, monke
     assert line.endswith("to train on a sample of its rows") and "set train_rows (such as " in line
 
 
+def test_a_test_table_too_big_for_the_memory_says_it_is_read_whole(tmp_path, data, monkeypatch):
+    """train_rows samples the training table: with it set, a test table that does not fit is no case for it (every
+    test row is predicted)."""
+    folder = data()
+    reading, estimate = [], frames.estimate
+    monkeypatch.setattr(frames, "estimate", lambda path, *a: reading.append(path.name) or estimate(path, *a))
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 100_000 if reading[-1:] == ["test.csv"] else 10**12)
+    values = {**config.load(SHIP).parameters(smoke=True), "data_dir": str(folder), "output_dir": str(tmp_path / "out"),
+              "train_rows": 500}
+    with pytest.raises(KitError) as e:
+        create_pipeline(start("tabular", values)).load()
+    line = str(e.value)
+    assert line.startswith("test.csv: about ") and "set train_rows (such as" not in line
+    assert line.endswith("every test row is predicted, so it is read whole: lower train_rows to leave it room, leave out "
+                         "columns the model need not read ([data] drop_columns), or run where there is more memory")
+
+
 @pytest.mark.e2e
 def test_kit_run_says_it_in_one_line_without_a_traceback(tmp_path, data, capsys):
     folder = data()
     edit(folder / "test.csv", lambda f: f.drop(columns=["Age"]))
-    args = ["run", SHIP, "--data", str(folder), "--output", str(tmp_path / "out")]
+    args = ["run", SHIP, "--data", str(folder), "--output", str(tmp_path / "out"), "-p", "fallback=none"]  # no prior
     assert cli.main(args + [a for k, v in config.load(SHIP).smoke.items() for a in ("-p", f"{k}={v}")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]

@@ -38,9 +38,16 @@ def test_a_fold_failing_after_a_checkpoint_exists_stops_training_but_not_the_run
     assert "fold 2/3 failed (RuntimeError: a bug in fold 2); training stops" in capsys.readouterr().out
 
 
-def test_a_failure_before_any_checkpoint_is_raised(out):
+def test_a_failure_before_any_checkpoint_leaves_the_prior_to_the_submission(out, capsys):
+    """The notebook goes on to its submission step, which writes the training labels' prior (kit.run.fallback)."""
+    cv = train_folds(session(out), ToyPipeline(fail_in_fold=0), ToyPipeline().load())
+    assert cv.finished == [] and cv.error == "RuntimeError: a bug in fold 2"
+    assert "training failed before any fold had a checkpoint (RuntimeError: a bug in fold 2)" in capsys.readouterr().out
+
+
+def test_a_failure_before_any_checkpoint_is_raised_under_fallback_none(out):
     with pytest.raises(RuntimeError, match="a bug in fold 2"):
-        train_folds(session(out), ToyPipeline(fail_in_fold=0), ToyPipeline().load())
+        train_folds(session(out, fallback="none"), ToyPipeline(fail_in_fold=0), ToyPipeline().load())
 
 
 def test_an_exhausted_budget_trains_one_cut_fold_and_stops(out, capsys):

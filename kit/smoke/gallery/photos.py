@@ -188,3 +188,13 @@ def invasive_species(folder: Path, seed: int = 0, train: int = 72, test: int = 1
     for name in ("train_labels.csv", "sample_submission.csv"):
         packing.write_zip(staging / name, folder / f"{name}.zip")
     shutil.rmtree(staging)
+
+
+def invasive_species_as_prepared(folder: Path, seed: int = 0) -> None:
+    """invasive-species-monitoring's public files exactly as MLE-bench's prepare.py writes them: its train.7z and
+    test.7z hold one empty folder entry each and no image (mle-bench issue #122). No model can train on them; a
+    run submits the training labels' prior (kit.run.fallback). Not in MAKERS: the gallery's run trains."""
+    invasive_species(folder, seed)
+    for split in ("train", "test"):
+        (folder / f"{split}.7z").unlink()
+        packing.write_7z_folder(folder / f"{split}.7z", split)
