@@ -37,43 +37,46 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     val = validation_rows(s, folds) * s.row_steps
     oof = val if folds == 1 else s.train_rows * s.row_steps
     test_rows = s.test_rows * s.row_steps
-    masks = s.kind in MASK_KINDS
+    masks, labels = s.kind in MASK_KINDS, s.kind in ("multi", "tags")
     k_val, k_test = topk.kept(s.kind, s.outputs, metric, oof), topk.kept(s.kind, s.outputs, metric, test_rows)
-    val_row = 8 * k_val or 4 * s.outputs  # float32 probabilities, or (class, probability) pairs
-    stored_row = 8 * k_val or s.outputs * topk.stored_dtype(s.outputs, 4 * s.outputs * val).itemsize
+    # a row's predictions in memory (float32, or a (class, probability) pair each), and as kept on disk
+    val_row, test_row = 8 * k_val or 4 * s.outputs, 8 * k_test or 4 * s.outputs
+    kept_row = 8 * k_val or s.outputs * topk.stored_dtype(s.outputs, 4 * s.outputs * oof).itemsize
+    # its truth as a checkpoint keeps it: 0/1 labels of many outputs as bytes (kit.train.topk.stored), values, a class
+    truth_row = s.outputs * (1 if s.outputs >= topk.WIDE else 4) if labels else 4 * s.outputs if s.kind == "values" else 8
     if masks:  # validation keeps overlap counts of each image and class; prediction whole masks, float16 when large
-        val_row = stored_row = 32 * s.outputs
-        dense = test_rows * s.outputs * s.pixels * 4
-        test_row = s.outputs * s.pixels * (2 if dense > 2**30 else 4)
-    else:
-        test_row = 8 * k_test or 4 * s.outputs
+        val_row = kept_row = 32 * s.outputs
+        truth_row = 0
+        test_row = s.outputs * s.pixels * (2 if test_rows * s.outputs * s.pixels * 4 > 2**30 else 4)
     weights = 4 * s.model_size
     passes = 2 if getattr(p, "ema", False) else 1
     kept = f"each row's {k_val} likeliest of {s.outputs:,} classes" if k_val else ""
-    needs = [Need("validation rows", "ram", val * val_row * (passes + 2), "training",
-                  kept or f"{val:,} rows x {s.outputs:,} outputs, {passes} pass{'es' * (passes > 1)} and copies"),
-             Need("test predictions, a fold's and their sum", "ram", 2 * test_rows * test_row, "prediction",
-                  f"each row's {k_test} likeliest of {s.outputs:,} classes" if k_test else ""),
-             Need("out-of-fold rows", "ram", 2 * oof * stored_row, "prediction")]
+    needs = [Need("validation rows", "ram", val * (val_row + truth_row) * (passes + 2), "training",
+                  kept or f"{val:,} rows x {s.outputs:,} outputs, {passes} pass{'es' * (passes > 1)} and copies")]
+    if labels and metric in metrics.THRESHOLDED:  # the cut search's masks of the truth and of a row's likeliest
+        needs.append(Need("the threshold search's masks", "ram", 3 * val * s.outputs, "training"))
+    needs += [Need("test predictions, a fold's and their sum", "ram", 2 * test_rows * test_row, "prediction",
+                   f"each row's {k_test} likeliest of {s.outputs:,} classes" if k_test else ""),
+              Need("out-of-fold rows", "ram", 2 * oof * (kept_row + truth_row), "prediction")]
     if device == "cpu":
         needs.append(Need("the model, its gradients, Adam's and the EMA", "ram", 5 * weights, "training"))
-    needs.append(Need("fold checkpoints", "output", folds * (weights + val * stored_row), note=f"{folds} x the weights "
-                      f"({weights / 2**20:.0f} MB) and validation rows"))
-    blend = (oof + folds * test_rows) * stored_row
+    needs.append(Need("fold checkpoints", "output", folds * (weights + val * (kept_row + truth_row)),
+                      note=f"{folds} x the weights ({weights / 2**20:.0f} MB) and validation rows"))
+    blend = oof * (kept_row + min(truth_row, 4 * max(s.outputs, 1))) + folds * test_rows * kept_row
     if masks:
         needs.append(Need("blend files", "output", 0, note="masks are not kept for blends"))
+        blend = 0
     elif blend > predictions.KEEP_BYTES:
         needs.append(Need("blend files", "output", 0, note=f"{blend / GB:.1f} GB: over the {predictions.KEEP_BYTES / GB:.0f} "
                           "GB kit keeps; not kept (no blends of this run)"))
         blend = 0
     else:
-        needs.append(Need("blend files", "output", blend, note=kept or topk.stored_dtype(s.outputs, blend * 2).name))
+        needs.append(Need("blend files", "output", blend, note=kept or topk.stored_dtype(s.outputs, 4 * s.outputs * oof).name))
     # probabilities: a number a column; label sets: a trained model's few labels (every label a row's, untrained)
     per_row = {"probs": 12 * s.outputs, "onehot": 12 * s.outputs, "multi": 12 * s.outputs, "tags": 6 * min(s.outputs, 8)}
-    submission = test_rows * (16 + per_row.get(s.kind, 16))
-    if masks:
-        submission = s.test_rows * s.outputs * 400  # run-length codes: a few hundred characters a mask
-    needs += [Need("submission.csv", "output", submission),
+    submission = s.test_rows * s.outputs * 400 if masks else test_rows * (16 + per_row.get(s.kind, 16))
+    needs += [Need("submission.csv", "output", submission, note="run-length codes of a few hundred characters" if masks
+                   else ""),
               Need("resume state, a fold at a time", "scratch", weights * (2 + passes)),
               Need("writing the blend files and the submission", "tail",
                    blend / resources.WRITE_BYTES_PER_S + submission / CSV_BYTES_PER_S)]
@@ -105,7 +108,7 @@ def kernel_plan(session: Session, data: Any) -> Plan:
     limits = resources.machine_limits(session.output_dir, paths.scratch_dir(), paths.on_kaggle())
     made = plan(session.template, sizes, session.params, session.spec, limits, session.hardware.device,
                 describe(sizes))
-    made = resources.with_base(made, resources.rss(), holds_data=True)
+    made = resources.measured_base(made)
     session.log(made.table(limits))
     files.write_text(session.output_dir / RECORD, json.dumps({"planned": made.totals(), "limits": asdict(limits)}, indent=1)
                      + "\n")

@@ -77,6 +77,7 @@ class Plan:
     needs: list[Need]
     base_ram: int = LIBRARIES_RAM  # the process before its data: measured in the kernel, LIBRARIES_RAM on a laptop
     base_holds_data: bool = False  # measured after the data was read: the "data" needs are in base_ram already
+    peak_before: int = 0  # the process's peak while it read the data (its decoding, its tables' copies), measured
     headline: str = ""  # what was planned, in words
 
     def total(self, place: str, phase: str | None = None) -> float:
@@ -85,7 +86,8 @@ class Plan:
     @property
     def ram(self) -> int:
         data = 0 if self.base_holds_data else self.total("ram", "data")
-        return int(self.base_ram + data + max(self.total("ram", "training"), self.total("ram", "prediction")))
+        later = self.base_ram + data + max(self.total("ram", "training"), self.total("ram", "prediction"))
+        return int(max(self.peak_before, later))
 
     @property
     def output(self) -> int:
@@ -120,6 +122,8 @@ class Plan:
         lines = [f"resource plan{f': {self.headline}' if self.headline else ''}", head,
                  f"{'the process' + (' with its data (measured)' if self.base_holds_data else ''):<{WIDTH}}"
                  f"{self.base_ram / GB:>8.2f}"]
+        if self.peak_before:
+            lines.append(f"{'its peak while reading the data (measured)':<{WIDTH}}{self.peak_before / GB:>8.2f}")
         for n in self.needs:
             cells = {p: "" for p in PLACES}
             cells[n.place] = f"{n.amount:.0f}" if n.place == "tail" else f"{n.amount / GB:.2f}"
@@ -188,5 +192,6 @@ def folder_bytes(folder: Path, skip: Iterable[Path] = ()) -> int:
     return total
 
 
-def with_base(plan: Plan, base_ram: int, holds_data: bool) -> Plan:
-    return replace(plan, base_ram=base_ram, base_holds_data=holds_data)
+def measured_base(plan: Plan) -> Plan:
+    """The plan of a process that has read its data: its memory now, and its peak so far, measured."""
+    return replace(plan, base_ram=rss(), base_holds_data=True, peak_before=peak_rss())
