@@ -345,7 +345,8 @@ def arms(w: Workload, dry: bool = False) -> list[tuple[str, str, Callable[[], di
     """(name, note, measure) of each arm, in the order they run: the eager ones first, the compiled last."""
     return [
         ("ceiling, eager", "bare step on a resident augmented batch", lambda: ceiling(w)),
-        ("kit step, resident batch", "train_step + augmentation on the GPU each step", lambda: kit_resident(w)),
+        ("kit step, resident batch", "train_step + augmentation on the GPU each step (ab4f043's 'ceiling')",
+         lambda: kit_resident(w)),
         ("kit step, ab4f043's BatchNorm guard", "a where + copy_ per buffer", lambda: _with(kit_resident, w, guard=True)),
         ("kit step, ab4f043's transform", "pageable copies each batch", lambda: _with(kit_resident, w, transform=True)),
         ("kit notebook path, loader kept", "fit(), 4 workers, EMA, 32-step epochs", lambda: notebook_path(w)),
