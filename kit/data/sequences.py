@@ -152,10 +152,9 @@ class SequenceBatches:
         self.device, self.transform = hardware.indexed(device), transform or (lambda b: b)
         self.generator = torch.Generator().manual_seed(seed)
         self.index_device = next(iter(tensors.values())).device
-        mask = tensors.get("mask")
-        # (S,) on the host, once
-        self.lengths = None if mask is None else torch.from_numpy(mask.numpy().sum(1)) if mask.device.type == "cpu" \
-            else mask.sum(1).cpu()
+        mask, self.lengths = tensors.get("mask"), None  # lengths: (S,) on the host, once
+        if mask is not None:
+            self.lengths = torch.from_numpy(mask.numpy().sum(1)) if mask.device.type == "cpu" else mask.sum(1).cpu()
 
     def __len__(self) -> int:
         return (len(self._mine(self.rows)) + self.batch_size - 1) // self.batch_size
