@@ -47,8 +47,8 @@ from kit.train.results import FitConfig, FoldFiles
 from kit.train.step import make_optimizer, train_step
 
 MEAN, STD, CLASSES = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), 120
-LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
-            "cudaLaunchCooperativeKernel"}
+# the CUDA runtime's and driver's launch calls as the profiler names them (some CUPTI versions add "_v7000")
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel", "cudaGraphLaunch")
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,17 @@ def busy_ms(intervals: list[tuple[float, float]]) -> float:
     return total / 1e3
 
 
+def per_step(events, n: int, host_s: float) -> dict:
+    """Launches, host ms and GPU-busy ms per step from a profiler's events over `n` steps."""
+    from torch.autograd import DeviceType
+
+    launches = sum(1 for e in events if e.name.startswith(LAUNCHES))
+    gpu = busy_ms([(e.time_range.start, e.time_range.end) for e in events if e.device_type == DeviceType.CUDA])
+    return {"launches_per_step": launches / n, "host_ms": host_s * 1e3 / n, "gpu_ms": gpu / n}
+
+
 def profiled(step: Callable[[], None], n: int, device: torch.device) -> dict:
     """Launches, host ms and GPU-busy ms per step over `n` steps under torch.profiler."""
-    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     cuda = device.type == "cuda"
@@ -97,10 +105,7 @@ def profiled(step: Callable[[], None], n: int, device: torch.device) -> dict:
             step()
         host = time.perf_counter() - started
         sync(device)
-    events = prof.events()
-    launches = sum(1 for e in events if e.name in LAUNCHES)
-    gpu = busy_ms([(e.time_range.start, e.time_range.end) for e in events if e.device_type == DeviceType.CUDA])
-    return {"launches_per_step": launches / n, "host_ms": host * 1e3 / n, "gpu_ms": gpu / n}
+    return per_step(prof.events(), n, host)
 
 
 def timed(step: Callable[[], None], scale: Scale, device: torch.device, rows: int) -> dict:
@@ -294,15 +299,10 @@ class Watched:
         return prof, time.perf_counter()
 
     def _stop(self, prof, t0: float, n: int) -> dict:
-        from torch.autograd import DeviceType
-
         host = time.perf_counter() - t0
         sync(self.device)
         prof.__exit__(None, None, None)
-        events = prof.events()
-        gpu = busy_ms([(e.time_range.start, e.time_range.end) for e in events if e.device_type == DeviceType.CUDA])
-        return {"launches_per_step": sum(1 for e in events if e.name in LAUNCHES) / n, "host_ms": host * 1e3 / n,
-                "gpu_ms": gpu / n}
+        return per_step(prof.events(), n, host)
 
 
 def notebook_path(w: Workload, repeat: bool = True) -> dict:

@@ -3,13 +3,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from torch.autograd import DeviceType
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import gpu_arms  # noqa: E402
 import gpu_report  # noqa: E402
 
 
@@ -75,3 +78,15 @@ def test_the_slowest_tests_are_read_from_pytests_durations():
               "57.00s call     tests/gpu/test_segmentation_gpu.py::test_segmentation[oom.step:3]\n")
     assert gpu_report.slowest(output) == [{"test": "test_segmentation_gpu.py::test_segmentation[oom.step:3]", "seconds": 57.0},
                                           {"test": "test_gpu.py::test_text_in_fp16", "seconds": 41.2}]
+
+
+def test_launches_and_gpu_busy_time_per_step_from_profiler_events():
+    """Kernels on two streams overlap (the prefetch's copies beside the step): busy time counts them once."""
+    def event(name, start, end, device=DeviceType.CPU):
+        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end))
+
+    events = [event("cudaLaunchKernel", 0, 1), event("cudaLaunchKernel_v7000", 2, 3), event("cuLaunchKernelEx", 4, 5),
+              event("cudaGraphLaunch", 6, 7), event("cudaMemcpyAsync", 8, 9), event("aten::mm", 0, 9),
+              event("gemm", 1000, 3000, DeviceType.CUDA), event("copy", 2000, 5000, DeviceType.CUDA),
+              event("relu", 9000, 10000, DeviceType.CUDA)]
+    assert gpu_arms.per_step(events, n=2, host_s=0.01) == {"launches_per_step": 2.0, "host_ms": 5.0, "gpu_ms": 2.5}
