@@ -7,9 +7,10 @@ ready for it (the naive loader's batches are finished on the CPU; kit's are uint
   (c) kit     cached epochs: rows of the cache, gathered per batch (pinned on CUDA)
   (d) kit     cached epochs including the augmentation and normalisation, on this machine's device (on a
               CPU-only machine that work lands on the CPU too, which a GPU run never asks of it)
-On CUDA, end-to-end training samples/s of efficientnet_b0 at 224 with AMP: kit (cache, 4 workers, autocast,
-channels_last) against the model-bound ceiling (the same model and batch on synthetic uint8 already on the
-GPU) and against the naive configuration (batch 32, fp32, num_workers=0).
+On CUDA, end-to-end training samples/s of efficientnet_b0 at 224 in the precision the notebook chooses
+(bench/gpu_arms.py): the notebook's path as it runs (fit, the loader kept across 32-step epochs, 4 workers,
+channels_last) against the model-bound ceiling (a bare step on a batch already on the GPU), make bench's arm
+as ab4f043 measured it, DDP at world_size=1, and the naive configuration (batch 32, fp32, num_workers=0).
 
 Sequences (any machine), ventilator-shaped (80 steps, 5 features, 2 categorical): steps/s of batches
 gathered in place from resident tensors (on the GPU where there is one) against a per-sequence DataLoader
@@ -42,7 +43,8 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from text_bench import bench_text, print_text  # noqa: E402  (bench/ is on the path: the script's own folder)
+import gpu_arms  # noqa: E402  (bench/ is on the path: the script's own folder)
+from text_bench import bench_text, print_text  # noqa: E402
 
 from kit.data import images  # noqa: E402
 from kit.data.augment import ImageTransform  # noqa: E402
@@ -136,82 +138,48 @@ def bench_images(paths: list[Path], size: int, device: torch.device, workers: in
         shutil.rmtree(cache_dir, ignore_errors=True)
 
 
-def bench_training(paths: list[Path], steps: int = 30) -> dict:
-    """CUDA only: end-to-end training samples/s, kit vs the model-bound ceiling vs the naive set-up."""
+def bench_training(paths: list[Path], device: torch.device, scale: gpu_arms.Scale | None = None, steps: int = 30) -> dict:
+    """CUDA only: end-to-end training samples/s of efficientnet_b0 at 224 (bench/gpu_arms.py, where make gpu-report
+    measures more arms): the model-bound ceiling, the notebook's path as it runs (fit, its loader kept across
+    32-step epochs, images in the precision it chooses), make bench's arm as ab4f043 measured it (a loader of 4
+    steps rebuilt every epoch, fp32 images), DDP at world_size=1 through kit's wrap, and the naive set-up.
+    `scale`: gpu_arms.GPU unless given (gpu_arms.DRY tries it on the CPU)."""
     import timm
 
     from kit.runtime.precision import Precision
     from kit.train.objectives import Classification
     from kit.train.step import make_optimizer, train_step
 
-    device = torch.device("cuda")
+    scale = scale or gpu_arms.GPU
     torch.backends.cudnn.benchmark = True
-    amp = Precision("fp16" if torch.cuda.get_device_capability() < (8, 0) else "bf16", "cuda")
-    task = Classification()
+    with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
+        w = gpu_arms.Workload(device, scale, Path(tmp))
+        gpu = torch.cuda.get_device_name() if device.type == "cuda" else "none"
+        out = {"gpu": gpu, "precision": w.precision.name, "batch": w.scale.batch,
+               "ceiling_sps": gpu_arms.ceiling(w)["samples_per_s"],
+               "kit_sps": gpu_arms.notebook_path(w)["samples_per_s"],
+               "kit_ab4f043_sps": gpu_arms.bench_ab4f043(w)["samples_per_s"],
+               "ddp_world1_sps": gpu_arms.ddp(w, kit_wrap=True)["samples_per_s"]}
+    model = timm.create_model(scale.model, num_classes=gpu_arms.CLASSES).to(device)  # contiguous, as written
+    fp32, task = Precision("fp32", device.type), Classification()
+    optimizer, scaler = make_optimizer(model, 1e-3, 0.05), fp32.grad_scaler()
+    loader = torch.utils.data.DataLoader(NaiveDataset(paths, scale.size), batch_size=32, shuffle=True, num_workers=0)
 
-    def run(batches, precision, batch_size, channels_last, ddp=False):
-        model = timm.create_model("efficientnet_b0", num_classes=120).to(device)
-        if channels_last:
-            model = model.to(memory_format=torch.channels_last)
-        if ddp:  # the DDP path at world_size=1: what the wrapper itself costs
-            from torch.nn.parallel import DistributedDataParallel
-
-            model = DistributedDataParallel(model, device_ids=[0])
-        opt, scaler = make_optimizer(model, 1e-3, 0.05), precision.grad_scaler()
-        it = iter(batches)
-        for _ in range(5):  # warm-up: cuDNN autotuning, allocator
-            train_step(model, task, next(it), opt, scaler, precision, 1.0)
-        torch.cuda.synchronize()
-        started, seen = time.perf_counter(), 0
-        for _ in range(steps):
-            batch = next(it)
-            train_step(model, task, batch, opt, scaler, precision, 1.0)
-            seen += batch["image"].shape[0]
-        torch.cuda.synchronize()
-        return seen / (time.perf_counter() - started)
-
-    def forever(make):
+    def forever():
         while True:
-            yield from make()
+            for x, y in loader:
+                yield {"image": x.to(device), "target": y.to(device)}
 
-    batch = 128
-    cache = images.build_cache(paths, images.cache_side(224), Path(tempfile.mkdtemp(prefix="kit-bench-")), os.cpu_count() or 1,
-                               log=lambda m: None)
-    rows = np.arange(len(paths))
-    transform = ImageTransform(224, MEAN, STD, train=True)
-
-    def kit_batches():
-        loader = host_loader(ImageRows(cache, rows, np.zeros(len(paths), np.int64)), batch, shuffle=True,
-                             workers=4, pin=True, drop_last=True)
-        return DeviceLoader(loader, device, lambda b: {**b, "image": transform(b["image"])})
-
-    synthetic = {"image": torch.randint(0, 256, (batch, images.cache_side(224), images.cache_side(224), 3),
-                                        dtype=torch.uint8, device=device),
-                 "target": torch.zeros(batch, dtype=torch.long, device=device)}
-
-    def ceiling_batches():
-        while True:
-            yield {"image": transform(synthetic["image"]), "target": synthetic["target"]}
-
-    def naive_batches():
-        loader = torch.utils.data.DataLoader(NaiveDataset(paths, 224), batch_size=32, shuffle=True, num_workers=0)
-        for x, y in loader:
-            yield {"image": x.to(device), "target": y.to(device)}
-
-    kit_sps = run(forever(kit_batches), amp, batch, True)
-    ceiling_sps = run(ceiling_batches(), amp, batch, True)
-    naive_sps = run(forever(naive_batches), Precision("fp32", "cuda"), 32, False)
-    import torch.distributed as dist
-
-    from kit.runtime.workers import free_port
-
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
-    try:
-        ddp_sps = run(ceiling_batches(), amp, batch, True, ddp=True)
-    finally:
-        dist.destroy_process_group()
-    return {"gpu": torch.cuda.get_device_name(), "precision": amp.name, "batch": batch, "kit_sps": kit_sps,
-            "ceiling_sps": ceiling_sps, "naive_sps": naive_sps, "ddp_world1_sps": ddp_sps}
+    batches = forever()
+    for _ in range(3):  # warm-up: cuDNN's search for the new batch size
+        train_step(model, task, next(batches), optimizer, scaler, fp32, 1.0)
+    gpu_arms.sync(device)
+    started = time.perf_counter()
+    for _ in range(steps):
+        train_step(model, task, next(batches), optimizer, scaler, fp32, 1.0)
+    gpu_arms.sync(device)
+    out["naive_sps"] = 32 * steps / (time.perf_counter() - started)
+    return out
 
 
 class PerSequence(torch.utils.data.Dataset):
@@ -322,13 +290,14 @@ def main(argv=None) -> int:
     result["text"] = bench_text(device, count=args.texts)
     print_text(result["text"])
     if device.type == "cuda":
-        tr = result["training"] = bench_training(paths)
-        print(f"\ntraining samples/s, efficientnet_b0 @224, {tr['gpu']} ({tr['precision']})")
-        print(f"{'model-bound ceiling (synthetic on GPU)':<38}{tr['ceiling_sps']:>10.0f}")
-        print(f"{'kit (cache, 4 workers, AMP)':<38}{tr['kit_sps']:>10.0f}{tr['kit_sps'] / tr['ceiling_sps']:>9.2f} of ceiling")
-        print(f"{'naive (batch 32, fp32, 0 workers)':<38}{tr['naive_sps']:>10.0f}  kit is {tr['kit_sps'] / tr['naive_sps']:.1f}x")
-        print(f"{'ceiling through DDP at world_size=1':<38}{tr['ddp_world1_sps']:>10.0f}"
-              f"{tr['ddp_world1_sps'] / tr['ceiling_sps']:>9.2f} of ceiling")
+        tr = result["training"] = bench_training(paths, device)
+        print(f"\ntraining samples/s, efficientnet_b0 @224, batch {tr['batch']}, {tr['gpu']} ({tr['precision']})")
+        print(f"{'model-bound ceiling (resident batch)':<42}{tr['ceiling_sps']:>10.0f}")
+        for label, key in (("kit notebook path (fit, loader kept)", "kit_sps"),
+                           ("kit as make bench had it at ab4f043", "kit_ab4f043_sps"),
+                           ("ceiling through kit's DDP, world_size=1", "ddp_world1_sps")):
+            print(f"{label:<42}{tr[key]:>10.0f}{tr[key] / tr['ceiling_sps']:>9.2f} of ceiling")
+        print(f"{'naive (batch 32, fp32, 0 workers)':<42}{tr['naive_sps']:>10.0f}  kit is {tr['kit_sps'] / tr['naive_sps']:.1f}x")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -54,6 +54,12 @@ class TrainParams:
                               doc="worker processes; 0 is every visible GPU (on the CPU, 2 runs two gloo workers)")
 
 
+def sync_bn_setting():
+    """The BatchNorm templates' `sync_bn` (kit.runtime.collective.sync_batchnorm decides "auto")."""
+    return setting("auto", choices=("auto",), doc="ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); "
+                                                 "auto: only below 16 rows per GPU")
+
+
 @dataclass(frozen=True)
 class CnnParams(TrainParams):
     model_name: str = setting("efficientnet_b0", doc="any timm model name")
@@ -71,6 +77,7 @@ class CnnParams(TrainParams):
     tta: bool = setting(True, doc="average each prediction over the flipped and turned views training showed")
     mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha, 0 is off (augmentation on the GPU, with soft targets)")
     cutmix: float = setting(0.0, minimum=0.0, doc="cutmix alpha, 0 is off")
+    sync_bn: bool | str = sync_bn_setting()
 
 
 @dataclass(frozen=True)
@@ -200,6 +207,7 @@ class SegmentationParams(TrainParams):
     tta: bool = setting(True, doc="average predictions over the flips and turns training made, each undone on the mask")
     dice_weight: float = setting(1.0, minimum=0.0, doc="the loss is cross-entropy + dice_weight x Dice (masks)")
     postprocess: bool = setting(True, doc="each class's threshold and smallest kept component chosen out of fold (else 0.5)")
+    sync_bn: bool | str = sync_bn_setting()
     epochs: int = setting(20, minimum=1)
     lr: float = setting(5e-4, minimum=0.0)
     weight_decay: float = setting(0.01, minimum=0.0)

@@ -72,6 +72,7 @@ rotate90: bool = False  # turn training images 0, 90, 180 or 270 degrees at rand
 tta: bool = True  # average each prediction over the flipped and turned views training showed
 mixup: float = 0.0  # mixup alpha, 0 is off (augmentation on the GPU, with soft targets)
 cutmix: float = 0.0  # cutmix alpha, 0 is off
+sync_bn = "auto"  # ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); auto: only below 16 rows per GPU
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "dog-breed-identification",
     "template": "cnn",

@@ -76,6 +76,7 @@ rotate90: bool = False  # turn training tiles 0, 90, 180 or 270 degrees at rando
 tta: bool = True  # average predictions over the flips and turns training made, each undone on the mask
 dice_weight: float = 1.0  # the loss is cross-entropy + dice_weight x Dice (masks)
 postprocess: bool = True  # each class's threshold and smallest kept component chosen out of fold (else 0.5)
+sync_bn = "auto"  # ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); auto: only below 16 rows per GPU
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "tgs-salt-identification-challenge",
     "template": "segmentation",

@@ -93,22 +93,44 @@ class ImageTransform:
         self.precision = precision
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         # x / unit then (x - mean) / std, folded into one multiply-add
-        self.mul = torch.tensor([1 / (unit * s) for s in std]).view(1, -1, 1, 1)
-        self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, -1, 1, 1)
+        self.constants = OnDevice(mul=torch.tensor([1 / (unit * s) for s in std]).view(1, -1, 1, 1),
+                                  add=torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, -1, 1, 1))
         self.generator = torch.Generator().manual_seed(seed)
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         x = images.permute(0, 3, 1, 2).float()  # (B, C, S, S), channels_last strides, no copy
         if self.train:
-            theta = crop_flip_theta(x.shape[0], self.generator, self.scale, self.ratio, self.hflip, self.vflip,
-                                    self.rotate90).to(x.device)
+            theta = to_device(crop_flip_theta(x.shape[0], self.generator, self.scale, self.ratio, self.hflip,
+                                              self.vflip, self.rotate90), x.device)
             grid = F.affine_grid(theta, [x.shape[0], x.shape[1], self.size, self.size], align_corners=False)
             x = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
         else:
             x = center_crop(x, self.size)
-        x = x * self.mul.to(x.device) + self.add.to(x.device)
+        c = self.constants(x.device)
+        x = x * c["mul"] + c["add"]
         dtype = self.precision.dtype if self.precision is not None else torch.float32
         return x.to(dtype).contiguous(memory_format=self.memory_format)
+
+
+class OnDevice:
+    """Host tensors copied to each device once, the first time a batch there needs them: a copy per batch was a
+    host wait per batch (a copy from pageable memory blocks until the device has taken it)."""
+
+    def __init__(self, **tensors: torch.Tensor):
+        self.host, self.copies = tensors, {}
+
+    def __call__(self, device: torch.device) -> dict[str, torch.Tensor]:
+        if device not in self.copies:
+            self.copies[device] = {k: v.to(device) for k, v in self.host.items()}
+        return self.copies[device]
+
+
+def to_device(params: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A batch's host-drawn parameters on `device` without the host waiting: from page-locked memory the copy is
+    queued, and the caching host allocator keeps the pinned block until the copy has run."""
+    if device.type == "cpu":
+        return params
+    return params.pin_memory().to(device, non_blocking=True)
 
 
 # rotation matrices of 0, 90, 180 and 270 degrees: exact zeros and ones, so a turned pixel grid lands on itself

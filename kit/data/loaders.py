@@ -70,26 +70,51 @@ class ShardSampler(torch.utils.data.Sampler):
         return len(range(rank, n, world))
 
 
+class EpochBatches(torch.utils.data.Sampler):
+    """`sampler`'s batches, epoch after epoch without end (each epoch a fresh pass over `sampler`: a new
+    permutation), for a loader whose iterator is held across epochs: its workers are handed the next epoch's
+    indices while this one ends, so they prefetch through the boundary instead of draining and waiting for
+    `iter()`. Its length is one epoch's batches."""
+
+    def __init__(self, sampler: torch.utils.data.Sampler, batch_size: int, drop_last: bool):
+        self.batches = torch.utils.data.BatchSampler(sampler, batch_size, drop_last)
+        self.batch_size = batch_size
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        while len(self.batches):  # an empty epoch would loop here for ever
+            yield from self.batches
+
+
 def host_loader(
     dataset: Dataset, batch_size: int, *, shuffle: bool, workers: int, pin: bool, seed: int = 0, drop_last: bool = False,
-    shard: tuple[int, int] = (0, 1),
+    shard: tuple[int, int] = (0, 1), repeat: bool = False,
 ) -> DataLoader:
-    sampler = ShardSampler(len(dataset), shard, shuffle, seed, even=drop_last) if shard[1] > 1 else None
-    n = len(sampler) if sampler is not None else len(dataset)
+    """`repeat`: the loader's batches never end (EpochBatches), for training loaders that DeviceLoader reads
+    an epoch at a time from one held iterator."""
+    generator = torch.Generator().manual_seed(seed)
+    if shard[1] > 1:
+        sampler = ShardSampler(len(dataset), shard, shuffle, seed, even=drop_last)
+    elif shuffle:
+        sampler = torch.utils.data.RandomSampler(dataset, generator=generator)
+    else:
+        sampler = torch.utils.data.SequentialSampler(dataset)
+    n = len(sampler)
+    # A ragged last batch is dropped on big data (noisy BatchNorm statistics) and when it would hold a single
+    # row (BatchNorm fails on it); on small data it is kept, as it is a real share of the data.
+    drop = drop_last and (n % batch_size == 1 or n >= 8 * batch_size)
+    batches = EpochBatches(sampler, batch_size, drop) if repeat else torch.utils.data.BatchSampler(sampler, batch_size, drop)
     return DataLoader(
         dataset,
-        batch_size=batch_size,
-        shuffle=shuffle if sampler is None else False,
-        sampler=sampler,
-        # A ragged last batch is dropped on big data (noisy BatchNorm statistics) and when it would hold a
-        # single row (BatchNorm fails on it); on small data it is kept, as it is a real share of the data.
-        drop_last=drop_last and (n % batch_size == 1 or n >= 8 * batch_size),
+        batch_sampler=batches,
         num_workers=workers,
         pin_memory=pin,
         persistent_workers=workers > 0,
         prefetch_factor=4 if workers > 0 else None,
         collate_fn=_whole_batch,
-        generator=torch.Generator().manual_seed(seed),
+        generator=generator,
     )
 
 
@@ -102,23 +127,40 @@ class DeviceLoader:
                  prefetch: bool = True):
         self.loader, self.device, self.transform = loader, device, transform or _whole_batch
         self.prefetch = prefetch
+        self.held: Iterator[Batch] | None = None  # a repeating loader's iterator, kept from epoch to epoch
+        self.whole = False  # whether the held iterator stands at an epoch's start
 
     def __len__(self) -> int:
         return len(self.loader)
 
     @property
     def batch_size(self) -> int:
-        return self.loader.batch_size
+        return self.loader.batch_sampler.batch_size  # the loader's own is None: its batches come from a batch sampler
 
     def _to_device(self, batch: Batch) -> Batch:
         return self.transform({k: v.to(self.device, non_blocking=True) for k, v in batch.items()})
 
     def __iter__(self) -> Iterator[Batch]:
         if self.device.type != "cuda" or not self.prefetch:
-            for batch in self.loader:
+            for batch in self.host_batches():
                 yield self._to_device(batch)
             return
-        yield from one_ahead(self.loader, self._to_device, self.device)
+        yield from one_ahead(self.host_batches(), self._to_device, self.device)
+
+    def host_batches(self) -> Iterator[Batch]:
+        """One epoch of the host loader's batches. A repeating loader (host_loader's `repeat`) is read from one
+        iterator held across epochs, so that its workers prefetch the next epoch while this one ends and the
+        model validates (they drained at every boundary and refilled only at `iter()`, while the GPU waited);
+        an epoch left unfinished (a time budget, a fall-back to fp32) is dropped: the next starts afresh."""
+        if not isinstance(self.loader.batch_sampler, EpochBatches):
+            yield from self.loader
+            return
+        if self.held is None or not self.whole:
+            self.held = iter(self.loader)  # persistent workers are told to start over, not forked again
+        self.whole = False
+        for _ in range(len(self.loader)):
+            yield next(self.held)
+        self.whole = True
 
 
 def one_ahead(items: Iterable, make: Callable[[Any], Batch], device: torch.device) -> Iterator[Batch]:

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from kit.data.augment import crop_flip_theta, turn
+from kit.data.augment import OnDevice, crop_flip_theta, to_device, turn
 
 KINDS = ("binary", "labels", "classes", "image")  # one 0/1 channel; 0/1 channels; one class index; a page's values
 
@@ -35,12 +35,13 @@ class PairTransform:
     def __init__(self, kind: str, table: np.ndarray, channels: int, mean, std, train: bool, size: int,
                  scale: tuple[float, float], hflip: float, vflip: float, rotate90: bool, seed: int = 0, precision=None,
                  channels_last: bool = True):
-        self.kind, self.table, self.channels = kind, torch.from_numpy(table), channels
+        self.kind, self.channels = kind, channels
         self.train, self.size, self.scale = train, size, scale
         self.hflip, self.vflip, self.rotate90, self.precision = hflip, vflip, rotate90, precision
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
-        self.mul = torch.tensor([1 / (255.0 * s) for s in std]).view(1, -1, 1, 1)  # x / 255, then (x - mean) / std
-        self.add = torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, -1, 1, 1)
+        self.constants = OnDevice(table=torch.from_numpy(table),  # x / 255, then (x - mean) / std
+                                  mul=torch.tensor([1 / (255.0 * s) for s in std]).view(1, -1, 1, 1),
+                                  add=torch.tensor([-m / s for m, s in zip(mean, std)]).view(1, -1, 1, 1))
         self.generator = torch.Generator().manual_seed(seed)
 
     def target(self, masks: torch.Tensor) -> torch.Tensor:
@@ -49,21 +50,22 @@ class PairTransform:
         three alike channels is one)."""
         if self.kind == "image":
             return masks[..., : self.channels].permute(0, 3, 1, 2).float() / 255.0
-        mapped = self.table.to(masks.device)[masks.long()]  # (B, S, S, M)
+        mapped = self.constants(masks.device)["table"][masks.long()]  # (B, S, S, M)
         return mapped[..., :1 if self.kind == "classes" else self.channels].permute(0, 3, 1, 2).float()
 
     def __call__(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         x = batch["image"].permute(0, 3, 1, 2).float()  # (B, 3, S, S)
         y = self.target(batch["mask"]) if "mask" in batch else None
         if self.train:
-            theta = crop_flip_theta(x.shape[0], self.generator, self.scale, (3 / 4, 4 / 3), self.hflip, self.vflip,
-                                    self.rotate90).to(x.device)
+            theta = to_device(crop_flip_theta(x.shape[0], self.generator, self.scale, (3 / 4, 4 / 3), self.hflip,
+                                              self.vflip, self.rotate90), x.device)
             grid = F.affine_grid(theta, [x.shape[0], 1, self.size, self.size], align_corners=False)
             x = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
             if y is not None:  # the same geometry; nearest keeps a mask's values (a page is resampled as the image is)
                 y = F.grid_sample(y, grid, mode="bilinear" if self.kind == "image" else "nearest",
                                   padding_mode="reflection", align_corners=False)
-        x = x * self.mul.to(x.device) + self.add.to(x.device)
+        c = self.constants(x.device)
+        x = x * c["mul"] + c["add"]
         dtype = self.precision.dtype if self.precision is not None else torch.float32
         out = {k: v for k, v in batch.items() if k not in ("image", "mask")}
         out["image"] = x.to(dtype).contiguous(memory_format=self.memory_format)

@@ -297,7 +297,7 @@ class CnnPipeline:
         cache = data.test_cache if test else data.train_cache
         dataset = ImageRows(cache, rows, None if test else data.y[rows])
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
-                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
+                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         mean, std, unit = self.normalization(data)
         hflip, vflip, rotate90 = self.augmentation(data)
         scale = (crop_area(self.p.image_size, self.p.crop_scale), 1.0)

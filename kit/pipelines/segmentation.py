@@ -172,7 +172,7 @@ class SegmentationPipeline:
             batch_size = max(1, batch_size // segmentation_data.tiles_per_canvas(source, size, self.p.tile_overlap))
         dataset = CanvasRows(source, rows, size if train else 0)
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
-                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard)
+                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         return DeviceLoader(loader, s.device, self.transform(data, train, seed, precision or s.precision),
                             prefetch=s.setup.prefetch)
 

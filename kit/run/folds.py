@@ -30,7 +30,7 @@ from kit.run.fallback import LabelsOnly
 from kit.run.start import start
 from kit.runtime import checkpoint, hardware, paths, runs, workers
 from kit.runtime.budget import Budget, total_budget
-from kit.runtime.collective import Collective
+from kit.runtime.collective import Collective, sync_batchnorm
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
@@ -256,6 +256,10 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor, folder=folder)
     shard = (collective.rank, collective.world)
     stamped = stamp(session, data)
+    sync_bn = False
+    if collective.world > 1 and hasattr(session.params, "sync_bn"):  # the BatchNorm templates under DDP
+        sync_bn, why = sync_batchnorm(session.params.sync_bn, size)
+        say(f"sync_bn        {'on' if sync_bn else 'off'} ({why})")
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
             saved = replace(fold_files(folder, fold), stamp=stamped)
@@ -287,7 +291,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                     model = pipe.model(data, fit_rows=train_idx)
                     budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
                     fitted = fit(
-                        maybe_compile(session, collective.wrap(model)),
+                        maybe_compile(session, collective.wrap(model, sync_bn)),
                         pipe.objective(data),
                         pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
                                      shard=shard, precision=precision),

@@ -129,10 +129,11 @@ class Monitor:
     _stop: threading.Event = field(default_factory=threading.Event)
     _epoch_from: int = 0
     _total: float | None = None
+    _source: Source | None = None
 
     def start(self) -> Monitor:
         if self.device == "cuda" and self._thread is None:
-            source = Source(self.device_index)
+            source = self._source = Source(self.device_index)
             self._thread = threading.Thread(target=self._run, args=(source,), daemon=True, name="kit-gpu-monitor")
             self._thread.start()
         return self
@@ -159,6 +160,11 @@ class Monitor:
             torch.cuda.reset_peak_memory_stats()
 
     def epoch_end(self, wait_s: float, step_s: float, batch_size: int) -> EpochStats:
+        if self._source is not None and len(self.samples) == self._epoch_from:
+            # an epoch shorter than the interval (a small dataset on a fast GPU) had no sample: one now, NVML's
+            # utilisation over its last sample period, which the epoch's steps just filled
+            util, used, total, power = self._source.read()
+            self.samples.append((time.time(), util, used, power))
         window = self.samples[self._epoch_from :]
         utils = [u for _, u, _, _ in window if u is not None]
         mems = [m for _, _, m, _ in window if m is not None]

@@ -18,7 +18,6 @@ import signal
 import socket
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,8 +176,6 @@ def _worker(rank: int, body: str, job: Job) -> None:
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     os.environ["KIT_BATCH"] = "1"
-    # DDP's note on depthwise-convolution weights whose strides are ambiguous (a size-1 dimension): harmless
-    warnings.filterwarnings("ignore", message="Grad strides do not match bucket view strides")
     cuda = job.device == "cuda"
     if cuda:
         torch.cuda.set_device(rank)

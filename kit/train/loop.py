@@ -221,6 +221,10 @@ class _Loop:
         # the first step's time beyond a usual step's happens once per fold: the budget does not plan for it
         one_off = max(first_s - (step_s - first_s) / (steps - 1), 0.0) if first_s and steps > 1 else 0.0
         self.warm = True
+        # DDP ranks keep their own BatchNorm statistics while they train (kit.runtime.collective): one mean for all
+        for module in (unwrap(self.model), self.ema.module if self.ema else None):
+            if module is not None:
+                self.dist.average_norm_statistics(module)
         train_s = time.time() - started - one_off
         v0 = time.time()
         val_loss, rows = evaluate(self.model, self.objective, self.val, self.precision, self.dist, self.log)

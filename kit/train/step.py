@@ -30,21 +30,27 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 class RunningStats:
     """A model's BatchNorm running statistics as they were before a step. An fp16 forward that overflows leaves
-    them NaN although the scaler then skips the step, and every later validation (and the EMA, which copies
-    them) would be NaN: they are put back, on the device, without the host waiting to know."""
+    them NaN although the scaler then skips the step, and every later validation (and the EMA, which averages
+    them) would be NaN: they are put back, on the device, without the host waiting to know.
+
+    The statistics are handled as one flat tensor, so that the snapshot and the put-back cost a handful of
+    launches whatever the model's depth: a `where` and a `copy_` per buffer were ~200 launches a step on
+    efficientnet_b0, a sixth of its step on a fast GPU."""
 
     def __init__(self, model: nn.Module):
         self.buffers = [b for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
-                        for b in (m.running_mean, m.running_var) if b is not None]
-        self.saved = torch._foreach_mul(self.buffers, 1.0) if self.buffers else []  # copies, in one fused launch
+                        for b in (m.running_mean, m.running_var) if b is not None]  # each 1-D: (features,)
+        self.saved = torch.cat(self.buffers) if self.buffers else None  # a copy, in one launch
 
     def restore_unless_finite(self, loss: torch.Tensor) -> None:
         if not self.buffers:
             return
-        with torch.no_grad():  # a norm is finite only if every value is (inf and NaN propagate)
-            finite = torch.isfinite(loss) & torch.isfinite(torch.stack(torch._foreach_norm(self.buffers))).all()
-            for b, saved in zip(self.buffers, self.saved):
-                b.copy_(torch.where(finite, b, saved))
+        with torch.no_grad():
+            now = torch.cat(self.buffers)
+            # 0 * x is NaN where x is inf or NaN: one sum tells whether the loss and every statistic are finite
+            finite = torch.isfinite(loss.float() + now.sum() * 0)
+            kept = torch.where(finite, now, self.saved).split([b.numel() for b in self.buffers])
+            torch._foreach_copy_(self.buffers, list(kept))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float, layer_decay: float = 1.0) -> torch.optim.Optimizer:

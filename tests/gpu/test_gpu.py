@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from logs import SAID, said
 
 from kit import config, smoke
 from kit.build import execute, notebook
@@ -32,15 +33,15 @@ def test_notebook_on_cuda_autotunes_and_monitors(tmp_path):
     data = tmp_path / "input" / cfg.spec.slug
     smoke.make_dataset(cfg.spec, data)
     built = tmp_path / "kernel.ipynb"
-    params = {**cfg.parameters(smoke=True), "device": "cuda", "batch_size": "auto", "epochs": 3}
+    params = {**cfg.parameters(smoke=True), "device": "cuda", "batch_size": "auto", "epochs": 2}
     built.write_text(notebook.dumps(notebook.build("cnn", params)))
     out = tmp_path / "out"
     execute.run(built, tmp_path / "executed.ipynb", {"data_dir": str(data), "output_dir": str(out)}, cwd=tmp_path)
     log = (out / "kit.log").read_text()
-    assert "precision      fp16 autocast with loss scaling" in log or "precision      bf16 autocast" in log
-    assert "batch_size auto:" in log and "samples/s, peak" in log
-    assert " | gpu " in log and " | mem " in log
-    assert "preflight:" not in log and "channels_last  on" in log  # every accelerant passed its try on this GPU
+    assert "precision      fp16 autocast with loss scaling" in log or "precision      bf16 autocast" in log, said(log)
+    assert "batch_size auto:" in log and "samples/s, peak" in log, said(log)
+    assert " | gpu " in log and " | mem " in log, said(log)
+    assert "preflight:" not in log and "channels_last  on" in log, said(log)  # every accelerant passed its try
     assert (out / "submission.csv").exists() and (out / "history.png").exists()
 
 
@@ -68,16 +69,16 @@ def run_smoke_notebook(tmp_path, comp, env=None, **params):
 
 
 def test_sequence_tables_on_the_gpu(tmp_path):
-    log = run_smoke_notebook(tmp_path, "ventilator-lstm", batch_size="auto", epochs=3)
-    assert "resident on the GPU" in log and "preflight:" not in log
+    log = run_smoke_notebook(tmp_path, "ventilator-lstm", batch_size="auto", epochs=2)
+    assert "resident on the GPU" in log and "preflight:" not in log, said(log, (*SAID, "sequences "))
 
 
 @pytest.mark.parametrize("fault", ["oom.unscale:3", "oom.step:3", "nan.amp:1-", "oom.predict:1"])
 def test_faults_on_the_gpu_under_mixed_precision(tmp_path, fault):
     # fp16 with a live GradScaler: what a T4 (no native bf16) trains in, whatever this GPU would choose
     log = run_smoke_notebook(tmp_path, "dog-breed", env={"KIT_FAULTS": fault}, epochs=2, precision="fp16")
-    assert "fp16 autocast with loss scaling" in log and "preflight:" not in log
-    assert "fold 2/2 epoch" in log and "predicted the test set with fold 2" in log
+    assert "fp16 autocast with loss scaling" in log and "preflight:" not in log, said(log)
+    assert "fold 2/2 epoch" in log and "predicted the test set with fold 2" in log, said(log, (*SAID, "fold "))
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
@@ -92,6 +93,6 @@ def test_text_in_fp16_with_autotune_accumulation_and_checkpointing(tmp_path):
         "device": "cuda", "precision": "fp16", "batch_size": "auto", "accumulate": 2, "gradient_checkpointing": True,
         "layer_decay": 0.9})
     log = (result.submission.parent / "kit.log").read_text()
-    assert "fp16 autocast with loss scaling" in log and "preflight:" not in log
-    assert "batch_size auto:" in log and " | gpu " in log
-    assert result.score > result.baseline + 0.2
+    assert "fp16 autocast with loss scaling" in log and "preflight:" not in log, said(log)
+    assert "batch_size auto:" in log and " | gpu " in log, said(log)
+    assert result.score > result.baseline + 0.2, (result.score, result.baseline, said(log))

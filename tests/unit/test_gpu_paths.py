@@ -3,6 +3,7 @@ as used memory, how DDP ranks agree on a batch, which NVML device a CUDA ordinal
 live, and what the notebook process gives back before its workers take the GPUs."""
 import dataclasses
 import sys
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -272,3 +273,27 @@ def test_the_preflight_and_the_batch_trials_build_one_model(tmp_path):
     pipe = ToyPipeline()
     cv = train_folds(s, pipe, pipe.load())
     assert cv.finished == [0, 1, 2] and pipe.models == 1 + 3  # the probes' one, and each fold's
+
+
+def test_an_epoch_shorter_than_the_monitors_interval_still_reports_the_gpus_utilisation(monkeypatch):
+    """A smoke epoch on a fast GPU lasts milliseconds, and the monitor samples once a second: most epoch lines had
+    no 'gpu N%' (the segmentation GPU test read ' | gpu ' in the log, and failed when no epoch got a sample)."""
+
+    class Steady:
+        def __init__(self, device_index):
+            self.nvml, self.error = "fake", ""
+
+        def read(self):
+            return 37.0, 2 * GB, 16 * GB, 70.0
+
+    monkeypatch.setattr(monitor, "Source", Steady)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: GB)  # what torch says without NVML
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: SimpleNamespace(total_memory=16 * GB))
+    m = monitor.Monitor("cuda", interval_s=60.0).start()
+    while not m.samples:  # the thread's first sample, taken as it starts: before this epoch
+        time.sleep(0.01)
+    m.epoch_begin()
+    stats = m.epoch_end(wait_s=0.0, step_s=0.05, batch_size=8)
+    m.stop()
+    assert stats.line().startswith("gpu 37% (min 37%) | mem 2.0/16.0 GB")

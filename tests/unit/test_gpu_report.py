@@ -3,13 +3,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
+from torch.autograd import DeviceType
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import gpu_arms  # noqa: E402
 import gpu_report  # noqa: E402
 
 
@@ -24,16 +27,66 @@ def test_without_a_gpu_it_says_so_in_one_line_and_succeeds(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_report_holds_the_gpu_versions_date_tests_and_each_figure():
+def test_the_report_holds_the_gpu_versions_date_tests_each_arm_and_each_figure():
+    measured = {"samples_per_s": 2000.0, "step_ms": 64.0, "launches_per_step": 812.0, "host_ms": 30.5, "gpu_ms": 61.2}
+    arms = [gpu_report.arm("ceiling, eager", "bare step", {**measured, "samples_per_s": 2500.0}, None),
+            gpu_report.arm("kit notebook path, loader kept", "fit()", {**measured, "gap_ms": 3.25}, 2500.0)]
     figures = [gpu_report.figure("images", "kit cached epochs", 4101.2, "images/s", "15.7x naive"),
                gpu_report.figure("text", "bucketed, fp16", 4000, "samples/s", "padding 5%")]
-    r = gpu_report.report("Tesla T4", {"torch": "2.10.0", "cuda": "12.8"}, {"passed": 8, "skipped": 2, "seconds": 347.0},
-                          figures, ["training: the 510 s time box was spent"], 512.3, date="2026-11-23 18:00 UTC")
+    tests = {"passed": 8, "skipped": 2, "seconds": 347.0, "slowest": [{"test": "test_gpu.py::test_text", "seconds": 41.0}]}
+    r = gpu_report.report("Tesla T4", {"torch": "2.10.0", "cuda": "12.8"}, tests, figures,
+                          ["training: the 510 s time box was spent"], 512.3, date="2026-11-23 18:00 UTC", arms=arms)
     assert json.loads(json.dumps(r)) == r  # plain JSON
-    assert set(r) == {"gpu", "date", "python", "versions", "tests", "figures", "errors", "seconds"}
+    assert set(r) == {"gpu", "date", "python", "versions", "dry_run", "tests", "arms", "figures", "errors", "seconds"}
     assert all(set(f) == {"section", "name", "value", "unit", "note"} and isinstance(f["value"], float) for f in r["figures"])
+    assert [list(a) for a in r["arms"]] == [["name", *gpu_report.ARM_FIGURES, "note"]] * 2
+    assert r["arms"][0]["share"] is None and r["arms"][0]["gap_ms"] is None  # the ceiling is 1 by definition: left blank
+    assert r["arms"][1]["share"] == 0.8
     table = gpu_report.markdown(r)
     assert table.startswith("GPU report: Tesla T4, 2026-11-23 18:00 UTC (python ")
-    assert "`pytest -m gpu`: 8 passed, 0 failed, 2 skipped in 347 s" in table
+    assert "| kit notebook path, loader kept | 2,000 | 0.80 | 64.0 | 812 | 30.5 | 61.2 | 3.2 | fit() |" in table
+    assert "| ceiling, eager | 2,500 |  | 64.0 | 812 | 30.5 | 61.2 |  | bare step |" in table
+    assert "`pytest -m gpu`: 8 passed, 0 failed, 2 skipped in 347 s; slowest: test_gpu.py::test_text 41 s" in table
     assert "| images | kit cached epochs | 4101 | images/s | 15.7x naive |" in table
     assert "not measured: training: the 510 s time box was spent" in table
+
+
+def test_each_section_rewrites_the_report_and_a_failing_one_is_a_line(tmp_path):
+    """A GPU lent for minutes may be taken back mid-run: what finished is on disk after each section."""
+    rep = gpu_report.Report(tmp_path, "Tesla T4", dry_run=False)
+    measured = {"samples_per_s": 100.0, "step_ms": 1.0}
+    gpu_report.measure_arms(rep, [("ceiling, eager", "bare", lambda: measured)], budget_s=600, least_s=10)
+    written = json.loads((tmp_path / "gpu-report.json").read_text())
+    assert [a["name"] for a in written["arms"]] == ["ceiling, eager"] and written["errors"] == []
+
+    def broken():
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\nmore")
+
+    gpu_report.measure_arms(rep, [("kit step", "", broken), ("late", "", lambda: measured)], budget_s=600, least_s=10)
+    gpu_report.measure_arms(rep, [("too late", "", lambda: measured)], budget_s=0, least_s=10)
+    written = json.loads((tmp_path / "gpu-report.json").read_text())
+    assert written["errors"] == ["kit step: RuntimeError: CUDA error: an illegal memory access was encountered",
+                                 "too late: the 0 s time box was spent"]
+    assert [a["name"] for a in written["arms"]] == ["ceiling, eager", "late"] and written["arms"][1]["share"] == 1.0
+    assert "| late | 100 | 1.00 | 1.0 |" in (tmp_path / "gpu-report.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-report.json", "gpu-report.md"]
+
+
+def test_the_slowest_tests_are_read_from_pytests_durations():
+    output = ("41.20s call     tests/gpu/test_gpu.py::test_text_in_fp16\n"
+              "3.10s setup    tests/gpu/test_segmentation_gpu.py::test_segmentation[oom.step:3]\n"
+              "57.00s call     tests/gpu/test_segmentation_gpu.py::test_segmentation[oom.step:3]\n")
+    assert gpu_report.slowest(output) == [{"test": "test_segmentation_gpu.py::test_segmentation[oom.step:3]", "seconds": 57.0},
+                                          {"test": "test_gpu.py::test_text_in_fp16", "seconds": 41.2}]
+
+
+def test_launches_and_gpu_busy_time_per_step_from_profiler_events():
+    """Kernels on two streams overlap (the prefetch's copies beside the step): busy time counts them once."""
+    def event(name, start, end, device=DeviceType.CPU):
+        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end))
+
+    events = [event("cudaLaunchKernel", 0, 1), event("cudaLaunchKernel_v7000", 2, 3), event("cuLaunchKernelEx", 4, 5),
+              event("cudaGraphLaunch", 6, 7), event("cudaMemcpyAsync", 8, 9), event("aten::mm", 0, 9),
+              event("gemm", 1000, 3000, DeviceType.CUDA), event("copy", 2000, 5000, DeviceType.CUDA),
+              event("relu", 9000, 10000, DeviceType.CUDA)]
+    assert gpu_arms.per_step(events, n=2, host_s=0.01) == {"launches_per_step": 2.0, "host_ms": 5.0, "gpu_ms": 2.5}

@@ -78,6 +78,33 @@ def test_batches_gather_in_place_and_shuffle_by_seed():
     assert a == b and sorted(sum(a, [])) == [1, 3, 5, 7, 9]
 
 
+def test_host_batches_are_gathered_without_torchs_threaded_ops():
+    """torch's index_select and indexing run on its intra-op threads: on two busy cores each call waited ~4 ms for
+    one, and make bench's in-place sequence path fell below its per-sequence DataLoader. numpy gathers instead."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Gathers(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if str(func.overloadpacket) in ("aten.index_select", "aten.index", "aten.take", "aten.gather"):
+                self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    ids = torch.arange(40)
+    tensors = {"x": ids.float().view(40, 1, 1).expand(40, 6, 3).contiguous(), "target": ids,
+               "mask": torch.arange(6).expand(40, 6) < (ids % 6 + 1).view(40, 1)}  # row i has i % 6 + 1 real steps
+    batches = sequences.SequenceBatches(tensors, np.arange(3, 40), 8, True, torch.device("cpu"), seed=1)
+    with Gathers() as mode:
+        got = list(batches)
+    assert mode.seen == [] and [len(b["target"]) for b in got] == [8, 8, 8, 8, 5]
+    assert sorted(torch.cat([b["target"] for b in got]).tolist()) == list(range(3, 40))
+    for b in got:  # each row's features and lengths are its own
+        assert torch.equal(b["x"][:, 0, 0].long(), b["target"]) and torch.equal(b["lengths"], b["target"] % 6 + 1)
+
+
 @pytest.mark.parametrize("name", ["lstm", "transformer"])
 @pytest.mark.parametrize("per_step", [True, False])
 def test_models_ignore_padding(name, per_step):
