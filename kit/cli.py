@@ -151,9 +151,13 @@ def cmd_quota(args) -> None:
 
 def cmd_smoke(args) -> None:
     from kit import smoke
+    from kit.errors import KitError
 
     started = time.time()
     result = smoke.run(args.comp, overrides=dict(args.param or []), python=args.kernel_python)
+    if not result.folds:  # a valid submission, but the smoke is there to show the training works
+        raise KitError(f"smoke: no fold trained, and the submission is the training labels' fallback; see "
+                       f"{result.submission.parent / 'kit.log'} for why")
     print(f"smoke passed in {time.time() - started:.0f}s: {result.rows} submission rows, out-of-fold "
           f"{result.metric} {result.score:.4f} (predicting {result.baseline_name}: {result.baseline:.4f})")
     print(f"  data       {result.input_dir}")

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kit.data import images
+from kit.models import segmentation
 from kit.params import TrainParams
 from kit.runtime import paths
 from kit.runtime.resources import GB, Limits, Need, Sizes
@@ -73,8 +74,6 @@ class Segmentation:
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
-        from kit.models import segmentation
-
         return counted(lambda: segmentation.create(p.model_name, p.encoder, sizes.outputs))
 
     @staticmethod

@@ -104,7 +104,12 @@ def describe(sizes: Sizes, name: str = "") -> str:
 def kernel_plan(session: Session, data: Any) -> Plan:
     """The kernel's plan, from the data it read (the process measured with it), printed before training; a plan
     no setting can bring within the machine's limits stops the run in one line."""
-    sizes = templates.load(templates.get(session.template).footprint).sizes(session, data)
+    try:
+        sizes = templates.load(templates.get(session.template).footprint).sizes(session, data)
+    except (AttributeError, KeyError, TypeError) as e:  # data of a shape the template's record does not know
+        session.warn(f"resource plan: the {session.template} template's sizes cannot be read from this data ({e}); "
+                     "training goes on unplanned")
+        return Plan([])
     limits = resources.machine_limits(session.output_dir, paths.scratch_dir(), paths.on_kaggle())
     made = plan(session.template, sizes, session.params, session.spec, limits, session.hardware.device,
                 describe(sizes))

@@ -34,6 +34,7 @@ class SmokeResult:
     baseline: float  # predicting the training mean or the class prior
     baseline_name: str
     inference: Path | None = None  # with [inference]: the inference kernel's submission, equal to `submission`
+    folds: int = 0  # the folds that trained (0: the submission is the training labels' fallback)
 
 
 def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | None = None,
@@ -65,12 +66,15 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
     if gallery.has(config.spec.slug):  # what the competition's grader checks beside the sample's shape
         gallery.check(config.spec.slug, submission, sample)
     cv = json.loads((working / "cv.json").read_text())
+    planned = working / "resources.json"  # every run that trains prints its resource plan and what it took
+    if cv["folds"] and "measured" not in (json.loads(planned.read_text()) if planned.is_file() else {}):
+        raise KitError(f"{working}: no resource plan and measurement (resources.json) though folds trained; see kit.log")
     inferred = None
     if config.inference is not None:  # the pair: the inference kernel must submit what the training kernel did
         inferred = run_inference(config, root, working, data_dir, overrides, python=python)
         same_predictions(inferred, submission, config.spec)
     return SmokeResult(data_dir, executed, submission, rows, cv["metric"], cv["score"], cv["baseline"], cv["baseline_name"],
-                       inferred)
+                       inferred, len(cv["folds"]))
 
 
 def test_files(spec: Spec, data_dir: Path) -> list[str]:
