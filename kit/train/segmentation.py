@@ -60,7 +60,9 @@ class Segmentation:
             return F.mse_loss(prob, y)
         if self.kind == "classes":
             return F.nll_loss(prob.clamp(min=EPS).log(), y) + self.dice_weight * self.dice_of_probs(prob, y)
-        return F.binary_cross_entropy(prob.clamp(EPS, 1 - EPS), y) + self.dice_weight * self.dice_of_probs(prob, y)
+        p = prob.float().clamp(EPS, 1 - EPS)  # written out: CUDA's autocast refuses F.binary_cross_entropy on probabilities
+        bce = -(y * p.log() + (1 - y) * (1 - p).log()).mean()
+        return bce + self.dice_weight * self.dice_of_probs(prob, y)
 
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.float().softmax(1) if self.kind == "classes" else logits.float().sigmoid()

@@ -176,3 +176,20 @@ def test_the_threshold_search_holds_no_float_copy_of_the_rows():
     finally:
         tracemalloc.stop()
     assert peak < 4 * truth.size, f"{peak / 2**20:.0f} MB for {truth.size / 2**20:.0f} M cells"
+
+
+def test_segmentations_validation_loss_is_written_out_where_cuda_refuses_binary_cross_entropy(monkeypatch):
+    """Under CUDA's autocast F.binary_cross_entropy on probabilities raises ("unsafe to autocast"), which the CPU's
+    allows: every segmentation run in fp16 on a GPU fell back to the prior (seen on an H200). The validation loss
+    is the same number written out."""
+    from kit.train.segmentation import EPS, Segmentation
+
+    objective = Segmentation("binary", 16, 0.0, [(lambda t: t, lambda t: t)], 1.0, False)
+    prob, y = torch.rand(2, 1, 16, 16), (torch.rand(2, 1, 16, 16) > 0.5).float()
+    want = torch.nn.functional.binary_cross_entropy(prob.clamp(EPS, 1 - EPS), y) + objective.dice_of_probs(prob, y)
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.")
+
+    monkeypatch.setattr(torch.nn.functional, "binary_cross_entropy", refused)
+    assert float(objective.loss_of_probs(prob, y)) == pytest.approx(float(want), rel=1e-5)
