@@ -88,7 +88,9 @@ class CnnPipeline:
         usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
-        recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable)}
+        recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable),
+                  # rows of many classes keep their likeliest, out of fold and in the test alike (kit.train.topk)
+                  "kept": topk.kept(target.kind, target.outputs, spec.metric, max(len(usable), test_cache.count))}
         data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
         s.log(self.describe(data))
         if self.p.hflip == "auto":
@@ -278,9 +280,8 @@ class CnnPipeline:
         return mean, std, 255.0
 
     def objective(self, data: ImageData):
-        if data.target.classification:  # many classes, a metric of the likeliest: rows keep those (kit.train.topk)
-            return Classification(keep=topk.kept(data.target.kind, data.target.outputs, self.session.spec.metric,
-                                                 len(data.usable)))
+        if data.target.classification:  # many classes, a metric of the likeliest: rows keep those (the recipe's)
+            return Classification(keep=data.recipe.get("kept", 0))
         if data.target.multilabel:
             # a threshold is chosen on the validation rows: they average the test-time views as the test set does
             thresholded = self.session.spec.metric in metrics.THRESHOLDED
@@ -342,8 +343,7 @@ class CnnPipeline:
         classes, each row's likeliest (kit.train.topk)."""
         objective = self.objective(data)
         shown = self.prediction_views(data)
-        t = data.target
-        keep = topk.kept(t.kind, t.outputs, self.session.spec.metric, data.test_cache.count)
+        keep = data.recipe.get("kept", 0)  # the training run's: its test rows kept as its out-of-fold rows
 
         def forward(model: nn.Module, batch) -> torch.Tensor | topk.TopK:
             probs = sum(objective.predict(model(view(batch["image"]))) for _, view in shown) / len(shown)

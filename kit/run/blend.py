@@ -25,6 +25,9 @@ from kit.train.topk import TopK
 RANKED = ("auc", "weighted_auc")  # rank-based: a blend of ranks (only the order of a column's scores counts)
 CLASS_KINDS = ("probs", "onehot", "binary", "label")  # one class per row: rows are distributions
 STEPS = 100  # hill climbing adds at most this many runs to its bag
+# a least-squares fit holds (rows x outputs, runs) float64 and the truth beside it: past this many cells (iMet's two
+# runs: 840 million), hill climbing alone weighs the runs
+LEAST_SQUARES_CELLS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,9 @@ def transform(pred: np.ndarray | TopK, how: str, target: Target) -> np.ndarray |
     Rows of the likeliest classes (kit.train.topk) are averaged as they are."""
     if isinstance(pred, TopK):
         return pred
-    pred = np.asarray(pred, dtype=np.float64)
     if how != "rank":
-        return pred
+        return np.asarray(pred, dtype=np.float32)  # float32, as kept (a float64 copy of iMet's rows is 3.4 GB)
+    pred = np.asarray(pred, dtype=np.float64)
     if target.kind == "binary":
         r = stats.rankdata(pred[:, 1]) / len(pred)
         return np.stack([1.0 - r, r], axis=1)
@@ -70,7 +73,7 @@ def finish(mixed: np.ndarray | TopK, target: Target) -> np.ndarray | TopK:
     if isinstance(mixed, TopK):
         return mixed
     if target.kind in CLASS_KINDS:
-        return mixed / np.maximum(mixed.sum(1, keepdims=True), 1e-300)
+        return mixed / np.maximum(mixed.sum(1, keepdims=True), np.finfo(mixed.dtype).tiny)
     return mixed
 
 
@@ -90,7 +93,7 @@ def mix(space: Sequence[np.ndarray | TopK], weights: np.ndarray, target: Target)
     total = np.zeros_like(space[0])
     for w, p in zip(weights, space):
         if w > 0:
-            total += w * p
+            total += float(w) * p  # a Python float keeps float32 rows float32
     return finish(total / max(float(np.sum(weights)), 1e-300), target)
 
 
@@ -163,7 +166,8 @@ def fit(metric: str, preds: Sequence[np.ndarray], truth: np.ndarray, weight: np.
     chosen, chosen_how, chosen_score = alone, "the best run alone", singles[best]
     if len(space) > 1:
         tries = [("hill climbing", hill_climb(metric, space, truth, weight, target, best, singles[best]))]
-        if not isinstance(space[0], TopK):  # least squares fits dense rows to the dense truth
+        # least squares fits dense rows to the dense truth, where they are few enough to hold as float64 twice
+        if not isinstance(space[0], TopK) and space[0].size * len(space) <= LEAST_SQUARES_CELLS:
             tries.append(("least squares", least_squares(space, truth, weight, target)))
         for name, w in tries:
             value = evaluate(metric, mix(space, w, target), truth, weight, target)[0]
@@ -222,6 +226,10 @@ def blend_runs(metric: str, loaded: Sequence[kept.RunPredictions], tests: Sequen
     `tests`: weights fitted on the out-of-fold rows every run predicted, the table logged, the same weights
     applied to the test predictions: what the inference kernel and `make blend` both do."""
     aligned = kept.align(list(loaded), log)
+    kept_k = [p.index.shape[1] for p in (*aligned.preds, *tests) if isinstance(p, TopK)]
+    if kept_k:  # runs of which some keep their rows' likeliest classes: all blend on the likeliest, as many of each
+        aligned.preds = [p if isinstance(p, TopK) else topk.of(p, min(kept_k)) for p in aligned.preds]
+        tests = [p if isinstance(p, TopK) else topk.of(p, min(kept_k)) for p in tests]
     target, truth, weight = aligned.target, aligned.truth, aligned.weight
     fitted = fit(metric, aligned.preds, truth, weight, target)
     space = [transform(p, fitted.rule, target) for p in aligned.preds]

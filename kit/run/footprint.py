@@ -41,7 +41,7 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     oof = val if folds == 1 else s.train_rows * s.row_steps
     test_rows = s.test_rows * s.row_steps
     masks, labels = s.kind in MASK_KINDS, s.kind in ("multi", "tags")
-    k_val, k_test = topk.kept(s.kind, s.outputs, metric, oof), topk.kept(s.kind, s.outputs, metric, test_rows)
+    k_val = k_test = topk.kept(s.kind, s.outputs, metric, max(s.train_rows * s.row_steps, test_rows))  # as the kernel
     # a row's predictions in memory (float32, or a (class, probability) pair each), and as kept on disk
     val_row, test_row = 8 * k_val or 4 * s.outputs, 8 * k_test or 4 * s.outputs
     kept_row = 8 * k_val or s.outputs * topk.stored_dtype(s.outputs, 4 * s.outputs * oof).itemsize

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.run.predictions import FORMAT, OOF, OOF_INDEX, OOF_PRED, OOF_TARGET, RECORD, TEST_IDS, TEST_INDEX, TEST_PRED
+from kit.run.predictions import FORMAT, OOF, OOF_INDEX, OOF_PRED, OOF_TARGET, RECORD, TEST_IDS, TEST_INDEX, TEST_PRED, same_truth
 from kit.runtime import runs
 from kit.train import topk
 from kit.train.targets import Target
@@ -46,8 +46,7 @@ def read(folder: Path, name: str, with_test: bool = False) -> RunPredictions:
     target = Target(**{**t, "columns": tuple(t["columns"]), "classes": tuple(t["classes"]),
                        "limits": tuple(tuple(x) for x in t.get("limits", ()))})
     oof = pd.read_csv(folder / OOF, dtype={"id": str}, keep_default_na=False)
-    top = record.get("layout") == "top"
-    pred = rows_of(folder / OOF_PRED, folder / OOF_INDEX if top else None, target)
+    pred = rows_of(folder / OOF_PRED, folder / OOF_INDEX, target)
     truth = np.load(folder / OOF_TARGET)
     if not len(oof) == len(pred) == len(truth):
         raise KitError(f"{folder}: {OOF} holds {len(oof)} rows, {OOF_PRED} {len(pred)} and {OOF_TARGET} {len(truth)}; "
@@ -57,17 +56,17 @@ def read(folder: Path, name: str, with_test: bool = False) -> RunPredictions:
         if not (folder / TEST_PRED).is_file():
             raise KitError(f"{name}: no {TEST_PRED} in {folder}")
         run.test_ids = pd.read_csv(folder / TEST_IDS, dtype={"id": str}, keep_default_na=False)["id"].to_numpy(dtype=str)
-        every = rows_of(folder / TEST_PRED, folder / TEST_INDEX if top else None, target)
+        every = rows_of(folder / TEST_PRED, folder / TEST_INDEX, target)
         slots = record.get("test_slots", record["folds"])
         run.test = [every[slots.index(f)] for f in record["folds"]]
     return run
 
 
-def rows_of(path: Path, index: Path | None, target: Target):
+def rows_of(path: Path, index: Path, target: Target):
     """An array of predictions memory-mapped (float32 or float16 on disk), with its classes where rows keep their
-    likeliest (a TopK, or a list of them for the folds' test arrays)."""
+    likeliest (`index` is there: a TopK, or a list of them for the folds' test arrays)."""
     values = np.load(path, mmap_mode="r")
-    if index is None:
+    if not index.is_file():
         return values
     classes = np.load(index, mmap_mode="r")
     if values.ndim == 3:
@@ -138,9 +137,8 @@ def align(loaded: list[RunPredictions], log) -> Aligned:
     truth = np.asarray(first.truth[at[0]])
     for run, rows in zip(loaded[1:], at[1:]):
         theirs = np.asarray(run.truth[rows])
-        differ = ~np.isclose(theirs.astype(np.float64), truth.astype(np.float64), equal_nan=True)
-        if differ.any():
-            i = int(np.flatnonzero(differ.reshape(len(common), -1).any(1))[0])
+        if not same_truth(theirs, truth):  # a few rows at a time: iMet's truth is 3,474 labels a row
+            i = next(i for i in range(len(common)) if not same_truth(theirs[i : i + 1], truth[i : i + 1]))
             raise KitError(f"{run.name} holds another target than {first.name} for id '{common[i]}'; blend runs "
                            "trained on the same labels")
     scored = first.oof["scored"].to_numpy(dtype=np.float64)[at[0]]

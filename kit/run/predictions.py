@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from kit import files
+from kit.errors import KitError
 from kit.pipelines.base import Pipeline, target_record
 from kit.runtime.session import Session
 from kit.train import topk
@@ -40,11 +41,29 @@ from kit.train.topk import TopK, stored_dtype
 OOF, OOF_TARGET, OOF_PRED, OOF_INDEX = "oof.csv", "oof_target.npy", "oof_pred.npy", "oof_index.npy"
 TEST_IDS, TEST_PRED, TEST_INDEX, RECORD = "test_ids.csv", "test_pred.npy", "test_index.npy", "predictions.json"
 FILES = (OOF, OOF_TARGET, OOF_PRED, OOF_INDEX, TEST_IDS, TEST_PRED, TEST_INDEX, RECORD)
+LEGACY = ("test_predictions.csv",)  # format 1's (oof.csv was its text), removed where a run writes its predictions again
 FORMAT = 2  # 1: CSV text; bump when a reader of this format could not read them
 KEEP_BYTES = 4 * 2**30  # beyond this (a fifth of Kaggle's 20 GB output), a run's predictions are not kept
 PARTIAL = ".partial"  # the test arrays' names while folds are written into them
 
 
+def probabilities(target: Target) -> bool:
+    """Whether the model's outputs are probabilities (of classes or labels), which float16 keeps well enough."""
+    return target.classification or target.multilabel
+
+
+def truth_bytes(target: Target) -> int:
+    """A row's truth as the files keep it (`truth_array`)."""
+    if target.classification:
+        return 4
+    return target.outputs * (1 if target.multilabel else 4)
+
+
+def nbytes(oof_rows: int, test_rows: int, folds: int, outputs: int, kept: int, truth: int, probable: bool = True) -> int:
+    """The files' bytes: the out-of-fold rows with their truth (`truth` bytes a row) and each fold's test rows, a row
+    `kept` (class, probability) pairs, or every output in `stored_dtype`."""
+    row = 8 * kept or outputs * stored_dtype(outputs, 4 * outputs * max(oof_rows, test_rows), probable).itemsize
+    return oof_rows * (row + truth) + folds * test_rows * row
 
 
 def truth_array(truth: np.ndarray, target: Target) -> np.ndarray:
@@ -73,7 +92,7 @@ def save_oof(folder: Path, target: Target, parts: list[tuple[int, np.ndarray, di
                              .astype(np.int64) for _, i, r in parts])
     pred = topk.join([r["pred"] if isinstance(r["pred"], TopK) else np.asarray(r["pred"]).reshape(len(i), -1)
                       for _, i, r in parts])
-    dtype = dtype or stored_dtype(pred.shape[1], 4 * int(np.prod(pred.shape)))
+    dtype = dtype or stored_dtype(target.outputs, 4 * target.outputs * len(pred), probabilities(target))
     save_array(folder / OOF_TARGET, truth_array(np.concatenate([np.asarray(r["target"]) for _, _, r in parts]), target))
     if isinstance(pred, TopK):
         save_array(folder / OOF_INDEX, pred.index)
@@ -82,14 +101,6 @@ def save_oof(folder: Path, target: Target, parts: list[tuple[int, np.ndarray, di
     with files.atomic_path(folder / OOF) as tmp:
         pd.DataFrame({"id": ids, "fold": folds, "scored": scored}).to_csv(tmp, index=False)
     return len(ids)
-
-
-def save_test(folder: Path, ids: np.ndarray, folds: dict[int, np.ndarray | TopK], dtype: np.dtype | None = None) -> None:
-    """The test rows' ids and each fold's predictions of them, at once (a run kept fold by fold writes with Keeper)."""
-    keeper = Keeper(folder, ids, sorted(folds), dtype)
-    for fold, pred in sorted(folds.items()):
-        keeper.add(fold, pred)
-    keeper.close()
 
 
 def same_truth(a: np.ndarray, b: np.ndarray, rows: int = 256) -> bool:
@@ -102,27 +113,37 @@ def same_truth(a: np.ndarray, b: np.ndarray, rows: int = 256) -> bool:
                for i in range(0, len(b), rows))
 
 
+def write_record(folder: Path, record: dict[str, Any]) -> None:
+    """predictions.json, last (a reader that finds it finds the rest): the run's record, the format, and each array's
+    layout as the files hold it ("top" where an index file is there)."""
+    layouts = {f"{part}_layout": "top" if (folder / index).is_file() else "dense"
+               for part, index in (("oof", OOF_INDEX), ("test", TEST_INDEX))}
+    files.write_text(folder / RECORD, json.dumps({"format": FORMAT, **record, **layouts}, indent=1, default=str) + "\n")
+
+
 def save(folder: Path, record: dict[str, Any], parts: list[tuple[int, np.ndarray, dict[str, Any]]],
          test_ids: np.ndarray | None = None, test: dict[int, np.ndarray | TopK] | None = None) -> None:
-    """A run's predictions at once (the out-of-fold rows of `parts`, each fold's `test` predictions of `test_ids`),
-    the record last, so that a reader that finds it finds the rest."""
+    """A run's predictions at once, through the writers a run's Kept uses: the out-of-fold rows of `parts`, each
+    fold's `test` predictions of `test_ids`, then the record."""
     target = Target(**{**record["target"], "columns": tuple(record["target"]["columns"]),
                        "classes": tuple(record["target"]["classes"])})
     if parts:
         save_oof(folder, target, parts)
-    layout = "top" if parts and isinstance(parts[0][2]["pred"], TopK) else "dense"
     if test:
-        save_test(folder, test_ids, test)
-    files.write_text(folder / RECORD, json.dumps({"format": FORMAT, "layout": layout, "folds": sorted(test or {}),
-                                                  "test_slots": sorted(test or {}), **record}, indent=1, default=str) + "\n")
+        keeper = Keeper(folder, test_ids, sorted(test), probabilities(target))
+        for fold, pred in sorted(test.items()):
+            keeper.add(fold, pred)
+        keeper.close()
+    write_record(folder, {"folds": sorted(test or {}), "test_slots": sorted(test or {}), **record})
 
 
 class Keeper:
     """Each fold's test predictions into one array on disk as the fold predicts (test_pred.npy, and test_index.npy
     for rows of the likeliest classes), so that a fold ensemble holds one fold's in memory at a time."""
 
-    def __init__(self, folder: Path, ids: np.ndarray, folds: list[int], dtype: np.dtype | None = None):
-        self.folder, self.ids, self.slots, self.dtype = folder, np.asarray(ids, dtype=str), list(folds), dtype
+    def __init__(self, folder: Path, ids: np.ndarray, folds: list[int], probable: bool = True):
+        self.folder, self.ids, self.slots, self.probable = folder, np.asarray(ids, dtype=str), list(folds), probable
+        self.dtype: np.dtype | None = None
         self.pred: np.ndarray | None = None
         self.index: np.ndarray | None = None
         self.written: list[int] = []
@@ -131,6 +152,8 @@ class Keeper:
         if self.pred is None:
             self.open(pred)
         slot = self.slots.index(fold)
+        if len(pred) != len(self.ids):
+            raise KitError(f"fold {fold + 1} predicted {len(pred)} test rows, and the sample has {len(self.ids)}")
         if isinstance(pred, TopK):
             self.index[slot] = pred.index
             pred = pred.value
@@ -140,7 +163,7 @@ class Keeper:
     def open(self, pred: np.ndarray | TopK) -> None:
         width = pred.index.shape[1] if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
         shape = (len(self.slots), len(self.ids), width)
-        self.dtype = self.dtype or stored_dtype(np.shape(pred)[1], 4 * int(np.prod(shape)))
+        self.dtype = stored_dtype(pred.shape[1], 4 * pred.shape[1] * len(self.ids), self.probable)
         self.pred = np.lib.format.open_memmap(self.partial(TEST_PRED), mode="w+", dtype=self.dtype, shape=shape)
         if isinstance(pred, TopK):
             self.index = np.lib.format.open_memmap(self.partial(TEST_INDEX), mode="w+", dtype=np.int32, shape=shape)
@@ -148,10 +171,6 @@ class Keeper:
     def partial(self, name: str) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         return self.folder / (name + PARTIAL)
-
-    @property
-    def layout(self) -> str:
-        return "top" if self.index is not None else "dense"
 
     def close(self) -> bool:
         """The arrays in place under their names (the folds that did not predict stay zeros: the record names those
@@ -202,9 +221,9 @@ class Kept:
             sample = self.data.sample
             self.test_ids = (sample[spec.id_column].to_numpy() if spec.id_column in sample.columns
                              else np.arange(len(sample)))
-            for name in FILES:  # the run's earlier predictions go: a reader must not mix two runs' files
+            for name in (*FILES, *LEGACY):  # the run's earlier predictions go: a reader must not mix two runs' files
                 (self.folder / name).unlink(missing_ok=True)
-            self.keeper = Keeper(self.folder, self.test_ids, self.folds)
+            self.keeper = Keeper(self.folder, self.test_ids, self.folds, probabilities(self.data.target))
         self.keeper.add(fold, pred)
 
     def refusal(self, pred: np.ndarray | TopK) -> str:
@@ -212,12 +231,14 @@ class Kept:
         if np.ndim(pred) > 2:
             return (f"the {self.session.template} template predicts masks or pages, not a row per id: no {OOF} or "
                     f"{TEST_PRED} for blends")
-        width = pred.index.shape[1] * 2 if isinstance(pred, TopK) else int(np.prod(np.shape(pred)[1:]))
-        rows = len(self.data.sample) * len(self.folds) + sum(len(v) for _, v in self.pipe.split(self.data))
-        nbytes = rows * width * stored_dtype(np.shape(pred)[1], 4 * rows * width).itemsize
-        if nbytes > KEEP_BYTES:
-            return (f"predictions for blends would take {nbytes / 2**30:.1f} GB ({rows} rows x {width} outputs), over the "
-                    f"{KEEP_BYTES / 2**30:.0f} GB kit keeps for them: no {OOF} or {TEST_PRED}; this run cannot be blended")
+        t = self.data.target
+        oof = sum(len(v) for _, v in self.pipe.split(self.data))
+        kept = pred.index.shape[1] if isinstance(pred, TopK) else 0
+        need = nbytes(oof, len(pred), len(self.folds), t.outputs, kept, truth_bytes(t), probabilities(t))
+        if need > KEEP_BYTES:
+            return (f"predictions for blends would take {need / 2**30:.1f} GB ({oof} out-of-fold and {len(self.folds)} x "
+                    f"{len(pred)} test rows of {t.outputs} outputs), over the {KEEP_BYTES / 2**30:.0f} GB kit keeps for "
+                    f"them: no {OOF} or {TEST_PRED}; this run cannot be blended")
         return ""
 
     def finish(self) -> None:
@@ -241,13 +262,12 @@ class Kept:
                        f"in shards across processes?); {OOF} leaves them out")
                 continue
             parts.append((fold, ids, got))
-        oof_rows = save_oof(self.folder, data.target, parts, self.keeper.dtype) if parts else 0
+        oof_rows = save_oof(self.folder, data.target, parts) if parts else 0
         spec = s.spec
-        record = {"run": self.folder.name, "template": s.template, "metric": spec.metric, "id_column": spec.id_column,
-                  "target": target_record(data.target), "folds": self.keeper.written, "test_slots": self.keeper.slots,
-                  "oof_folds": [fold for fold, _, _ in parts], "layout": self.keeper.layout,
-                  "dtype": str(self.keeper.dtype)}
-        files.write_text(self.folder / RECORD, json.dumps({"format": FORMAT, **record}, indent=1, default=str) + "\n")
+        write_record(self.folder, {"run": self.folder.name, "template": s.template, "metric": spec.metric,
+                                   "id_column": spec.id_column, "target": target_record(data.target),
+                                   "folds": self.keeper.written, "test_slots": self.keeper.slots,
+                                   "oof_folds": [fold for fold, _, _ in parts]})
         nbytes = sum((self.folder / n).stat().st_size for n in FILES if (self.folder / n).is_file())
         head = f"{OOF} ({oof_rows} rows of folds {[f + 1 for f, _, _ in parts]}) and " if parts else ""
         s.log(f"wrote {head}{TEST_PRED} ({len(self.keeper.written)} folds x {len(self.test_ids)} rows) in {self.folder}, "

@@ -68,8 +68,10 @@ class TopK:
 
 
 def kept(target_kind: str, outputs: int, metric: str, rows: int) -> int:
-    """How many classes each of `rows` rows keeps: 0 (all, dense) unless the target is one label per row, the
-    metric reads only the order of the likeliest classes and dense float32 rows would pass DENSE_BYTES."""
+    """How many classes each row keeps: 0 (all, dense) unless the target is one label per row, the metric reads only
+    the order of the likeliest classes and `rows` (a run's largest set of rows, its out-of-fold rows or its test
+    rows: the decision is the run's, kept in its recipe, so that both keep rows alike) of dense float32 would pass
+    DENSE_BYTES."""
     if target_kind != "label" or metric_family(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
         return 0
     return min(outputs, max(KEPT, top_k(metric)))
@@ -155,11 +157,13 @@ def zeros_and_ones(values: np.ndarray, rows: int = 1024) -> bool:
     return all(bool(((part == 0) | (part == 1)).all()) for part in (values[i : i + rows] for i in range(0, len(values), rows)))
 
 
-def stored_dtype(outputs: int, nbytes32: int) -> np.dtype:
-    """How predictions are kept on disk: float16 from WIDE outputs or beyond FLOAT32_UP_TO bytes in float32 (iMet's
-    3,474 labels: 333 MB a fold's validation rows), so that a fold checkpoint's rows and the run's blend files
-    together hold at most 4 bytes a prediction; float32 otherwise."""
-    return np.dtype(np.float16 if outputs >= WIDE or nbytes32 > FLOAT32_UP_TO else np.float32)
+def stored_dtype(outputs: int, nbytes32: int, probabilities: bool = True) -> np.dtype:
+    """How predictions are kept on disk: probabilities in float16 from WIDE outputs or beyond FLOAT32_UP_TO bytes in
+    float32 (iMet's 3,474 labels: 333 MB a fold's validation rows), so that a fold checkpoint's rows and the run's
+    blend files together hold at most 4 bytes a prediction; values (a regression's, which float16 would round to
+    three digits and cap at 65,504) and small ones in float32."""
+    small = outputs < WIDE and nbytes32 <= FLOAT32_UP_TO
+    return np.dtype(np.float32 if small or not probabilities else np.float16)
 
 
 def stored(rows: dict) -> dict:
@@ -167,9 +171,12 @@ def stored(rows: dict) -> dict:
     bytes (iMet's truth is 3,474 of them a row)."""
     pred, truth = rows.get("pred"), rows.get("target")
     out = dict(rows)
-    if isinstance(pred, np.ndarray) and pred.dtype == np.float32 and pred.ndim == 2 \
-            and stored_dtype(pred.shape[1], pred.nbytes) == np.float16:
+    if not isinstance(pred, np.ndarray) or pred.ndim != 2 or not isinstance(truth, np.ndarray):
+        return out
+    labels = truth.ndim == 2 and zeros_and_ones(truth)
+    probabilities = np.issubdtype(truth.dtype, np.integer) or labels  # classes' or labels': not a regression's values
+    if pred.dtype == np.float32 and stored_dtype(pred.shape[1], pred.nbytes, probabilities) == np.float16:
         out["pred"] = pred.astype(np.float16)
-    if isinstance(truth, np.ndarray) and truth.ndim == 2 and truth.shape[1] >= WIDE and zeros_and_ones(truth):
+    if labels and truth.shape[1] >= WIDE:
         out["target"] = truth.astype(np.uint8)
     return out

@@ -193,3 +193,48 @@ def test_segmentations_validation_loss_is_written_out_where_cuda_refuses_binary_
 
     monkeypatch.setattr(torch.nn.functional, "binary_cross_entropy", refused)
     assert float(objective.loss_of_probs(prob, y)) == pytest.approx(float(want), rel=1e-5)
+
+
+def kept_run(folder, oof_top: bool, test_top: bool, seed: int = 0, classes: int = 300, n: int = 120, tests: int = 20):
+    """A run's predictions written as a training run writes them (predictions.Kept, fold by fold), its out-of-fold
+    and test rows each kept as their likeliest classes or dense; every row's class its likeliest, mostly."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, classes, n)
+    logits = rng.normal(size=(n + tests, classes)).astype(np.float32)
+    logits[np.arange(n), truth] += 4
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    target = Target("label", ("Predicted",), tuple(range(classes)), top=5)
+    halves = [np.arange(n // 2), np.arange(n // 2, n)]
+    data = SimpleNamespace(sample=pd.DataFrame({"Id": [f"t{i}" for i in range(tests)], "Predicted": 0}), target=target)
+    pipe = SimpleNamespace(split=lambda d: [(halves[1], halves[0]), (halves[0], halves[1])],
+                           validation_rows=lambda d, rows: (np.array([f"r{i}" for i in rows]), truth[rows]))
+    said = []
+    session = SimpleNamespace(spec=SimpleNamespace(id_column="Id", metric="map@5"), template="cnn", log=said.append,
+                              warn=said.append)
+    keeping = predictions.Kept(session, pipe, data, folder, [0, 1])
+    for fold, rows in enumerate(halves):
+        val = topk.of(probs[rows], 32) if oof_top else probs[rows]
+        test = topk.of(probs[n:], 32) if test_top else probs[n:]
+        keeping.add(fold, test, {"pred": val, "target": truth[rows]})
+    keeping.finish()
+    return kept.read(folder, folder.name, with_test=True), truth, said
+
+
+@pytest.mark.parametrize("oof_top, test_top", [(True, True), (True, False), (False, True)])
+def test_a_runs_rows_read_back_as_written_whatever_each_keeps(tmp_path, oof_top, test_top):
+    """Written through Kept (a run's own writer), each array is read back in the layout its files hold: the record
+    once said "dense" for every run whose rows kept their likeliest classes, and one layout for both arrays."""
+    run, truth, said = kept_run(tmp_path / "run", oof_top, test_top)
+    assert isinstance(run.pred, topk.TopK) == oof_top and isinstance(run.test[0], topk.TopK) == test_top
+    assert metrics.score("map@5", run.pred, truth) > 0.8  # the rows' own classes, not classes 0 to 31
+    assert run.test[0].shape == (20, 300)
+    assert any("what blends read" in line for line in said)
+
+
+def test_runs_keeping_rows_alike_or_not_blend_on_their_likeliest_classes(tmp_path):
+    """A run of dense rows beside one of its rows' likeliest: the blend reads both on the likeliest (it crashed)."""
+    a, truth, _ = kept_run(tmp_path / "a", True, True, seed=1)
+    b, _, _ = kept_run(tmp_path / "b", False, False, seed=1)
+    tests = [kept.test_mean(r)[1] for r in (a, b)]
+    done = blend.blend_runs("map@5", [a, b], tests, print)
+    assert isinstance(done.test, topk.TopK) and done.fitted.score > 0.8
