@@ -112,8 +112,8 @@ def constant(session: Session, data: Any, why: str) -> np.ndarray | topk.TopK:
                 f"fallback = \"none\" writes no submission instead.\n{RULE}")
     session.log(f"fallback       submission.csv holds {what} in each of its {len(data.sample)} rows: {why}")
     n, t = len(data.sample), data.target
-    k = topk.kept(t.kind, t.outputs, session.spec.metric, n)  # many classes: each row's likeliest, not 21 GB of prior
-    return topk.constant(base.prior(data), n, k) if k else np.tile(base.prior(data), (n, 1))
+    k = data.recipe.get("kept") or topk.kept(t.kind, t.outputs, session.spec.metric, n)  # not 21 GB of herbarium's prior
+    return topk.repeat_row(base.prior(data), n, k)
 
 
 def describe(session: Session, data: Any) -> str:

@@ -112,12 +112,6 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
         return trained_folds(session, pipe, data)
     splits = pipe.split(data)
     folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
-    try:
-        planned = footprint.kernel_plan(session, data)  # before anything trains: one line where nothing fits
-    except KitError as e:
-        if p.fallback == "none":
-            raise
-        return failed(session, data, folder, len(splits), str(e))
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
@@ -132,6 +126,12 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
             session.warn(f"parallel: {world} workers would need about {need / 2**30:.1f} GB of RAM for their copies of "
                          f"the data, and {available / 2**30:.1f} GB are free; training in this process instead")
             mode = "none"
+    try:  # before anything trains, with the worker processes it starts: one line where nothing fits
+        planned = footprint.kernel_plan(session, data, workers=world if mode != "none" else 0)
+    except KitError as e:
+        if p.fallback == "none":
+            raise
+        return failed(session, data, folder, len(splits), str(e))
     if mode == "none":
         try:
             return train_local(session, pipe, data, folder, writes_s=planned.tail_s)
@@ -367,7 +367,8 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
         else:
             result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
         known = prior(data)
-        result.baseline = metrics.score(result.metric, topk.repeat_row(known, len(joined["target"]), joined["pred"]),
+        kept = joined["pred"].index.shape[1] if isinstance(joined["pred"], topk.TopK) else 0
+        result.baseline = metrics.score(result.metric, topk.repeat_row(known, len(joined["target"]), kept, writable=False),
                                         joined["target"], joined.get("weight"))
         result.baseline_name = targets.prior_name(data.target, result.metric)
     if session.worker is None:

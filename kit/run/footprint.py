@@ -57,8 +57,10 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     needs = [Need("validation rows", "ram", val * (val_row + truth_row) * (passes + 2), "training",
                   kept or f"{val:,} rows x {s.outputs:,} outputs, {passes} pass{'es' * (passes > 1)} and copies")]
     if labels and metric in metrics.THRESHOLDED:  # the cut search's masks of the truth and of a row's likeliest
-        needs.append(Need("the threshold search's masks", "ram", 3 * val * s.outputs, "training"))
-    needs += [Need("test predictions, a fold's and their sum", "ram", 2 * test_rows * test_row, "prediction",
+        needs += [Need("the threshold search's masks", "ram", 3 * val * s.outputs, "training"),
+                  Need("the threshold search over the out-of-fold rows", "ram", 2 * oof * s.outputs, "prediction")]
+    sum_row = 8 * min(k_test * folds, topk.UNION) if k_test else test_row  # of many classes: the folds' union
+    needs += [Need("test predictions, a fold's and their sum", "ram", test_rows * (test_row + sum_row), "prediction",
                    f"each row's {k_test} likeliest of {s.outputs:,} classes" if k_test else ""),
               Need("out-of-fold rows", "ram", 2 * oof * (kept_row + truth_row), "prediction")]
     if device == "cpu":
@@ -104,9 +106,11 @@ def describe(sizes: Sizes, name: str = "") -> str:
     return f"{name + ' at ' if name else ''}{s.train_rows:,} training and {s.test_rows:,} test rows, {what}"
 
 
-def kernel_plan(session: Session, data: Any) -> Plan:
+def kernel_plan(session: Session, data: Any, workers: int = 0) -> Plan:
     """The kernel's plan, from the data it read (the process measured with it), printed before training; a plan
-    no setting can bring within the machine's limits stops the run in one line."""
+    no setting can bring within the machine's limits stops the run in one line. With `workers` (a T4 x2's two,
+    training folds or DDP ranks), each worker holds what this process holds, its own CUDA libraries and its own
+    training needs, while this process waits; prediction is this process's alone."""
     try:
         sizes = templates.load(templates.get(session.template).footprint).sizes(session, data)
     except (AttributeError, KeyError, TypeError) as e:  # data of a shape the template's record does not know
@@ -119,6 +123,10 @@ def kernel_plan(session: Session, data: Any) -> Plan:
     made = resources.measured_base(made)
     if session.hardware.device == "cuda":  # a laptop's plan counts it in the libraries' share
         made.needs.append(Need("CUDA's libraries on the host (cuBLAS, cuDNN, kernels)", "ram", CUDA_HOST_RAM, "training"))
+    if workers:
+        made.needs = [replace(n, amount=n.amount * workers, what=f"{n.what}, in each of {workers} workers")
+                      if n.place == "ram" and n.phase == "training" else n for n in made.needs]
+        made.needs.append(Need(f"{workers} worker processes, each with its data", "ram", workers * made.base_ram, "training"))
     session.log(made.table(limits))
     files.write_text(session.output_dir / RECORD, json.dumps({"planned": made.totals(), "limits": asdict(limits)}, indent=1)
                      + "\n")

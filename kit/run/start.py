@@ -14,7 +14,7 @@ from typing import Any
 import kit
 from kit import fields, params, templates
 from kit.errors import KitError
-from kit.runtime import hardware, hub, paths, resources, trained, versions
+from kit.runtime import hardware, hub, paths, trained, versions
 from kit.runtime.session import Session, configure_torch, seed_everything
 from kit.spec import Spec
 
@@ -63,7 +63,6 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
         blend=blend,
     )
     configure_torch(setup)
-    resources.return_freed_memory()  # a run's memory follows its plan (kit.run.footprint), not the heap's high mark
     seed_everything(p.seed)
     session.log(f"kit {kit.__version__} ({Path(kit.__file__).parent}), python {sys.version.split()[0]}, pid {os.getpid()}")
     session.log(libraries)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import resource
 import shutil
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -68,6 +69,10 @@ class Need:
     amount: float  # bytes, or seconds for "tail"
     phase: str = "data"  # RAM: one of PHASES
     note: str = ""  # how it was sized, or what was changed to make it fit
+
+    def __post_init__(self):
+        if self.place not in PLACES or self.phase not in PHASES:
+            raise ValueError(f"a need's place is one of {PLACES} and its phase one of {PHASES}: {self.place}, {self.phase}")
 
 
 @dataclass
@@ -137,23 +142,6 @@ class Plan:
         return "\n".join(lines)
 
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-RETURNED_FROM = 2**20  # allocations from this size get pages of their own, given back to the system when freed
-
-
-def return_freed_memory() -> bool:
-    """Have glibc give every freed allocation of RETURNED_FROM bytes or more back to the system. Its default threshold
-    rises to 32 MB as large arrays are freed, after which arrays below it come from a heap that is never given back,
-    so a run's resident memory ratchets up with each fold's rows (a run planned at 1.0 GB held 1.3). False where
-    the C library is not glibc."""
-    try:
-        import ctypes
-
-        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, RETURNED_FROM))
-    except (OSError, AttributeError):
-        return False
-
-
 def machine_limits(output_dir: Path, scratch_dir: Path, on_kaggle: bool) -> Limits:
     """This machine's limits: Kaggle's where the run is on Kaggle (its disk and RAM are shared with the image), else
     the RAM and free disk here."""
@@ -178,7 +166,7 @@ def rss() -> int:
 
 def peak_rss() -> int:
     """This process's peak resident memory so far."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)  # KB on Linux
 
 
 def folder_bytes(folder: Path, skip: Iterable[Path] = ()) -> int:

@@ -25,7 +25,9 @@ from kit.params import TrainParams
 from kit.runtime import checkpoint
 from kit.spec import Spec
 
-FORMAT = 4  # what fold files hold; bump when a checkpoint written before could not be read the same way
+# what fold files hold; bump when a checkpoint written before could not be read the same way (5: validation rows kept
+# as their likeliest classes, in float16 or as bytes)
+FORMAT = 5
 # (3: stamped; 4: the weights apart from the epoch, rows and stamp, and the resume state in the scratch folder)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
                       "world_size", "mode", "model_dir", "blend", "fallback")

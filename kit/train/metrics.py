@@ -184,18 +184,18 @@ class Cut:
 
 
 def binarize(pred: np.ndarray, cut: Cut) -> np.ndarray:
-    """(N, C) probabilities -> (N, C) 0/1 float decisions."""
+    """(N, C) probabilities -> (N, C) bool decisions."""
     out = pred > cut.threshold
     if cut.at_least_one and len(pred):
         empty = ~out.any(1)
         out[empty, pred[empty].argmax(1)] = True
-    return out.astype(np.float64)
+    return out
 
 
 def fbeta_rows(truth: np.ndarray, decided: np.ndarray, beta: float) -> np.ndarray:
     """Each row's F-beta of its decided label set against its true one (1 where both are empty), as
-    sklearn's fbeta_score(average="samples", zero_division=1) averages them; written out because the
-    threshold search calls it a hundred times per validation."""
+    sklearn's fbeta_score(average="samples", zero_division=1) averages them: the definition the threshold search
+    (kit.train.cuts, which counts every candidate at once) is tested against."""
     tp = (truth & decided).sum(1).astype(np.float64)
     fn, fp = truth.sum(1) - tp, decided.sum(1) - tp
     b2 = beta * beta
@@ -217,8 +217,9 @@ def micro_f1(truth: np.ndarray, decided: np.ndarray, weight: np.ndarray | None =
 def candidates(pred: np.ndarray) -> np.ndarray:
     """The thresholds a cut is searched among, sorted: the grid (THRESHOLDS) and QUANTILES of the predictions' own
     values (a threshold at one of them keeps those above it)."""
-    flat = np.asarray(pred).reshape(-1)  # a view: iMet's out-of-fold rows are 420 million values
-    values = np.asarray(flat[:: max(1, len(flat) // QUANTILE_VALUES)], np.float64)  # evenly spaced among them
+    pred = np.asarray(pred)
+    width = pred.shape[1] if pred.ndim == 2 else 1  # rows sampled first: a broadcast prior has no flat view to take
+    values = np.asarray(pred[:: max(1, len(pred) * width // QUANTILE_VALUES)], np.float64).ravel()
     values = values[np.isfinite(values)]
     if not len(values):
         return THRESHOLDS
@@ -249,7 +250,7 @@ def apply_cut(metric: str, pred: np.ndarray, cut: Cut) -> np.ndarray:
     """What the submission holds at `cut`: label sets' 0/1 decisions; under bias_auc, the probabilities moved
     (monotonically: the ranking stays) so that the cut falls at 0.5, where the grader binarizes them."""
     if metric != "bias_auc":
-        return binarize(pred, cut)
+        return binarize(pred, cut).astype(np.float32)  # 0/1 as the submission writes them
     t = cut.threshold
     below = np.minimum(0.5 * pred / t, np.nextafter(0.5, 0.0))  # strictly under 0.5, whatever the rounding
     return np.where(pred >= t, 0.5 + 0.5 * (pred - t) / (1.0 - t), below)
