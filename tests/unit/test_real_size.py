@@ -238,3 +238,48 @@ def test_runs_keeping_rows_alike_or_not_blend_on_their_likeliest_classes(tmp_pat
     tests = [kept.test_mean(r)[1] for r in (a, b)]
     done = blend.blend_runs("map@5", [a, b], tests, print)
     assert isinstance(done.test, topk.TopK) and done.fitted.score > 0.8
+
+
+class LabelsPipe:
+    """A pipeline whose every fold predicts dense label probabilities of the test rows (iMet's shape)."""
+
+    def __init__(self, rows, labels, seed=0):
+        self.rows, self.labels, self.rng = rows, labels, np.random.default_rng(seed)
+
+    def model(self, data, pretrained=True, fit_rows=None):
+        return nn.Linear(1, 1)
+
+    def predict(self, model, data, precision, batch_size):
+        return self.rng.random((self.rows, self.labels), dtype=np.float32) * 0.1
+
+
+def test_the_submissions_rows_hold_what_the_plan_counts_for_them(tmp_path):
+    """The submission step of a 3,474-label run (two folds' validation rows read back from their checkpoints, each
+    fold's test predictions added to the sum, the threshold searched over the out-of-fold rows), its allocations
+    traced: their peak is the plan's prediction-phase rows within 25% (measured on the arrays, not on the process:
+    the notebook's e2e test sets the whole run beside its plan)."""
+    from kit.params import CnnParams
+    from kit.run import footprint
+    from kit.runtime.resources import Sizes
+
+    labels, train, test = 3474, 6000, 1000
+    rng = np.random.default_rng(5)
+    for k in range(2):
+        truth = (rng.random((train // 2, labels)) < 0.002).astype(np.float32)
+        rows = topk.stored({"pred": rng.random(truth.shape, dtype=np.float32) * 0.1, "target": truth})
+        checkpoint.save({"model": nn.Linear(1, 1).state_dict()}, tmp_path / f"fold{k}.pt")
+        checkpoint.save({"epoch": 1, "score": 0.5, "rows": rows, "precision": "fp32"}, tmp_path / f"fold{k}.meta.pt")
+    session = SimpleNamespace(trained=None, params=SimpleNamespace(batch_size=8), log=lambda m: None, warn=lambda m: None,
+                              precision=Precision("fp32", "cpu"), template="cnn", spec=SimpleNamespace(metric="f1_micro"))
+    oof: list = []
+    tracemalloc.start()
+    try:
+        pred, used = submission.ensemble(session, LabelsPipe(test, labels), None, tmp_path, oof)
+        submission.label_cut(session, oof)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    sizes = Sizes(train, test, labels, "tags", model_size=1)
+    planned = sum(n.amount for n in footprint.common(sizes, CnnParams(folds=2, ema=False), "f1_micro", "cuda")
+                  if n.place == "ram" and n.phase == "prediction")
+    assert used == [0, 1] and abs(peak - planned) <= 0.25 * planned, (peak / 2**20, planned / 2**20)
