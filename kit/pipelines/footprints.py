@@ -62,7 +62,7 @@ class Cnn:
         side = s.side or images.cache_side(p.image_size)
         cache = (s.train_rows + s.test_rows) * side * side * s.channels * s.value_bytes
         labels = s.train_rows * (4 * s.outputs if s.kind in ("multi", "tags") else 8)
-        return [cache_need("decoded image cache", cache, limits, f"{side} px, uint8"),
+        return [cache_need("image cache", cache, limits, f"{side} px, uint8"),
                 Need("training labels", "ram", labels, note="a 0/1 row per image" if s.kind in ("multi", "tags") else "")]
 
 
@@ -81,7 +81,7 @@ class Segmentation:
         s = sizes
         pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
         canvases = s.train_rows * pixels * (3 + 1) + s.test_rows * pixels * 3
-        return [cache_need("decoded canvases (images and masks)", canvases, limits, "uint8"),
+        return [cache_need("image and mask canvases", canvases, limits, "uint8"),
                 Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction")]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -162,6 +163,7 @@ def failed(session: Session, data: Any, folder: Path, planned: int, error: str) 
     submission step writes the training labels' prior (kit.run.fallback)."""
     session.warn(f"training failed before any fold had a checkpoint ({error}); the submission will be the training "
                  "labels' prior (fallback = \"prior\")")
+    shutil.rmtree(fold_files(folder, 0).last.parent, ignore_errors=True)  # its resume state holds nothing to go on from
     return summarize(session, data, CVResult(metric=session.spec.metric, planned=planned, folder=folder, error=error))
 
 

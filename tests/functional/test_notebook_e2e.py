@@ -112,7 +112,7 @@ def test_corrupt_jpegs_stop_the_run_when_many(tmp_path):
     dogs.corrupt(victims[0])
     dogs.corrupt(victims[1], "garbage")
     victims[2].unlink()
-    out = run_cli(tmp_path, data)
+    out = run_cli(tmp_path, data, "-p", 'fallback="none"')  # by default such a run submits the prior (test_fallback_e2e)
     assert_one_line_error(out, tmp_path, "3 of 24 train images could not be decoded")
     assert f"train/{victims[0].name}" in out.stderr
 
