@@ -14,7 +14,7 @@ from kit import config as kit_config
 from kit import files
 from kit.errors import KitError
 from kit.run import footprint
-from kit.runtime.resources import GB, KAGGLE_T4X2, Plan
+from kit.runtime.resources import GB, KAGGLE_T4X2, LIBRARIES_RAM, Plan
 
 
 def plan(comp: str, data: str = "", log=print) -> Plan:
@@ -28,6 +28,8 @@ def plan(comp: str, data: str = "", log=print) -> Plan:
         sizes = from_data(cfg, Path(data), sizes, log)
     made = footprint.plan(cfg.spec.template, sizes, cfg.checked, cfg.spec, KAGGLE_T4X2,
                           headline=footprint.describe(sizes, cfg.name))
+    each = LIBRARIES_RAM + made.total("ram", "data")  # a worker's libraries and its copy of the data
+    made = footprint.with_workers(made, footprint.workers_on(cfg.kernel.machine_shape, cfg.checked), each)
     log(made.table(KAGGLE_T4X2))
     over = made.over(KAGGLE_T4X2)
     log("\n".join(f"over: {line}" for line in over) if over else f"fits {KAGGLE_T4X2.name}")

@@ -100,6 +100,26 @@ def plan(template: str, sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits
     return Plan(common(sizes, p, spec.metric, device) + own.needs(sizes, p, spec, limits), headline=headline)
 
 
+def with_workers(made: Plan, workers: int, each: int) -> Plan:
+    """The plan of a run that trains in `workers` processes (a T4 x2's two: folds, or DDP ranks) while this one
+    waits: each holds `each` bytes of its own (its libraries and its data) and its own training needs; prediction
+    is this process's alone."""
+    if not workers:
+        return made
+    needs = [replace(n, amount=n.amount * workers, what=f"{n.what}, in each of {workers} workers")
+             if n.place == "ram" and n.phase == "training" else n for n in made.needs]
+    return replace(made, needs=[*needs, Need(f"{workers} worker processes, each with its data", "ram", workers * each,
+                                             "training")])
+
+
+def workers_on(machine_shape: str, p: TrainParams) -> int:
+    """The worker processes a run trains in on Kaggle's machine `machine_shape`, as kit.runtime.workers chooses them
+    by default: two on a T4 x2 (its GPUs), none where `parallel` is "none"."""
+    if p.parallel == "none" or machine_shape != "NvidiaTeslaT4":
+        return 0
+    return p.world_size or 2
+
+
 def describe(sizes: Sizes, name: str = "") -> str:
     s = sizes
     what = f"{s.outputs:,} {'classes' if s.kind in ('probs', 'label', 'onehot', 'binary') else 'outputs'}"
@@ -123,10 +143,7 @@ def kernel_plan(session: Session, data: Any, workers: int = 0) -> Plan:
     made = resources.measured_base(made)
     if session.hardware.device == "cuda":  # a laptop's plan counts it in the libraries' share
         made.needs.append(Need("CUDA's libraries on the host (cuBLAS, cuDNN, kernels)", "ram", CUDA_HOST_RAM, "training"))
-    if workers:
-        made.needs = [replace(n, amount=n.amount * workers, what=f"{n.what}, in each of {workers} workers")
-                      if n.place == "ram" and n.phase == "training" else n for n in made.needs]
-        made.needs.append(Need(f"{workers} worker processes, each with its data", "ram", workers * made.base_ram, "training"))
+    made = with_workers(made, workers, made.base_ram)
     session.log(made.table(limits))
     files.write_text(session.output_dir / RECORD, json.dumps({"planned": made.totals(), "limits": asdict(limits)}, indent=1)
                      + "\n")
