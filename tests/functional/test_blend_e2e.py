@@ -55,13 +55,18 @@ def inference(root: Path, data: Path, mounted: dict[str, Path]) -> Path:
     test files only, each training output mounted at notebooks/you/<slug>/. Returns its output folder."""
     toml = root / "dogs-blend.toml"
     toml.write_text(config.resolve("dog-breed").read_text() + BLEND)
-    cfg = config.load(str(toml))
+    return mounted_inference(root, data, mounted, config.load(str(toml)))
+
+
+def mounted_inference(root: Path, data: Path, mounted: dict[str, Path], cfg, files_too: tuple[str, ...] = ()) -> Path:
+    """`cfg`'s inference notebook (a cnn's) with the runs `mounted` as Kaggle mounts them, the competition's test
+    files and `files_too` beside them; its output folder."""
     infer = root / "inference"
     shutil.rmtree(infer, ignore_errors=True)
     input_root = infer / "kaggle" / "input"
     competition = input_root / "competitions" / cfg.spec.slug
     competition.mkdir(parents=True)
-    for name in smoke.test_files(cfg.spec, data):
+    for name in [*smoke.test_files(cfg.spec, data), *files_too]:
         (shutil.copytree if (data / name).is_dir() else shutil.copy2)(data / name, competition / name)
     for slug, output in mounted.items():
         shutil.copytree(output, input_root / "notebooks" / "you" / slug)
@@ -252,33 +257,11 @@ def cnn_and_table(tmp_path_factory):
     return root, data, outputs, config.load(str(cnn))
 
 
-def mixed_inference(root: Path, data: Path, outputs: dict[str, Path], cfg, files_too: tuple[str, ...]) -> Path:
-    """The cnn's inference notebook with both runs mounted as Kaggle mounts them, the competition's test files and
-    `files_too` beside them; its output folder."""
-    infer = root / "inference"
-    shutil.rmtree(infer, ignore_errors=True)
-    input_root = infer / "kaggle" / "input"
-    competition = input_root / "competitions" / cfg.spec.slug
-    competition.mkdir(parents=True)
-    for name in [*smoke.test_files(cfg.spec, data), *files_too]:
-        (shutil.copytree if (data / name).is_dir() else shutil.copy2)(data / name, competition / name)
-    for slug, output in outputs.items():
-        shutil.copytree(output, input_root / "notebooks" / "you" / slug)
-    out = infer / "kaggle" / "working"
-    out.mkdir(parents=True)
-    built = infer / "inference.ipynb"
-    files.write_text(built, notebook.dumps(notebook.build("cnn", cfg.inference_parameters(smoke=True), internet=False)))
-    execute.run(built, infer / "executed.ipynb", {"output_dir": str(out)}, cwd=out,
-                env={"KIT_KAGGLE_INPUT": str(input_root), "KIT_CACHE_DIR": str(infer / "cache")})
-    smoke.check_submission(out / "submission.csv", data / cfg.spec.sample_submission, cfg.spec)
-    return out
-
-
 def test_a_cnn_inference_kernel_blends_a_tabular_run(cnn_and_table):
     """The cnn notebook's model_name (a timm name) is no choice of the tabular run's: that run predicts with its
     own settings from its checkpoints and this notebook's prediction-time ones (device, precision, ...)."""
     root, data, outputs, cfg = cnn_and_table
-    out = mixed_inference(root, data, outputs, cfg, ("dogs_test_table.csv",))
+    out = mounted_inference(root, data, outputs, cfg, ("dogs_test_table.csv",))
     log = (out / "kit.log").read_text()
     assert "blend: you/dogs-table: a tabular run; its own set-up and data, then its folds" in log
     assert "blend of 2 runs on the" in log and "WARNING" not in log.split("blend: you/dogs-table")[1]
@@ -289,7 +272,7 @@ def test_a_cnn_inference_kernel_blends_a_tabular_run(cnn_and_table):
 def test_a_run_that_cannot_predict_is_left_out_of_the_blend(cnn_and_table):
     """The tabular run's test table is not attached: it cannot predict, and the cnn run is the submission alone."""
     root, data, outputs, cfg = cnn_and_table
-    out = mixed_inference(root, data, outputs, cfg, ())
+    out = mounted_inference(root, data, outputs, cfg, ())
     log = (out / "kit.log").read_text()
     assert re.search(r"WARNING: blend: you/dogs-table cannot predict here \(.*dogs_test_table.csv.*\); it is left out "
                      r"of the blend", log), log[-3000:]
