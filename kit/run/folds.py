@@ -307,6 +307,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                         fold=(position, len(mine)),
                         monitor=monitor,
                         collective=collective,
+                        val_rows=len(val_idx),
                     )
             except Exception as e:  # noqa: BLE001
                 # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.

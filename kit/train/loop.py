@@ -24,8 +24,8 @@ from kit.runtime.collective import Collective
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
 from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
+from kit.train import best, metrics, topk
 from kit.train import ema as averaging
-from kit.train import metrics, topk
 from kit.train.evaluate import evaluate, unwrap
 from kit.train.objectives import Objective
 from kit.train.results import FitConfig, FitResult, FoldFiles
@@ -60,6 +60,7 @@ def fit(
     fold: tuple[int, int] = (0, 1),  # (this fold, folds in all), for the budget's plan
     monitor: Monitor | None = None,
     collective: Collective | None = None,  # the data-parallel peers, if any
+    val_rows: int = 0,  # the fold's validation rows, for the plan's line (0: not said)
 ) -> FitResult:
     """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
     and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. `precision` is
@@ -67,16 +68,16 @@ def fit(
     every rank runs this; rank 0 alone logs, writes and plans, and every decision (stop, fall back, the plan)
     is taken together."""
     loop = _Loop(model, objective, train, val, cfg, in_force(precision), files, log, desc, budget, fold, monitor,
-                 collective or Collective())
+                 collective or Collective(), val_rows)
     return loop.run()
 
 
 class _Loop:
     def __init__(self, model, objective, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor,
-                 collective):
+                 collective, val_rows: int = 0):
         self.model, self.objective, self.train, self.val, self.cfg = model, objective, train, val, cfg
         self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
-        self.dist = collective
+        self.dist, self.val_rows = collective, val_rows
         self.log = log if collective.main else (lambda message: None)
         self.precision = precision
         self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay, cfg.layer_decay)  # the names timm's groups know
@@ -228,18 +229,20 @@ class _Loop:
         train_s = time.time() - started - one_off
         v0 = time.time()
         val_loss, rows = evaluate(self.model, self.objective, self.val, self.precision, self.dist, self.log)
-        score = self.score(rows)
+        judged = best.Judged(self.score(rows), val_loss)
         kept, averaged = self.model, {}
         if self.ema:
-            _, ema_rows = evaluate(self.ema.module, self.objective, self.val, self.precision, self.dist, self.log)
-            averaged = {"weights": score, "ema": self.score(ema_rows)}
-            if metrics.better(cfg.metric, averaged["ema"], score):
-                kept, rows, score = self.ema.module, ema_rows, averaged["ema"]
+            ema_loss, ema_rows = evaluate(self.ema.module, self.objective, self.val, self.precision, self.dist, self.log)
+            ema = best.Judged(self.score(ema_rows), ema_loss)
+            averaged = {"weights": judged.score, "ema": ema.score, "ema_loss": ema_loss}
+            if best.verdict(cfg.metric, ema, judged):  # the same rule as between epochs: ties go to the lower loss
+                kept, rows, judged = self.ema.module, ema_rows, ema
         val_s = time.time() - v0
-        improved = metrics.better(cfg.metric, score, r.best_score if r.best_epoch else None)
+        score = judged.score
+        improved = best.verdict(cfg.metric, judged, best.Judged(r.best_score, r.best_loss) if r.best_epoch else None)
         saving = time.time()
         if improved:
-            r.best_score, r.best_epoch = score, epoch
+            r.best_score, r.best_loss, r.best_epoch = score, judged.loss, epoch
             if self.dist.main:  # the weights, then what is read without them
                 checkpoint.save({"model": _state_dict(kept)}, self.files.best)
                 checkpoint.save({"epoch": epoch, "score": score, "rows": topk.stored(rows), "ema": kept is not self.model,
@@ -269,7 +272,7 @@ class _Loop:
         if deadline_hit:
             r.stopped = "time budget"
         elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience and epoch >= self.patient_until():
-            r.stopped = f"early stop: no better {cfg.metric} for {cfg.patience} epochs"
+            r.stopped = f"early stop: no better {cfg.metric} (nor a tie at a lower val loss) for {cfg.patience} epochs"
         if self.budget and r.stopped == "completed":
             # rows val_s covers, gathered from every rank; one process predicts the test set on one GPU
             validated = len(rows.get("target", [])) * self.val_passes / self.dist.world
@@ -366,7 +369,7 @@ class _Loop:
         told = b.announced
         # re-announce only real changes: a dropped fold, or epochs moving by more than a fifth
         if announce or told is None or told.folds != p.folds or abs(p.epochs - told.epochs) > 0.2 * told.epochs:
-            self.log(b.describe(p, self.fold[1], self.cfg.epochs))
+            self.log(f"{b.describe(p, self.fold[1], self.cfg.epochs)}; {best.rule(self.cfg.metric, self.val_rows)}")
             b.announced = p
 
     def _batch_size(self) -> int:

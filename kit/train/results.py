@@ -24,6 +24,7 @@ class FitConfig:
 class FitResult:
     best_score: float = float("nan")
     best_epoch: int = 0  # 1-based; 0 if no epoch produced a finite score
+    best_loss: float = float("nan")  # the best epoch's validation loss: what breaks a tie on the score (kit.train.best)
     epochs_run: int = 0
     epochs_planned: int = 0
     history: list[dict] = field(default_factory=list)

@@ -30,18 +30,21 @@ class Losses:
         return worst
 
 
-def epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: bool, stats, loss_is_metric: bool,
+def epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: str, stats, loss_is_metric: bool,
                explain: bool) -> str:
-    """`loss_is_metric`: the validation loss is the metric, printed once; `explain`: say what * means. With
-    an average of the weights validated too, `r` holds both scores ("weights", "ema"), and `r[metric]` the better."""
+    """`improved`: "metric" (a better score), "loss" (a tie at a lower validation loss, kit.train.best) or "";
+    `loss_is_metric`: the validation loss is the metric, printed once; `explain`: say what * means. With an
+    average of the weights validated too, `r` holds both scores ("weights", "ema"), and `r[metric]` the better."""
     weights = r.get("weights", r[metric])
     val = f"val {metric} {weights:.4f}" if loss_is_metric else f"val loss {r['val_loss']:.4f} | {metric} {weights:.4f}"
     if "ema" in r:
-        val += f" | ema {r['ema']:.4f}"
+        val += f" | ema {r['ema']:.4f}" + ("" if loss_is_metric else f" (loss {r['ema_loss']:.4f})")
+    mark = {"metric": " *", "loss": f" * (a tie on {metric}, broken by the lower val loss)"}.get(improved, "  ")
     gpu = f" | {stats.line()}" if stats else ""
     of = ", of the weights or of their moving average (ema)" if "ema" in r else ""
-    note = f"  (*: a new best {metric}{of}; those weights are kept for prediction)" if explain else ""
+    ties = "" if loss_is_metric else f", or the same {metric} at a lower validation loss"
+    note = f"  (*: a new best {metric}{of}{ties}; those weights are kept for prediction)" if explain else ""
     return (
-        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | {val}{' *' if improved else '  '}"
+        f"{desc} epoch {r['epoch']:>2}/{epochs} | train loss {r['train_loss']:.4f} | {val}{mark}"
         f" | {r['samples_per_s']:.0f} samples/s{gpu} | {r['seconds']:.1f} s{note}"
     )

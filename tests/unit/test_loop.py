@@ -1,11 +1,13 @@
 """The shared loop: schedule, micro-batching, early stopping, best checkpoint."""
 import math
+import time
 
 import pytest
 import torch
 from torch import nn
 
 from kit.runtime import checkpoint
+from kit.runtime.budget import Budget
 from kit.runtime.precision import Precision
 from kit.train.loop import fit
 from kit.train.objectives import Classification
@@ -148,7 +150,8 @@ def test_a_killed_fold_resumes_from_its_last_epoch(tmp_path):
 def test_epoch_lines_explain_the_star_once_and_print_a_loss_that_is_the_metric_once(tmp_path, metric):
     _, result, lines = run_toy(tmp_path, Classification("x"), metric=metric)
     epochs = [line for line in lines if " epoch " in line]
-    note = f"s  (*: a new best {metric}; those weights are kept for prediction)"
+    ties = "" if metric == "log_loss" else ", or the same accuracy at a lower validation loss"  # the loss: no tie to break
+    note = f"s  (*: a new best {metric}{ties}; those weights are kept for prediction)"
     assert [line.endswith(note) for line in epochs] == [True, False, False]
     if metric == "log_loss":  # cross-entropy's mean is the log loss: one number, printed once
         assert all(" | val log_loss " in line and "val loss" not in line for line in epochs), epochs
@@ -181,3 +184,40 @@ def test_an_overflowing_forward_leaves_batchnorm_statistics_as_they_were():
         assert torch.equal(model[1].state_dict()[name], value), name
     model.eval()
     assert torch.isfinite(model(batch["x"])).all()
+
+
+
+def apart(n, seed=0):
+    """Two classes apart on the first feature (4 standard deviations of the noise): a linear model separates them."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % 2
+    x = torch.randn(n, 8, generator=g) * 0.3
+    x[:, 0] += 2.0 * y - 1.0
+    return x, y
+
+
+def test_a_tie_on_the_metric_goes_to_the_lower_validation_loss_and_patience_counts_from_it(tmp_path):
+    """Issue 42's GunPoint: accuracy on 10 validation rows reached 1.0 at epoch 24 and stayed there while the loss
+    fell to a third; epoch 24 was kept, and early stopping counted from it. Here accuracy is 1.0 from the first epoch
+    and the loss alone falls: the last epoch is the best, and patience (2, from epoch 4 of 8) does not stop the fold."""
+    torch.manual_seed(0)
+    x, y = apart(74)
+    model = nn.Linear(8, 2)
+    cfg = FitConfig(epochs=8, lr=0.2, weight_decay=0.0, warmup_epochs=0, patience=2, metric="accuracy")
+    lines = []
+    files = FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt")
+    result = fit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
+                 log=lines.append, desc="toy", budget=Budget(time.time(), 3600.0, predict_rows=10), val_rows=10)
+    plan = [line for line in "\n".join(lines).splitlines() if line.startswith("plan: ")]
+    assert plan[0].endswith("; the best epoch is judged on 10 validation rows: the best accuracy, ties broken by the lower "
+                            "validation loss"), plan
+    lines = [line for line in lines if line.startswith("toy epoch ")]
+    losses = [r["val_loss"] for r in result.history]
+    assert [r["accuracy"] for r in result.history] == [1.0] * 8  # the tie the issue saw
+    assert losses == sorted(losses, reverse=True) and losses[-1] < losses[0] / 3  # while the loss keeps falling
+    assert result.epochs_run == 8 and result.stopped == "completed"
+    assert result.best_epoch == 8 and result.best_loss == losses[-1]
+    assert checkpoint.load(files.meta)["epoch"] == 8  # the weights that predict
+    assert lines[0].endswith("(*: a new best accuracy, or the same accuracy at a lower validation loss; those weights are "
+                             "kept for prediction)")
+    assert lines[1].split(" | ")[3] == "accuracy 1.0000 * (a tie on accuracy, broken by the lower val loss)"
