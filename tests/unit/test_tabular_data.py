@@ -18,12 +18,14 @@ def table(n: int = 200) -> pd.DataFrame:
     return pd.DataFrame({
         "planet": rng.choice(["Earth", "Mars", "Europa"], n).astype(object),
         "asleep": pd.Series(rng.choice([True, False, None], n), dtype=object),  # booleans with gaps: objects
-        "group": rng.integers(0, 6, n),  # an integer of few values: a category
+        "group": rng.choice([12, 33, 167, 194, 206, 227], n),  # an integer code of few values: a category
+        "siblings": rng.integers(0, 6, n),  # an integer count of few values (0 to 10): a number
         "age": rng.integers(0, 80, n),  # of many: a number
         "spend": rng.exponential(100, n),
         "when": [f"2015-0{1 + i % 9}-1{i % 10} 0{i % 10}:30:00 UTC" for i in range(n)],
         "code": ["".join(rng.choice(list("ABCD"), 6)) for _ in range(n)],  # one length, too many values: by position
         "name": [f"Ann {i * 7919 % 100_003}" for i in range(n)],  # of many lengths and values: left out
+        "cabin": pd.Series([f"C{i // 2}" if i % 4 else None for i in range(n)], dtype=object),  # shared by two: a category
     })
 
 
@@ -35,12 +37,12 @@ def infer(train, test, given=(), categorical=(), exclude=frozenset(), log=None):
 
 def test_each_column_gets_its_kind_and_names_left_out_say_why():
     recipe, lines = infer(table(), table())
-    assert recipe["kinds"] == {"planet": "category", "asleep": "category", "group": "category", "age": "number",
-                               "spend": "number", "when": "datetime", "code": "code:6"}
+    assert recipe["kinds"] == {"planet": "category", "asleep": "category", "group": "category", "siblings": "number",
+                               "age": "number", "spend": "number", "when": "datetime", "code": "code:6", "cabin": "category"}
     assert recipe["levels"]["planet"] == ["Earth", "Europa", "Mars"] and recipe["levels"]["asleep"] == ["False", "True"]
-    assert recipe["levels"]["group"] == ["0", "1", "2", "3", "4", "5"]  # in the order of their values
+    assert recipe["levels"]["group"] == ["12", "33", "167", "194", "206", "227"]  # in the order of their values
     assert recipe["levels"]["code"] == [["A", "B", "C", "D"]] * 6
-    assert len(lines) == 1 and "name (200 values)" in lines[0] and "[data] categorical" in lines[0]
+    assert len(lines) == 1 and "name (200 values, 0% of its rows share one)" in lines[0] and "[data] categorical" in lines[0]
     kept, _ = infer(table(), table(), categorical=("name", "age"))
     assert kept["kinds"]["name"] == "category" and kept["kinds"]["age"] == "category"
 
@@ -56,7 +58,7 @@ def test_the_test_table_is_read_with_the_training_tables_levels_and_unseen_ones_
     assert (encoded.codes[:5, planet] == -1).all() and (encoded.codes[5:, planet] >= 0).all()
     assert warnings == ["test.csv: categories the training table never has, read as missing: 'planet' 5 rows ('Pluto')"]
     group = encoded.names.index("group") - encoded.numbers.shape[1]
-    assert (encoded.codes[:, group] == test["group"].astype(int)).all()
+    assert (encoded.codes[:, group] == test["group"].astype(int).map([12, 33, 167, 194, 206, 227].index)).all()
 
 
 def test_datetimes_become_their_parts_and_missing_values_stay_missing():
