@@ -247,7 +247,7 @@ class BoosterPipeline(TabularPipeline):
     def task(self, target: Target) -> boosters.Task:
         metric = self.spec.metric
         if target.multilabel or (target.classification and target.outputs == 2):
-            return boosters.Task("binary", auc=metric == "auc")
+            return boosters.Task("binary")  # stopped on the log loss, even for the AUC (kit.models.boosters)
         if target.classification:
             return boosters.Task("multiclass", classes=target.outputs)
         return boosters.Task("regression", l1=metric == "mae")

@@ -29,7 +29,7 @@ def test_a_booster_trains_and_predicts_on_the_gpu(tmp_path, name):
 
     pytest.importorskip(name, reason=f"{name} is not installed here (Kaggle's image has its CUDA build)")
 
-    task = Task("binary", auc=True)
+    task = Task("binary")
     booster = boosters.create(name, task, Settings(learning_rate=0.1, early_stopping_rounds=20, device="cuda:0"))
     if name == "xgboost" and not boosters.library(name).build_info().get("USE_CUDA"):
         pytest.skip("this xgboost is a CPU build (xgboost-cpu); Kaggle's has CUDA")
