@@ -130,7 +130,7 @@ class Data:
     features: tuple[str, ...] = ()
     drop_columns: tuple[str, ...] = ()  # tabular: columns the model never reads (leaks, ids of another name)
     # sequences: integer-coded features that get an embedding; tabular: the columns read as categories (() infers
-    # them: strings, booleans, integers of few values)
+    # them: booleans, strings whose values repeat, integer codes of few values)
     categorical: tuple[str, ...] = ()
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
     score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"

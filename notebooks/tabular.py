@@ -25,10 +25,11 @@
 #    otherwise. Change a value in place and run the cells again; a run with other settings trains afresh.
 # 2. **Set-up**: look at the GPU, pick the precision (the network's), find the data.
 # 3. **Data**: read the tables with their numbers downcast (a sample of `train_rows` rows where a table is too
-#    big for the memory), decide each column's kind once: numbers, categories (strings, booleans, integers of
-#    few values), datetimes' parts, codes' characters; missing values stay missing. Categories are coded by the
-#    training table's levels; a level only the test table has is missing there, with a warning.
-# 4. **Training**: cross-validated folds. A booster stops a fold when the validation score has not improved
+#    big for the memory), decide each column's kind once: numbers, categories (booleans, strings whose values
+#    repeat, integer codes of few values), datetimes' parts, codes' characters; missing values stay missing.
+#    Categories are coded by the training table's levels; a level only the test table has is missing there, with a
+#    warning.
+# 4. **Training**: cross-validated folds. A booster stops a fold when the validation loss has not improved
 #    for `early_stopping_rounds` rounds, or when the fold's share of the time budget runs out: its rounds are
 #    planned from the rounds per second it measures. XGBoost and CatBoost train on the GPU. The network trains in
 #    kit's training loop: embeddings for categories, standardised numbers, mixed precision, an automatic batch
