@@ -6,6 +6,11 @@ GunPoint's 10 held-out sequences scored 1.0 first at epoch 24, which was kept as
 predicted with it (0.62 test accuracy, where 1-NN DTW scores 0.907). The loss moves with every row's confidence, so
 it breaks such a tie; an epoch better either way is a new best, and patience counts from it. The same rule picks
 between the weights and their moving average within an epoch (kit.train.loop).
+
+Elsewhere: the boosters judge their rounds on the loss alone (kit.models.boosters), for a small fold's AUC ties from
+round to round as accuracy does from epoch to epoch. The cut searches keep rules of their own for equal scores (the
+label sets' highest threshold, kit.train.metrics.decide; the masks' threshold nearest 0.5, then the smaller component,
+kit.train.mask_metrics.decide): a cut leaves the loss as it was, so the loss cannot break their ties.
 """
 from __future__ import annotations
 
