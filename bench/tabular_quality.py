@@ -4,6 +4,18 @@ tables that ship with scikit-learn, on the same folds, side by side.
   breast cancer  569 rows x 30 numbers, malignant or benign: auc
   wine           178 rows x 13 numbers, three cultivars: auc of the class probabilities (one against the rest)
   diabetes       442 rows x 10 numbers, a year's disease progression: rmse
+  titanic        1,309 passengers (OpenML 40945): class, sex, age, siblings and parents aboard (counts of few
+                 values), fare, port, and three strings (name: every value once; ticket: 930 values; cabin: 186 in a
+                 fifth of the rows), gaps in age, cabin and port; who survived: accuracy (a rule "women survive" scores
+                 0.784 on the held-out rows)
+  penguins       333 of Palmer's penguins whose sex is known (OpenML 42585): species and island (strings), four
+                 measurements with gaps; male or female: auc
+
+The last two are small mixed tables as OpenML serves them; scikit-learn's tests ship both (its fetch_openml's
+fixtures), so they are read from there, with no download. Only kit's default model (xgboost) runs on them, against
+the plain call issue 42 compared it with: XGBClassifier(n_estimators=1000, enable_categorical=True,
+early_stopping_rounds=50) on the table as read, its strings as pandas categories. Titanic leaves out boat and body
+(who was in a lifeboat, whose body was found: the answer) and home.dest, which Kaggle's Titanic does not have.
 
 Each table's rows are split once: 70% to train on (the competition's train.csv), 30% held out (test.csv,
 whose answers only this file knows). kit trains its default for each model through the built notebook
@@ -18,7 +30,10 @@ Wine is scored by AUC, not log loss: on its 53 held-out rows one confident mista
 """
 from __future__ import annotations
 
+import gzip
+import io
 import math
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +48,8 @@ from torch import nn
 from kit.train.cv import make_folds
 
 MODELS = ("xgboost", "lightgbm", "catboost", "mlp")
+MIXED_MODELS = ("xgboost",)  # kit's default, on the small mixed tables
+OPENML = Path(datasets.__file__).parent / "tests" / "data" / "openml"  # fetch_openml's fixtures: whole tables
 FOLDS, SEED, HELD_OUT = 5, 42, 0.3
 ROUNDS, PATIENCE = 1000, 50  # the plain call's
 EPOCHS = 40  # kit's mlp default, which the plain loop runs too
@@ -49,6 +66,28 @@ def tables() -> dict[str, tuple[pd.DataFrame, np.ndarray, str]]:
     return out
 
 
+def mixed_tables() -> dict[str, tuple[pd.DataFrame, np.ndarray, str]]:
+    """{name: (features, target, metric)}: Titanic and the penguins, read from scikit-learn's copies of OpenML's files."""
+    titanic = arff(OPENML / "id_40945" / "data-v1-dl-16826755.arff.gz")
+    penguins = arff(OPENML / "id_42585" / "data-v1-dl-21854866.arff.gz")
+    penguins = penguins[penguins["sex"].isin(["MALE", "FEMALE"])].reset_index(drop=True)  # 11 unknown, 1 "_"
+    return {"titanic": (titanic.drop(columns=["survived", "boat", "body", "home.dest"]), titanic["survived"].to_numpy(),
+                        "accuracy"),
+            "penguins": (penguins.drop(columns="sex"), (penguins["sex"] == "MALE").to_numpy(np.int64), "auc")}
+
+
+def arff(path: Path) -> pd.DataFrame:
+    """An OpenML ARFF file's table: its attributes' names, then its data as CSV ('?' missing)."""
+    if not path.exists():
+        raise SystemExit(f"quality: {path} is missing: this scikit-learn ships no copy of the OpenML table the tabular "
+                         "rows read (its tests' fixtures)")
+    with gzip.open(path, "rt") as f:
+        text = f.read()
+    head, body = re.split(r"^@data\s*$", text, maxsplit=1, flags=re.IGNORECASE | re.MULTILINE)
+    names = [m.group(1) for m in re.finditer(r"^@attribute\s+'?([^'\s]+)'?", head, re.IGNORECASE | re.MULTILINE)]
+    return pd.read_csv(io.StringIO(body), header=None, names=names, na_values="?", quotechar='"', escapechar="\\")
+
+
 def write_competition(folder: Path, x: pd.DataFrame, y: np.ndarray, metric: str) -> tuple[np.ndarray, np.ndarray, str]:
     """train.csv, test.csv, sample_submission.csv and a config in `folder`; (training rows, held-out rows, config)."""
     order = np.random.default_rng(0).permutation(len(y))
@@ -62,7 +101,7 @@ def write_competition(folder: Path, x: pd.DataFrame, y: np.ndarray, metric: str)
         for c in np.unique(y):
             sample[str(c)] = 1 / len(np.unique(y))
     else:
-        sample["target"] = 0.0
+        sample["target"] = 0 if metric == "accuracy" else 0.0
     sample.to_csv(folder / "sample_submission.csv", index=False)
     config = folder / "competition.toml"
     config.write_text(f'[competition]\nslug = "sklearn-{folder.name}"\ntemplate = "tabular"\nmetric = "{metric}"\n\n'
@@ -72,6 +111,9 @@ def write_competition(folder: Path, x: pd.DataFrame, y: np.ndarray, metric: str)
 
 
 def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
+    """`pred`: probabilities (of the positive class, or of each), values, or for accuracy kit's labels."""
+    if metric == "accuracy":
+        return float(((pred > 0.5) == y).mean())
     if metric == "auc":
         return float(skm.roc_auc_score(y, pred, multi_class="ovr") if pred.ndim == 2 else skm.roc_auc_score(y, pred))
     return float(np.sqrt(np.mean((pred - y) ** 2)))
@@ -92,7 +134,7 @@ def plain_booster(name: str, metric: str) -> Callable:
             import xgboost as xgb
 
             model = (xgb.XGBRegressor if regression else xgb.XGBClassifier)(n_estimators=ROUNDS, early_stopping_rounds=PATIENCE,
-                                                                           n_jobs=1)
+                                                                           enable_categorical=True, n_jobs=1)
             model.fit(x, y, eval_set=[(xv, yv)], verbose=False)
         elif name == "lightgbm":
             import lightgbm as lgb
@@ -151,24 +193,33 @@ def plain(name: str, x: pd.DataFrame, y: np.ndarray, held: pd.DataFrame, metric:
     """The plain call on each of kit's folds of the training rows, its folds' predictions of `held` averaged."""
     classes = y.astype(np.int64) if metric != "rmse" else None
     fit = plain_mlp(metric) if name == "mlp" else plain_booster(name, metric)
+    x, held = x.copy(), held.copy()
+    for column in x.columns[[not pd.api.types.is_numeric_dtype(t) for t in x.dtypes]]:  # strings: pandas categories
+        levels = pd.CategoricalDtype(sorted(x[column].dropna().unique()))
+        x[column], held[column] = x[column].astype(levels), held[column].astype(levels)
     preds = [fit(x.iloc[t], y[t], x.iloc[v], y[v])(held) for t, v in make_folds(len(y), FOLDS, SEED, classes=classes)]
     return np.mean(preds, axis=0)
 
 
-def rows(work: Path, run_kit: Callable, row: Callable, models: tuple[str, ...] = MODELS) -> list:
+def rows(work: Path, run_kit: Callable, row: Callable, models: tuple[str, ...] = MODELS,
+         sources: tuple[str, ...] = ("sklearn", "openml")) -> list:
     """One row per table and model: `run_kit(config, data, out, params)` runs kit's notebook (quality.run_kit),
-    `row(...)` makes the row (quality.Row)."""
+    `row(...)` makes the row (quality.Row); `sources`: scikit-learn's tables, the small mixed ones, or both."""
     torch.set_num_threads(1)
     out = []
-    for name, (x, y, metric) in tables().items():
-        folder = work / f"sklearn-{name.replace(' ', '-')}"
+    tabled = [(name, table, models, "sklearn") for name, table in tables().items()] if "sklearn" in sources else []
+    if "openml" in sources:
+        mixed = tuple(m for m in MIXED_MODELS if m in models)
+        tabled += [(name, table, mixed, "openml") for name, table in mixed_tables().items()]
+    for name, (x, y, metric), models_here, source in tabled:
+        folder = work / f"{source}-{name.replace(' ', '-')}"
         kept, held, config = write_competition(folder, x, y, metric)
-        for model in models:
+        for model in models_here:
             submission, kit_s = run_kit(config, folder, work / f"kit-{folder.name}-{model}",
                                         dict(model_name=model, folds=FOLDS, device="cpu"))
             t0 = time.time()
             plain_pred = plain(model, x.iloc[kept].reset_index(drop=True), y[kept], x.iloc[held], metric)
-            out.append(row(f"{name} (sklearn)", f"tabular {model}", metric,
+            out.append(row(f"{name} ({source})", f"tabular {model}", metric,
                            score(metric, y[held], kit_prediction(submission)), score(metric, y[held], plain_pred),
                            kit_s, time.time() - t0))
     return out
