@@ -75,7 +75,7 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
     packages = templates.get(guess.template).packages
     if packages:
         kernel.append(Line("packages", list(packages), "not on Kaggle's image: make kernel attaches their wheels"))
-    text = render(data_dir, slug, competition, cannot, guess, kernel, _params(guess.template))
+    text = render(data_dir, slug, competition, cannot, guess, kernel, _params(guess.template), survey.skipped)
     _check(text)
     return text
 
@@ -207,12 +207,13 @@ def title_of(slug: str, template: str) -> str:
 
 
 def render(data_dir: Path, slug: str, competition: list[Line], cannot: list[str], guess: Guess, kernel: list[Line],
-           params: tuple[list[Line], list[Line], list[str]]) -> str:
-    """The config's text: each guessed line with its reason, the cannot-tell lines at the end of their table."""
+           params: tuple[list[Line], list[Line], list[str]], skipped: list[str]) -> str:
+    """The config's text: each guessed line with its reason, the cannot-tell lines at the end of their table, and
+    the files read and left out (`skipped`: "<file>: why") under the heading."""
     given, smoke, unknown = params
     out = [f"# {slug}: drafted by kit init from {data_dir}.",
            "# Each \"guessed\" comment says what its line was read from: check them, and settle each \"cannot tell\".",
-           "", "[competition]", *(_line(x) for x in competition)]
+           *(f"# not read: {note}" for note in skipped), "", "[competition]", *(_line(x) for x in competition)]
     if cannot and cannot[0].startswith("the metric"):
         out.append(f"# cannot tell: {cannot.pop(0)}")
     out += ["", "[data]", *(_line(Line(x.key, x.value, f"guessed: {x.why}" if x.why else "")) for x in guess.data)]

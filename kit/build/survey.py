@@ -76,7 +76,7 @@ class Survey:
     tables: dict[str, str] = field(default_factory=dict)  # [data] name -> the file that holds it (train.csv.zip)
     folders: dict[str, Folder] = field(default_factory=dict)  # top-level image folders, by [data] name
     labels: dict[str, Any] = field(default_factory=dict)  # JSON label files (COCO, image lists), by [data] name
-    skipped: list[str] = field(default_factory=list)  # files read and found to be none of those
+    skipped: list[str] = field(default_factory=list)  # "<file>: why" for files read and found to be none of those
     _read: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @classmethod
@@ -126,17 +126,20 @@ class Survey:
             self.tables.setdefault(name, path.name)
 
     def _classify_json(self, name: str) -> None:
-        """A JSON file is a COCO label file, a list of image records (herbarium-2022's test), or a table."""
+        """A JSON file is a COCO label file, a list of image records (herbarium-2022's test), a table, or none of
+        them (cassava's label_num_to_disease_map.json, a mapping of class numbers to names): skipped, with a note."""
         try:
-            value = records.load(self.path(name))
+            path = self.path(name)
+            value = records.load(path)
+            if records.is_coco(value) or _image_records(value):
+                self.labels[name] = value
+                del self.tables[name]
+            elif "/" in name:  # deeper JSON files are label files or nothing: a table sits at the top
+                del self.tables[name]
+            else:
+                self._read[name] = records.frame(value, path)
         except KitError as e:
-            self.skipped.append(f"{name} ({e})")
-            del self.tables[name]
-            return
-        if records.is_coco(value) or _image_records(value):
-            self.labels[name] = value
-            del self.tables[name]
-        elif "/" in name:  # deeper JSON files are label files or nothing: a table sits at the top
+            self.skipped.append(f"{name}: {str(e).removeprefix(f'{PurePosixPath(name).name}: ')}")
             del self.tables[name]
 
     def path(self, name: str) -> Path:

@@ -47,7 +47,14 @@ def is_coco(value: Any) -> bool:
 
 def read(path: Path, id_column: str | None = None) -> pd.DataFrame:
     """The JSON file at `path` as a table, its id column (if given) as text."""
-    value = load(path)
+    df = frame(load(path), path)
+    if id_column and id_column in df.columns:
+        df[id_column] = df[id_column].astype(str)
+    return df.reset_index(drop=True)
+
+
+def frame(value: Any, path: Path) -> pd.DataFrame:
+    """A loaded JSON value (`load`) as a table, or a KitError that says why it is none."""
     if is_coco(value):
         raise KitError(f'{path.name}: a COCO-style label file (images, annotations, categories), not a table; set '
                        'layout = "coco" in [data] for image competitions')
@@ -63,14 +70,15 @@ def read(path: Path, id_column: str | None = None) -> pd.DataFrame:
             short = min(lengths, key=lengths.get)
             raise KitError(f"{path.name}: column '{short}' has {lengths[short]} values and others "
                            f"{max(lengths.values())}; a mapping of columns needs one value per row in each")
-        df = pd.DataFrame(value)
+        try:
+            df = pd.DataFrame(value)
+        except ValueError as e:  # iwildcam-2020's MegaDetector file: a list of images beside a mapping of names
+            raise KitError(f"{path.name}: not a mapping of columns ({e}); cannot read it as a table") from None
     else:
         raise KitError(f"{path.name}: neither a list of records nor a mapping of columns; cannot read it as a table")
     if df.empty:
         raise KitError(f"{path}: no rows")
-    if id_column and id_column in df.columns:
-        df[id_column] = df[id_column].astype(str)
-    return df.reset_index(drop=True)
+    return df
 
 
 def explode(table: pd.DataFrame, columns: Sequence[str], sequence_column: str, order_column: str, id_column: str,

@@ -1,0 +1,39 @@
+"""kit init on competitions no shipped config covers (issue 37), each folder built as MLE-bench's prepare.py
+writes it (tiny, images of a few bytes): files that are not tables, images beside look-alike folders, an
+image folder beside number columns, short texts, and drafts the kernel's own data checks would refuse."""
+import json
+import tomllib
+from pathlib import Path
+
+import layouts
+
+from kit.build import init
+
+
+def cassava(folder: Path) -> Path:
+    """cassava-leaf-disease-classification: train.csv image_id (with .jpg),label; train_images/, test_images/,
+    train_tfrecords/ and test_tfrecords/, and label_num_to_disease_map.json (class number -> disease name)."""
+    train, test = [f"{k}.jpg" for k in layouts.hexes(10, 9)], [f"{k}.jpg" for k in layouts.hexes(4, 9, 1)]
+    for split, names in (("train", train), ("test", test)):
+        for name in names:
+            layouts.touch(folder / f"{split}_images" / name)
+        layouts.touch(folder / f"{split}_tfrecords" / f"ld_{split}00-{len(names)}.tfrec", b"records")
+    layouts.csv({"image_id": train, "label": [k % 5 for k in range(10)]}, folder / "train.csv")
+    layouts.csv({"image_id": test, "label": 4}, folder / "sample_submission.csv")
+    names = ["Cassava Bacterial Blight (CBB)", "Cassava Brown Streak Disease (CBSD)", "Cassava Green Mottle (CGM)",
+             "Cassava Mosaic Disease (CMD)", "Healthy"]
+    (folder / "label_num_to_disease_map.json").write_text(json.dumps({str(k): n for k, n in enumerate(names)}))
+    return folder
+
+
+def test_a_json_file_that_is_not_a_table_is_skipped_with_a_note(tmp_path):
+    """cassava's label map is a mapping of class numbers to names: neither records nor columns. It is left out,
+    said so under the heading, and the images are drafted as the competition has them."""
+    text = init.draft(cassava(tmp_path / "cassava-leaf-disease-classification"), metric="accuracy")
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "cnn"
+    assert {k: raw["data"][k] for k in ("layout", "train", "id_column", "target_column", "train_images", "test_images",
+                                        "image_ext")} == {
+        "layout": "files", "train": "train.csv", "id_column": "image_id", "target_column": "label",
+        "train_images": "train_images", "test_images": "test_images", "image_ext": ""}
+    assert "# not read: label_num_to_disease_map.json: neither a list of records nor a mapping of columns" in text
