@@ -87,7 +87,7 @@ def _coco_folder(survey: Survey, json_name: str, file_names: pd.Series, role: st
     if "/" in json_name:
         candidates.append(PurePosixPath(json_name).parent.as_posix())
     candidates.append(head[0].split("/")[0] if "/" in head[0] else "")
-    candidates += sorted(survey.folders, key=lambda n: (role not in n.lower(), n))
+    candidates += sorted(survey.folders, key=lambda n: (role not in n.lower(), n.count("/"), n))
     for name in dict.fromkeys(c for c in candidates if c):
         folder = survey.folder(name)
         if folder is None:
@@ -202,7 +202,8 @@ def _named_by(survey: Survey, frame: pd.DataFrame, key: str, test: Folder) -> tu
     table has it, else the column whose values are the files' paths (iwildcam-2019's file_name) or ids (its "id"
     where the sample says "Id")."""
     rows = frame[frame[key].notna()] if key in frame.columns else frame
-    folders = sorted(survey.folders.values(), key=lambda f: (f is test, "train" not in f.name.lower(), f.name))
+    folders = sorted(survey.folders.values(), key=lambda f: (f is test, "train" not in f.name.lower(), f.name.count("/"),
+                                                              f.name))
     named = [key] if key in frame.columns else [c for c in frame.columns if guesses.unique(frame[c])]
     for folder in folders:
         found = [(c, address(survey, folder, rows, c)) for c in named]
@@ -234,7 +235,7 @@ def _folders_guess(survey: Survey, sample_file: str, key: str, test_folder: Fold
     """No table of training labels: the class is a folder (train/<class>/<file>, or folders beside the test
     folder) or the start of a file's name."""
     others = sorted((f for f in survey.folders.values() if f is not test_folder),
-                    key=lambda f: ("train" not in f.name.lower(), f.name))
+                    key=lambda f: ("train" not in f.name.lower(), f.name.count("/"), f.name))
     common = [Line("sample_submission", sample_file, "the sample submission, by its name"),
               Line("id_column", key, f"the sample's ids name the files in {test_folder.source}"),
               Line("target_column", targets[0] if targets else "label", "the sample's")]
@@ -301,7 +302,7 @@ def _label_pattern(folder: Folder) -> tuple[str, list[str]]:
 
 def _test_folder(survey: Survey, sample: pd.DataFrame) -> tuple[str, Folder, Address] | None:
     """The sample's id column and the folder holding its ids' images (a folder named "test" first)."""
-    folders = sorted(survey.folders.values(), key=lambda f: ("test" not in f.name.lower(), f.name))
+    folders = sorted(survey.folders.values(), key=lambda f: ("test" not in f.name.lower(), f.name.count("/"), f.name))
     for key in (c for c in columns(sample) if guesses.unique(sample[c])):
         for folder in folders:
             found = address(survey, folder, sample, key)

@@ -92,9 +92,8 @@ class Survey:
             if entry.name.startswith(".") or archives.junk(entry.name):
                 continue
             if entry.is_dir():
-                files = tuple(_images_under(Path(entry.path)))
-                if files:
-                    survey.folders[entry.name] = Folder(entry.name, f"{entry.name}/", files)
+                for folder in _by_split(entry.name, tuple(_images_under(Path(entry.path)))):
+                    survey.folders[folder.name] = folder
             elif archives.archive_suffix(entry.name):
                 survey._archive(Path(entry.path))
             elif table_suffix(entry.name):
@@ -197,6 +196,20 @@ def _images_under(root: Path) -> Iterator[str]:
                 count += 1
                 if count >= LISTED:
                     return
+
+
+def _by_split(name: str, files: tuple[str, ...]) -> list[Folder]:
+    """The image folder `name` holding `files`; or, where its images all lie in a training and a test folder
+    (siim-isic's jpeg/train/ and jpeg/test/, beside DICOM folders named train/ and test/), each of its folders,
+    named as [data] names them ("jpeg/train")."""
+    if not files:
+        return []
+    tops = sorted({f.split("/")[0] for f in files if "/" in f})
+    if any("/" not in f for f in files) or not any("train" in t.lower() for t in tops) or \
+            not any("test" in t.lower() for t in tops):
+        return [Folder(name, f"{name}/", files)]
+    return [Folder(f"{name}/{top}", f"{name}/{top}/", tuple(f[len(top) + 1:] for f in files if f.startswith(f"{top}/")))
+            for top in tops]
 
 
 def _json_below(data_dir: Path) -> Iterator[Path]:

@@ -37,3 +37,34 @@ def test_a_json_file_that_is_not_a_table_is_skipped_with_a_note(tmp_path):
         "layout": "files", "train": "train.csv", "id_column": "image_id", "target_column": "label",
         "train_images": "train_images", "test_images": "test_images", "image_ext": ""}
     assert "# not read: label_num_to_disease_map.json: neither a list of records nor a mapping of columns" in text
+
+
+def siim_isic(folder: Path) -> Path:
+    """siim-isic-melanoma-classification: train.csv (image_name, patient_id, sex, age_approx,
+    anatom_site_general_challenge, diagnosis, benign_malignant, target), test.csv (its first five), the sample
+    image_name,target; DICOMs in train/ and test/, the same images as JPEGs in jpeg/train/ and jpeg/test/, and
+    tfrecords/."""
+    train, test = [f"ISIC_{k:07d}" for k in range(12)], [f"ISIC_{k:07d}" for k in range(100, 104)]
+    for split, names in (("train", train), ("test", test)):
+        for name in names:
+            layouts.touch(folder / split / f"{name}.dcm", b"DICM")
+            layouts.touch(folder / "jpeg" / split / f"{name}.jpg")
+        layouts.touch(folder / "tfrecords" / f"{split}00-{len(names)}.tfrec", b"records")
+    meta = {"patient_id": "IP_0001", "sex": "male", "age_approx": 45.0, "anatom_site_general_challenge": "torso"}
+    layouts.csv({"image_name": train, **meta, "diagnosis": "unknown", "benign_malignant": "benign",
+                 "target": [k % 2 for k in range(12)]}, folder / "train.csv")
+    layouts.csv({"image_name": test, **meta}, folder / "test.csv")
+    layouts.csv({"image_name": test, "target": 0}, folder / "sample_submission.csv")
+    return folder
+
+
+def test_images_in_split_folders_beside_look_alike_folders_are_found(tmp_path):
+    """siim-isic: train/ and test/ hold DICOMs, which kit does not read; the JPEGs the ids name are in jpeg/train/
+    and jpeg/test/. The draft is the cnn template on those folders (kit's verdict: train_images = "jpeg/train")."""
+    text = init.draft(siim_isic(tmp_path / "siim-isic-melanoma-classification"), metric="auc")
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "cnn", text
+    assert {k: raw["data"][k] for k in ("layout", "train", "id_column", "target_column", "train_images", "test_images",
+                                        "image_ext")} == {
+        "layout": "files", "train": "train.csv", "id_column": "image_name", "target_column": "target",
+        "train_images": "jpeg/train", "test_images": "jpeg/test", "image_ext": ".jpg"}
