@@ -23,6 +23,7 @@ from kit.build.survey import Folder, Survey
 from kit.data import coco
 from kit.train.targets import BINARY_METRICS
 
+FEATURES = 8  # as many number columns beside the images as make a table of features worth naming
 PIXELS = 64  # at least this many numbered columns (an 8 x 8 image) make a row an image
 CLASS_TOKEN = re.compile(r"^([A-Za-z][A-Za-z_-]*?)([._-])")  # "cat" and "." of cat.123.jpg
 
@@ -38,8 +39,27 @@ class Address:
 def cnn_guess(survey: Survey, sample_file: str, metric: str) -> Guess | None:
     """The cnn template's reading of the data, or None where it holds no images of the sample's rows."""
     names = guesses.data_tables(survey, sample_file)
-    return coco_guess(survey, sample_file) or rows_guess(survey, sample_file, names) or \
-        files_guess(survey, sample_file, names, metric)
+    found = coco_guess(survey, sample_file) or files_guess(survey, sample_file, names, metric)
+    if found is None:
+        return rows_guess(survey, sample_file, names)
+    numbers = _number_columns(survey, sample_file, names, found)
+    if len(numbers) >= FEATURES:  # leaf-classification: 192 shape features beside images/<id>.jpg
+        found.cannot.append(f"whether the model reads the images or the tables' {len(numbers)} number columns "
+                            f"({numbers[0]} ... {numbers[-1]}): the images the ids name are taken, as a cnn learns "
+                            "from them; --template tabular reads the columns instead")
+    return found
+
+
+def _number_columns(survey: Survey, sample_file: str, names: list[str], found: Guess) -> list[str]:
+    """The columns of numbers that the test table and the training one both hold, but ids and targets."""
+    test = guesses.test_table(survey, names, survey.read(sample_file))
+    train = next((line.value for line in found.data if line.key == "train"), "")
+    if not test or train not in survey.tables or test == train:
+        return []
+    test_frame, train_frame = survey.read(test), survey.read(train)
+    skip = {line.value for line in found.data if line.key in ("id_column", "target_column")}
+    return [c for c in test_frame.columns if c in train_frame.columns and c not in skip
+            and guesses.numbers(test_frame[c]) is not None]
 
 
 def coco_guess(survey: Survey, sample_file: str) -> Guess | None:

@@ -68,3 +68,32 @@ def test_images_in_split_folders_beside_look_alike_folders_are_found(tmp_path):
                                         "image_ext")} == {
         "layout": "files", "train": "train.csv", "id_column": "image_name", "target_column": "target",
         "train_images": "jpeg/train", "test_images": "jpeg/test", "image_ext": ".jpg"}
+
+
+def leaf(folder: Path) -> Path:
+    """leaf-classification: train.csv (id, species, margin1-64, shape1-64, texture1-64), test.csv (the same but
+    species), the sample id + a probability column per species, and images/<id>.jpg for train and test alike."""
+    species = ["Acer_Capillipes", "Acer_Circinatum", "Quercus_Rubra"]
+    rng = layouts.np.random.default_rng(0)
+    features = {f"{kind}{k}": rng.random(16).round(6) for kind in ("margin", "shape", "texture") for k in range(1, 65)}
+    frame = layouts.pd.DataFrame({"id": range(1, 17), "species": [species[k % 3] for k in range(16)], **features})
+    layouts.csv(frame.iloc[:12], folder / "train.csv")
+    layouts.csv(frame.iloc[12:].drop(columns=["species"]), folder / "test.csv")
+    layouts.csv({"id": frame["id"].iloc[12:], **{s: 1 / 3 for s in species}}, folder / "sample_submission.csv")
+    for i in frame["id"]:
+        layouts.touch(folder / "images" / f"{i}.jpg")
+    return folder
+
+
+def test_the_image_folder_the_ids_name_is_preferred_over_number_columns(tmp_path):
+    """leaf: 192 feature columns are not 8 x 8 pixels of an image; the images the ids name are (kit's verdict:
+    the files layout with train_images = test_images = "images"). The draft says which it took, and why."""
+    text = init.draft(leaf(tmp_path / "leaf-classification"), metric="log_loss")
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "cnn"
+    assert {k: raw["data"].get(k) for k in ("layout", "train", "id_column", "target_column", "train_images", "test_images",
+                                            "image_ext")} == {
+        "layout": "files", "train": "train.csv", "id_column": "id", "target_column": "species",
+        "train_images": "images", "test_images": "images", "image_ext": ".jpg"}
+    assert "# cannot tell: whether the model reads the images or the tables' 192 number columns (margin1 ... " \
+           "texture64): the images the ids name are taken" in text
