@@ -238,6 +238,12 @@ def tabular_guess(survey: Survey, sample_file: str, names: list[str], template: 
     lines.append(Line("id_column", key, f"the sample's ids are {test or train}'s"))
     cannot: list[str] = []
     lines += target_lines(train_frame, targets, key, test_frame, cannot)
+    labels = {line.value for line in lines if line.key == "target_column"} | set(targets)
+    only = [c for c in train_frame.columns if test_frame is not None and c not in test_frame.columns and c not in labels
+            and c != key and not UNNAMED.fullmatch(str(c))]
+    if only:  # siim-isic's diagnosis and benign_malignant: the model reads a column in both tables or not at all
+        lines.append(Line("drop_columns", only, f"the training table's alone ({test} lacks them): the model cannot read "
+                                                "them in the test rows"))
     return Guess(template, "tables of features, and no images, texts or sequences", lines, targets,
                  labels_of(train_frame, targets, lines), cannot)
 

@@ -16,10 +16,11 @@ from slugify import slugify
 
 from kit import config as kit_config
 from kit import files, spec, templates
-from kit.build import guesses, image_guesses, mask_guesses, metric_guess
+from kit.build import draft_check, guesses, image_guesses, mask_guesses, metric_guess
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
+from kit.spec import Spec
 from kit.train.metrics import LABEL_SETS
 
 # folder names that hold a competition's files but are not its slug (MLE-bench's <slug>/prepared/public)
@@ -65,18 +66,18 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
         chosen, metric_line, cannot = _metric(survey, guess, sample_file, metric)
         if chosen == "bias_auc":
             guess.data.append(_identities(survey, guess))
-    slug = slug_of(data_dir)
-    competition = [Line("slug", slug, "guessed: the data folder's name"),
-                   Line("template", guess.template, "given (--template)" if template else f"guessed: {guess.why}"),
-                   metric_line]
-    title = title_of(slug, guess.template)
-    kernel = [Line("title", title, "5 to 50 characters: the kernel's URL is made from it"),
-              Line("machine_shape", "NvidiaTeslaT4", "GPU T4 x2"), Line("internet", False), Line("private", True)]
-    packages = templates.get(guess.template).packages
-    if packages:
-        kernel.append(Line("packages", list(packages), "not on Kaggle's image: make kernel attaches their wheels"))
-    text = render(data_dir, slug, competition, cannot, guess, kernel, _params(guess.template), survey.skipped)
-    _check(text)
+        slug = slug_of(data_dir)
+        competition = [Line("slug", slug, "guessed: the data folder's name"),
+                       Line("template", guess.template, "given (--template)" if template else f"guessed: {guess.why}"),
+                       metric_line]
+        title = title_of(slug, guess.template)
+        kernel = [Line("title", title, "5 to 50 characters: the kernel's URL is made from it"),
+                  Line("machine_shape", "NvidiaTeslaT4", "GPU T4 x2"), Line("internet", False), Line("private", True)]
+        packages = templates.get(guess.template).packages
+        if packages:
+            kernel.append(Line("packages", list(packages), "not on Kaggle's image: make kernel attaches their wheels"))
+        text = render(data_dir, slug, competition, cannot, guess, kernel, _params(guess.template), survey.skipped)
+        draft_check.check(_check(text), survey)
     return text
 
 
@@ -246,9 +247,9 @@ def toml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _check(text: str) -> None:
+def _check(text: str) -> Spec:
     """The draft loads as a config (kit.config), or a KitError says why: kit init never prints one that does not."""
     try:
-        kit_config.parse(tomllib.loads(text), Path("the draft"))
+        return kit_config.parse(tomllib.loads(text), Path("the draft")).spec
     except (KitError, tomllib.TOMLDecodeError) as e:
         raise KitError(f"kit init's draft does not load ({e}); please report it with the folder's file list") from None

@@ -162,6 +162,17 @@ class Survey:
             self._read[name] = table
         return self._read[name]
 
+    def typed(self, name: str) -> pd.DataFrame:
+        """The table [data] `name` names, its first HEAD rows typed as the kernel reads them (numbers as numbers)."""
+        path = self.path(name)
+        suffix = table_suffix(path.name)
+        if suffix not in (".csv", ".tsv"):
+            return self.read(name)
+        try:
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", nrows=HEAD, low_memory=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+            raise KitError(f"{name}: cannot read it as a table ({' '.join(str(e).split())})") from None
+
     def folder(self, name: str) -> Folder | None:
         """The image folder [data] `name` names: a top-level one, or a folder deeper in the data ("nybg2020/train"),
         or in an archive ("train/images" in train.zip, as kit.data.archives finds it)."""

@@ -9,6 +9,7 @@ kit.train.boosting (`fit_fold`), the network in the one training loop; both writ
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from kit.pipelines import base
 from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.session import Session
+from kit.spec import Spec
 from kit.train import boosting, cv, targets
 from kit.train.boosting import BoostConfig
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
@@ -56,6 +58,34 @@ def pipeline(session: Session) -> TabularPipeline:
     return MlpPipeline(session) if session.params.model_name == "mlp" else BoosterPipeline(session)
 
 
+def require_test(spec: Spec) -> None:
+    if not spec.test:
+        raise KitError("[data] test is empty: the tabular template needs the test table's file name")
+
+
+def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.DataFrame, where: tuple[Path, Path, Path],
+            log: Callable[[str], None]) -> tuple[Target, list[str], dict]:
+    """The checks the template makes of its tables before it trains, and what they decide: the target, the
+    training columns it is read from, and the features' recipe (kit.data.features.infer). `where` is the
+    training, test and sample files' paths, for the errors. kit init runs them on a draft's first rows."""
+    train_path, test_path, sample_path = where
+    columns = base.sample_targets(sample, spec, sample_path, test.columns)
+    target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name, (), spec.target_range)
+    if target is None:
+        tables.require_columns(train, [spec.target_column], train_path)
+        target = targets.infer(spec.metric, train[spec.target_column], columns,
+                               f"{train_path.name}, column '{spec.target_column}'", spec.target_range)
+    if target.kind == "tags":
+        raise KitError(f"{train_path.name}: metric {spec.metric} scores label sets, which the tabular template does "
+                       "not predict; give each label a 0/1 column in the sample submission")
+    sources = list(target.sources) if target.by_column else [spec.target_column]
+    for column in sources:
+        tables.require_filled(train, column, train_path)
+    exclude = {spec.id_column, spec.target_column, spec.group_column, spec.fold_column, *columns, *sources,
+               *spec.drop_columns}
+    return target, sources, features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, log)
+
+
 class TabularPipeline:
     def __init__(self, session: Session):
         self.session, self.p, self.spec = session, session.params, session.spec
@@ -65,8 +95,7 @@ class TabularPipeline:
         """Read and check the tables and the sample submission, decide the features and encode both tables
         (in predict mode, the test table and the sample only, read as the training run read its own)."""
         s, spec = self.session, self.spec
-        if not spec.test:
-            raise KitError("[data] test is empty: the tabular template needs the test table's file name")
+        require_test(spec)
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
@@ -76,23 +105,9 @@ class TabularPipeline:
         test, test_path = self._test_table(read, "every test row is predicted, so it is read whole: lower train_rows to leave "
                                                  "it room, leave out columns the model need not read ([data] drop_columns), "
                                                  "or run where there is more memory")
-        columns = base.sample_targets(sample, spec, sample_path, test.columns)
-        target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name, (), spec.target_range)
-        if target is None:
-            tables.require_columns(train, [spec.target_column], train_path)
-            target = targets.infer(spec.metric, train[spec.target_column], columns,
-                                   f"{train_path.name}, column '{spec.target_column}'", spec.target_range)
-        if target.kind == "tags":
-            raise KitError(f"{train_path.name}: metric {spec.metric} scores label sets, which the tabular template does "
-                           "not predict; give each label a 0/1 column in the sample submission")
-        sources = list(target.sources) if target.by_column else [spec.target_column]
-        for column in sources:
-            tables.require_filled(train, column, train_path)
+        target, sources, kinds = checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
         groups, assigned = base.fold_keys(spec, train, train_path)
-        exclude = {spec.id_column, spec.target_column, spec.group_column, spec.fold_column, *columns, *sources,
-                   *spec.drop_columns}
-        kinds = features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, s.log)
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, y, spec.metric).tolist(),

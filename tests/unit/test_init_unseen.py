@@ -7,7 +7,9 @@ from pathlib import Path
 
 import layouts
 
+from kit import cli, config
 from kit.build import init
+from kit.pipelines import tabular
 
 
 def cassava(folder: Path) -> Path:
@@ -97,3 +99,28 @@ def test_the_image_folder_the_ids_name_is_preferred_over_number_columns(tmp_path
         "train_images": "images", "test_images": "images", "image_ext": ".jpg"}
     assert "# cannot tell: whether the model reads the images or the tables' 192 number columns (margin1 ... " \
            "texture64): the images the ids name are taken" in text
+
+
+def test_a_tabular_draft_drops_the_columns_the_test_table_lacks_and_passes_the_kernels_checks(tmp_path):
+    """siim-isic as tables: diagnosis and benign_malignant are the training table's alone; the kernel reads every
+    feature in both tables, and stopped at once ("test.csv: no column 'diagnosis' of the training table")."""
+    folder = siim_isic(tmp_path / "siim-isic-melanoma-classification")
+    raw = tomllib.loads(init.draft(folder, metric="auc", template="tabular"))
+    assert raw["data"]["drop_columns"] == ["diagnosis", "benign_malignant"]
+    spec = config.parse(raw, tmp_path / "x.toml").spec
+    train, test, sample = (layouts.pd.read_csv(folder / n) for n in ("train.csv", "test.csv", "sample_submission.csv"))
+    target, _, recipe = tabular.checked(spec, train, test, sample, (folder / "train.csv", folder / "test.csv",
+                                                                    folder / "sample_submission.csv"), print)
+    assert target.columns == ("target",) and "diagnosis" not in recipe["kinds"] and "age_approx" in recipe["kinds"]
+
+
+def test_a_draft_the_kernels_data_checks_refuse_is_one_line_not_a_config(tmp_path, capsys):
+    """No test table: the tabular template's kernel stops at "[data] test is empty"; kit init says so and writes
+    nothing, where it had printed the draft."""
+    folder = layouts.tables_only(tmp_path / "spaceship-titanic")
+    (folder / "test.csv").unlink()
+    out = tmp_path / "draft.toml"
+    assert cli.main(["init", str(folder), "--metric", "accuracy", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "would stop at the kernel's data checks: [data] test is empty" in err, err
+    assert not out.exists()
