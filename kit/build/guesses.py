@@ -21,6 +21,7 @@ SAMPLE = re.compile(r"sample.?submission|submission.?sample", re.I)
 LABEL_NAMES = ("target", "label", "labels", "class", "category", "category_id", "y")
 TEXT_WORDS = 3.0  # a column is text when its cells hold this many words on average (or TEXT_CHARS characters)
 TEXT_CHARS = 40.0
+PHRASE_WORDS = 2.0  # a column of short texts holds this many words a cell on average ("abatement of pollution")
 LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
 HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
 UNSURE = "the first of the columns the test table lacks"  # label_column's reason when it cannot tell
@@ -82,6 +83,20 @@ def is_text(values: pd.Series) -> bool:
     letters = filled.str.count(r"[^\W\d_]").sum() / max(int(filled.str.count(r"\S").sum()), 1)
     return (words >= TEXT_WORDS or filled.str.len().mean() >= TEXT_CHARS) and letters >= LETTERS and \
         filled.nunique() >= 0.5 * len(filled)
+
+
+def phrases(test: pd.DataFrame, train: pd.DataFrame, key: str) -> list[str]:
+    """The columns both tables hold but the id, where each holds words, not numbers, and one holds phrases of
+    PHRASE_WORDS words or more (us-patent-phrase-to-phrase-matching's anchor, target and CPC context): short
+    texts, which a text encoder reads as well as long ones; [] otherwise."""
+    shared = [c for c in test.columns if c in train.columns and c != key and not UNNAMED.fullmatch(str(c))]
+    filled = [test[c].dropna() for c in shared]
+    if not shared or any(v.empty or not v.map(lambda x: isinstance(x, str)).all() or numbers(v) is not None
+                         for v in filled):
+        return []
+    phrased = [v for v in filled if v.str.split().str.len().mean() >= PHRASE_WORDS and v.nunique() >= 0.5 * len(v)
+               and v.str.count(r"[^\W\d_]").sum() >= LETTERS * max(int(v.str.count(r"\S").sum()), 1)]
+    return shared if phrased else []
 
 
 def sample_name(survey: Survey) -> str:
@@ -173,6 +188,10 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         return None
     train_frame = survey.read(train)
     texts = [c for c in test_frame.columns if c in train_frame.columns and c != key and is_text(test_frame[c])]
+    kind, why = "free text", "free text (several words a cell) in both tables"
+    if not texts:
+        texts = phrases(test_frame, train_frame, key)
+        kind, why = "short texts", "short texts: every column but the id holds words, some of them phrases of several"
     if not texts:
         return None
     targets = [c for c in columns(sample) if c != key and c not in test_frame.columns]
@@ -189,10 +208,10 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         lines.append(Line("id_column", "", f"no column of distinct values in both {sample_file} and {test}: their rows "
                                            f"match by order{copied}"))
     lines += target_lines(train_frame, targets, key, test_frame, cannot)
-    lines.append(Line("text_columns", texts, "free text (several words a cell) in both tables"))
+    lines.append(Line("text_columns", texts, why))
     if through:
         lines.append(Line("submission_columns", targets, "the sample's columns the test table lacks: the model fills them"))
-    return Guess("text", f"free text in {test} ({', '.join(texts[:3])})", lines, targets,
+    return Guess("text", f"{kind} in {test} ({', '.join(texts[:3])})", lines, targets,
                  labels_of(train_frame, targets, lines), cannot)
 
 

@@ -124,3 +124,32 @@ def test_a_draft_the_kernels_data_checks_refuse_is_one_line_not_a_config(tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "would stop at the kernel's data checks: [data] test is empty" in err, err
     assert not out.exists()
+
+
+def us_patent(folder: Path) -> Path:
+    """us-patent-phrase-to-phrase-matching: train.csv id,anchor,target,context,score (phrases of a few words and a
+    CPC code), test.csv without score, the sample id,score."""
+    anchors = ["abatement", "acid absorption", "adjustable cup", "wood article"]
+    targets = ["abatement of pollution", "act of abating", "eliminating process", "forest region", "absorbent of acid",
+               "acid uptake", "cup holder", "height adjustable cup", "wooden article", "article of wood", "forest area",
+               "pollution control", "water absorption", "adjustable basket", "timber product", "acid absorbent layer"]
+    contexts = ["A47", "C08", "H01", "B44"]
+    ids = layouts.hexes(16, 16, 2)
+    frame = layouts.pd.DataFrame({"id": ids, "anchor": [anchors[k % 4] for k in range(16)], "target": targets,
+                                  "context": [contexts[k % 4] for k in range(16)],
+                                  "score": [0.0, 0.25, 0.5, 0.75, 1.0, 0.5, 0.25, 0.5] * 2})
+    layouts.csv(frame.iloc[:12], folder / "train.csv")
+    layouts.csv(frame.iloc[12:].drop(columns=["score"]), folder / "test.csv")
+    layouts.csv({"id": ids[12:], "score": 0}, folder / "sample_submission.csv")
+    return folder
+
+
+def test_short_texts_are_drafted_as_text(tmp_path):
+    """us-patent: anchor, target and context of a word to a few are what the model reads, and nothing else is;
+    the text template reads them (kit's verdict: text_columns = ["anchor", "target", "context"])."""
+    text = init.draft(us_patent(tmp_path / "us-patent-phrase-to-phrase-matching"), metric="pearson")
+    raw = tomllib.loads(text)
+    assert raw["competition"]["template"] == "text", text
+    assert {k: raw["data"].get(k) for k in ("train", "test", "id_column", "target_column", "text_columns")} == {
+        "train": "train.csv", "test": "test.csv", "id_column": "id", "target_column": "score",
+        "text_columns": ["anchor", "target", "context"]}
