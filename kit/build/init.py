@@ -16,7 +16,7 @@ from slugify import slugify
 
 from kit import config as kit_config
 from kit import files, spec, templates
-from kit.build import draft_check, guesses, image_guesses, mask_guesses, metric_guess
+from kit.build import draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
@@ -59,6 +59,9 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
         survey = Survey.of(data_dir, Path(scratch))
         sample_file = guesses.sample_name(survey)
         guess = _guess(survey, sample_file, metric, template)
+        group = group_guess.group_line(survey, guess, sample_file)
+        if group is not None:
+            guess.data.append(group)
         misfit = spec.metric_misfit(guess.template, metric) if metric else ""
         if misfit:
             raise KitError(f"--metric {metric}: {misfit}, and the draft's template is {guess.template}; pass another "

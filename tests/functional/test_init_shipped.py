@@ -16,8 +16,8 @@ from kit.spec import Spec
 
 DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
-COLUMNS = ("id_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns", "submission_columns",
-           "train_masks", "mask_ext")
+COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
+           "submission_columns", "train_masks", "mask_ext")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

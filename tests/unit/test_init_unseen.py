@@ -153,3 +153,37 @@ def test_short_texts_are_drafted_as_text(tmp_path):
     assert {k: raw["data"].get(k) for k in ("train", "test", "id_column", "target_column", "text_columns")} == {
         "train": "train.csv", "test": "test.csv", "id_column": "id", "target_column": "score",
         "text_columns": ["anchor", "target", "context"]}
+
+
+def iwildcam_2019(folder: Path) -> Path:
+    """iwildcam-2019-fgvc6 as MLE-bench splits it, by camera location: train.csv (category_id, date, file_name,
+    frame_num, id, location, seq_id, ...), test.csv without category_id at locations train.csv lacks, the sample
+    Id,Category; train_images/ and test_images/ of <id>.jpg."""
+    train, test = layouts.hexes(14, 12), layouts.hexes(4, 12, 1)
+    for split, ids in (("train_images", train), ("test_images", test)):
+        for i in ids:
+            layouts.touch(folder / split / f"{i}.jpg")
+    rows = {"date": "2012-03-17 03:48:44", "frame_num": 1, "seq_num_frames": 3, "width": 1024, "height": 747}
+    layouts.csv({"category_id": [k % 3 for k in range(14)], **rows, "file_name": [f"{i}.jpg" for i in train], "id": train,
+                 "location": [k % 6 for k in range(14)], "seq_id": [f"s{k // 3}" for k in range(14)]}, folder / "train.csv")
+    layouts.csv({**rows, "file_name": [f"{i}.jpg" for i in test], "id": test, "location": [40, 41, 40, 41],
+                 "seq_id": ["t0", "t0", "t1", "t1"]}, folder / "test.csv")
+    layouts.csv({"Id": test, "Category": 0}, folder / "sample_submission.csv")
+    return folder
+
+
+def test_a_column_named_for_the_rows_groups_is_drafted_as_group_column(tmp_path):
+    """iwildcam-2019's test cameras are new, and movie-review's phrases come in sentences: kit's configs keep each
+    group in one fold (group_column = "location", "SentenceId"); so does the draft, saying why."""
+    text = init.draft(iwildcam_2019(tmp_path / "iwildcam-2019-fgvc6"), metric="macro_f1")
+    assert tomllib.loads(text)["data"]["group_column"] == "location"
+    assert "a group stays in one fold; test.csv's are all new" in text
+    folder = tmp_path / "movie-review-sentiment-analysis-kernels-only"
+    phrases = layouts.sentences(16, words=4)
+    layouts.csv({"PhraseId": range(1, 13), "SentenceId": [k // 2 for k in range(12)], "Phrase": phrases[:12],
+                 "Sentiment": [k % 5 for k in range(12)]}, folder / "train.tsv", sep="\t")
+    layouts.csv({"PhraseId": range(13, 17), "SentenceId": [7, 7, 8, 8], "Phrase": phrases[12:]}, folder / "test.tsv",
+                sep="\t")
+    layouts.csv({"PhraseId": range(13, 17), "Sentiment": 2}, folder / "sampleSubmission.csv")
+    raw = tomllib.loads(init.draft(folder, metric="accuracy"))
+    assert (raw["competition"]["template"], raw["data"]["group_column"]) == ("text", "SentenceId")
