@@ -75,9 +75,11 @@ def numbers(values: pd.Series) -> pd.Series | None:
 
 
 def is_text(values: pd.Series) -> bool:
-    """Free text: strings of several words (or long), mostly letters (not a date and time), mostly distinct."""
+    """Free text: strings of several words (or long), mostly letters (not a date and time, nor addresses: google-quest's
+    url and user pages), mostly distinct."""
     filled = values.dropna()
-    if filled.empty or not filled.map(lambda v: isinstance(v, str)).all() or numbers(filled) is not None:
+    if filled.empty or not filled.map(lambda v: isinstance(v, str)).all() or numbers(filled) is not None or \
+            filled.str.match(r"\s*(https?|ftp)://\S*\s*$").mean() > 0.5:
         return False
     words = filled.str.split().str.len().mean()
     letters = filled.str.count(r"[^\W\d_]").sum() / max(int(filled.str.count(r"\S").sum()), 1)

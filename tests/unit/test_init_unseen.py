@@ -187,3 +187,29 @@ def test_a_column_named_for_the_rows_groups_is_drafted_as_group_column(tmp_path)
     layouts.csv({"PhraseId": range(13, 17), "Sentiment": 2}, folder / "sampleSubmission.csv")
     raw = tomllib.loads(init.draft(folder, metric="accuracy"))
     assert (raw["competition"]["template"], raw["data"]["group_column"]) == ("text", "SentenceId")
+
+
+def google_quest(folder: Path) -> Path:
+    """google-quest-challenge: train.csv (qa_id, question_title, question_body, question_user_name,
+    question_user_page, answer, answer_user_name, answer_user_page, url, category, host, then the 30 scores; three
+    here), test.csv without the scores, the sample qa_id and the scores."""
+    texts = layouts.sentences(30, words=12)
+    host = "photo.stackexchange.com"
+    rows = [{"qa_id": 10 + k, "question_title": texts[k][:40], "question_body": texts[k + 10], "question_user_name": f"ann{k}",
+             "question_user_page": f"https://{host}/users/{1024 + k}/ann-the-photographer-{k}", "answer": texts[k + 20],
+             "answer_user_name": f"bob{k}", "answer_user_page": f"https://{host}/users/{2048 + k}/bob-answers-{k}",
+             "url": f"http://{host}/questions/{9000 + k}/what-is-the-distance-of-field-{k}",
+             "category": ["LIFE_ARTS", "CULTURE", "SCIENCE"][k % 3], "host": host} for k in range(10)]
+    scores = ["question_asker_intent_understanding", "question_body_critical", "answer_helpful"]
+    frame = layouts.pd.DataFrame(rows)
+    layouts.csv(frame.iloc[:7].assign(**{s: [k / 7 for k in range(7)] for s in scores}), folder / "train.csv")
+    layouts.csv(frame.iloc[7:], folder / "test.csv")
+    layouts.csv({"qa_id": frame["qa_id"].iloc[7:], **{s: 0.5 for s in scores}}, folder / "sample_submission.csv")
+    return folder
+
+
+def test_addresses_are_not_read_as_text(tmp_path):
+    """google-quest's url and user pages are long strings of letters, but addresses: kit's config reads the title,
+    the body and the answer alone."""
+    raw = tomllib.loads(init.draft(google_quest(tmp_path / "google-quest-challenge"), metric="spearman"))
+    assert raw["data"]["text_columns"] == ["question_title", "question_body", "answer"]
