@@ -1,7 +1,8 @@
 """kit init on every shipped config's smoke data (its competition's public layout, written by the config's smoke
-maker): the draft builds as `make kernel` builds a config, and its [data] agrees with the shipped config's on
-what decides the run: the template, the layout, the files, the id and target columns, how a row names its
-image, the text, array and sequence columns. Where they agree, the shipped config's own smoke run (make
+maker) with a description.md beside it that names the metric as a Kaggle evaluation page does (no --metric):
+the draft builds as `make kernel` builds a config, and agrees with the shipped config on what decides the run:
+the template, the metric, the layout, the files, the id, target and group columns, how a row names its image,
+the text, array and sequence columns. Where they agree, the shipped config's own smoke run (make
 kaggle-smoke, the e2e tests) already shows the submission the draft's run writes, so none is trained here.
 
 A new shipped config is covered as it lands; one that kit init cannot reproduce goes in DIFFERENT with why."""
@@ -19,6 +20,26 @@ FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
            "submission_columns", "train_masks", "mask_ext")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
+# how a Kaggle evaluation page names each shipped metric (in our words): the description.md MLE-bench writes beside
+# the data, from which kit init reads the metric
+EVALUATION = {
+    "accuracy": "Submissions are scored on their accuracy: the share of test rows whose predicted class is right.",
+    "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
+    "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
+    "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
+    "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
+    "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",
+    "log_loss": "Submissions are evaluated with the multi-class logarithmic loss of the predicted probabilities.",
+    "macro_f1": "The score is the macro F1 score: the F1 of each class, averaged over the classes.",
+    "mae": "Submissions are scored on the mean absolute error between the predicted and the actual values.",
+    "map@5": "Submissions are evaluated on the Mean Average Precision @ 5 (MAP@5) of the five labels given a row.",
+    "map_iou": "The score is the mean average precision at different intersection over union (IoU) thresholds.",
+    "qwk": "Submissions are scored on the quadratic weighted kappa between the predicted and the actual scores.",
+    "rmse": "Submissions are scored on the root mean squared error.",
+    "rmsle": "The score is the root mean squared logarithmic error of the predictions.",
+    "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
+    "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
+}
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 
 
@@ -93,7 +114,8 @@ def test_init_drafts_the_shipped_config_from_its_smoke_data(name, tmp_path, kagg
     shipped = config.load(name)
     data_dir = tmp_path / "input" / shipped.spec.slug
     smoke.make_dataset(shipped.spec, data_dir, 0)
-    text = init.draft(data_dir, metric=shipped.spec.metric)
+    (data_dir / "description.md").write_text(f"# {shipped.spec.slug}\n\n## Evaluation\n\n{EVALUATION[shipped.spec.metric]}\n")
+    text = init.draft(data_dir)
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
     built = bundle.build(str(path), tmp_path / "kernels" / name)  # make kernel on the draft
