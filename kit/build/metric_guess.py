@@ -34,6 +34,9 @@ SAID = (
     (r"area under the roc|roc curve|\bauc\b", "auc"),
     (r"accuracy|classification error|top-1 error", "accuracy"),  # inaturalist's top-1 error is 1 - accuracy
 )
+# a target named as a grade on a scale (essay-scoring's score, aptos' diagnosis, petfinder's AdoptionSpeed), not
+# a class or a sentiment (movie-review's Sentiment 0-4 is graded by accuracy)
+SCORES = re.compile(r"score|grade|rating|diagnosis|severity|speed", re.I)
 SECTION = 1500  # characters of the description read from its first mention of evaluation
 
 
@@ -91,5 +94,9 @@ def from_data(guess: Guess, sample: pd.DataFrame) -> tuple[str, str, str]:
     if values is not None and (distinct > 20 or not (values == values.round()).all()):
         return "rmse", "a number per row", "mae, rmsle, pearson or spearman"
     if values is not None and numeric_sample and 3 <= distinct <= 10:
+        named = next((str(n) for n in (targets[0], labels.name) if n is not None and SCORES.search(str(n))), "")
+        if named and values.max() - values.min() + 1 == distinct:  # essay-scoring's score 1-6, aptos' diagnosis 0-4
+            return "qwk", (f"ordered scores: '{named}' holds the whole numbers {int(values.min())} to {int(values.max())}"), \
+                "accuracy or macro_f1"
         return "accuracy", "a whole score per row", "qwk for ordered scores, or macro_f1"
     return "accuracy", "a class per row", "macro_f1"

@@ -213,3 +213,19 @@ def test_addresses_are_not_read_as_text(tmp_path):
     the body and the answer alone."""
     raw = tomllib.loads(init.draft(google_quest(tmp_path / "google-quest-challenge"), metric="spearman"))
     assert raw["data"]["text_columns"] == ["question_title", "question_body", "answer"]
+
+
+def test_ordered_scores_are_guessed_qwk_without_a_description(tmp_path):
+    """learning-agency-lab-automated-essay-scoring-2: train.csv essay_id,full_text,score (1 to 6), test.csv
+    without score, the sample essay_id,score. Whole numbers on a scale, named a score, are graded by quadratic
+    weighted kappa; movie-review's Sentiment 0-4 stays accuracy (test_init)."""
+    folder = tmp_path / "learning-agency-lab-automated-essay-scoring-2"
+    essays = layouts.sentences(16, words=20)
+    ids = layouts.hexes(16, 7, 3)
+    layouts.csv({"essay_id": ids[:12], "full_text": essays[:12], "score": [1 + k % 6 for k in range(12)]},
+                folder / "train.csv")
+    layouts.csv({"essay_id": ids[12:], "full_text": essays[12:]}, folder / "test.csv")
+    layouts.csv({"essay_id": ids[12:], "score": 3}, folder / "sample_submission.csv")
+    text = init.draft(folder)
+    assert tomllib.loads(text)["competition"]["metric"] == "qwk"
+    assert "ordered scores: 'score' holds the whole numbers 1 to 6" in text and "and so may accuracy or macro_f1" in text
