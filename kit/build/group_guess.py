@@ -10,9 +10,10 @@ from kit.build import guesses
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 
-# what rows are grouped by, as a word of the column's name ("SentenceId", "patient_id", "location")
+# what rows are grouped by, as a word of the column's name ("SentenceId", "patient_id", "location"); not a store or a
+# household, whose series the test rows may go on with
 GROUP_WORDS = {"location", "site", "camera", "patient", "subject", "sentence", "group", "session", "user", "prompt",
-               "study", "essay", "household", "store", "speaker", "author"}
+               "study", "essay", "speaker", "author"}
 MIN_GROUPS = 5  # the default folds: fewer groups cannot fill them (kit.train.cv)
 READ = ("id_column", "target_column", "text_columns", "image_path", "sequence_column", "order_column", "features",
         "array_columns", "identity_columns")  # [data] keys naming columns the model reads, or the ids and targets
