@@ -229,3 +229,16 @@ def test_ordered_scores_are_guessed_qwk_without_a_description(tmp_path):
     text = init.draft(folder)
     assert tomllib.loads(text)["competition"]["metric"] == "qwk"
     assert "ordered scores: 'score' holds the whole numbers 1 to 6" in text and "and so may accuracy or macro_f1" in text
+
+
+def test_number_columns_the_kernel_would_not_read_as_pixels_are_one_line(tmp_path, capsys):
+    """leaf without its images: 64 margin columns make an 8 x 8 square, but the kernel reads every column but the
+    id and the label as pixels (192 of them) and refuses; so does kit init, in the kernel's words."""
+    folder = leaf(tmp_path / "leaf-classification")
+    for image in (folder / "images").iterdir():
+        image.unlink()
+    (folder / "images").rmdir()
+    assert cli.main(["init", str(folder), "--metric", "log_loss"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks: train.csv: 192 pixel " \
+                                    "columns (all but id, species) do not make a square image" in err, err
