@@ -50,11 +50,11 @@ def read(path: Path, id_column: str | None = None) -> pd.DataFrame:
     df = frame(load(path), path)
     if id_column and id_column in df.columns:
         df[id_column] = df[id_column].astype(str)
-    return df.reset_index(drop=True)
+    return df
 
 
 def frame(value: Any, path: Path) -> pd.DataFrame:
-    """A loaded JSON value (`load`) as a table, or a KitError that says why it is none."""
+    """A loaded JSON value (`load`) as a table, its rows numbered from 0, or a KitError that says why it is none."""
     if is_coco(value):
         raise KitError(f'{path.name}: a COCO-style label file (images, annotations, categories), not a table; set '
                        'layout = "coco" in [data] for image competitions')
@@ -78,7 +78,7 @@ def frame(value: Any, path: Path) -> pd.DataFrame:
         raise KitError(f"{path.name}: neither a list of records nor a mapping of columns; cannot read it as a table")
     if df.empty:
         raise KitError(f"{path}: no rows")
-    return df
+    return df.reset_index(drop=True)
 
 
 def explode(table: pd.DataFrame, columns: Sequence[str], sequence_column: str, order_column: str, id_column: str,
