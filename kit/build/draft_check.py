@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.build.survey import Survey
+from kit.build.survey import HEAD, Survey
 from kit.data import layouts
 from kit.errors import KitError
 from kit.pipelines import tabular
@@ -28,4 +28,4 @@ def check(spec: Spec, survey: Survey) -> None:
             layouts.pixel_columns(train, [c for c in dict.fromkeys(others) if c], spec.train)
     except KitError as e:
         raise KitError(f"{survey.data_dir}: kit init's draft (template {spec.template}) would stop at the kernel's data "
-                       f"checks: {e}") from None
+                       f"checks (run on the tables' first {HEAD:,} rows): {e}") from None

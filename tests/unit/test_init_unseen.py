@@ -122,7 +122,8 @@ def test_a_draft_the_kernels_data_checks_refuse_is_one_line_not_a_config(tmp_pat
     out = tmp_path / "draft.toml"
     assert cli.main(["init", str(folder), "--metric", "accuracy", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "would stop at the kernel's data checks: [data] test is empty" in err, err
+    assert err.count("\n") == 1 and "would stop at the kernel's data checks (run on the tables' first 10,000 rows): " \
+                                    "[data] test is empty" in err, err
     assert not out.exists()
 
 
@@ -240,5 +241,6 @@ def test_number_columns_the_kernel_would_not_read_as_pixels_are_one_line(tmp_pat
     (folder / "images").rmdir()
     assert cli.main(["init", str(folder), "--metric", "log_loss"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks: train.csv: 192 pixel " \
-                                    "columns (all but id, species) do not make a square image" in err, err
+    assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks (run on the tables' first " \
+                                    "10,000 rows): train.csv: 192 pixel columns (all but id, species) do not make a " \
+                                    "square image" in err, err
