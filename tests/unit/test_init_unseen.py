@@ -52,17 +52,19 @@ def siim_isic(folder: Path) -> Path:
             layouts.touch(folder / split / f"{name}.dcm", b"DICM")
             layouts.touch(folder / "jpeg" / split / f"{name}.jpg")
         layouts.touch(folder / "tfrecords" / f"{split}00-{len(names)}.tfrec", b"records")
-    meta = {"patient_id": "IP_0001", "sex": "male", "age_approx": 45.0, "anatom_site_general_challenge": "torso"}
-    layouts.csv({"image_name": train, **meta, "diagnosis": "unknown", "benign_malignant": "benign",
-                 "target": [k % 2 for k in range(12)]}, folder / "train.csv")
-    layouts.csv({"image_name": test, **meta}, folder / "test.csv")
+    meta = {"sex": "male", "age_approx": 45.0, "anatom_site_general_challenge": "torso"}
+    layouts.csv({"image_name": train, "patient_id": [f"IP_{k // 2:04d}" for k in range(12)], **meta, "diagnosis": "unknown",
+                 "benign_malignant": "benign", "target": [k % 2 for k in range(12)]}, folder / "train.csv")
+    layouts.csv({"image_name": test, "patient_id": ["IP_0100", "IP_0100", "IP_0101", "IP_0101"], **meta},
+                folder / "test.csv")
     layouts.csv({"image_name": test, "target": 0}, folder / "sample_submission.csv")
     return folder
 
 
 def test_images_in_split_folders_beside_look_alike_folders_are_found(tmp_path):
     """siim-isic: train/ and test/ hold DICOMs, which kit does not read; the JPEGs the ids name are in jpeg/train/
-    and jpeg/test/. The draft is the cnn template on those folders (kit's verdict: train_images = "jpeg/train")."""
+    and jpeg/test/. The draft is the cnn template on those folders (kit's verdict: train_images = "jpeg/train"),
+    its folds grouped by patient (the verdict's caveat: "folds are not grouped by patient")."""
     text = init.draft(siim_isic(tmp_path / "siim-isic-melanoma-classification"), metric="auc")
     raw = tomllib.loads(text)
     assert raw["competition"]["template"] == "cnn", text
@@ -70,6 +72,7 @@ def test_images_in_split_folders_beside_look_alike_folders_are_found(tmp_path):
                                         "image_ext")} == {
         "layout": "files", "train": "train.csv", "id_column": "image_name", "target_column": "target",
         "train_images": "jpeg/train", "test_images": "jpeg/test", "image_ext": ".jpg"}
+    assert raw["data"]["group_column"] == "patient_id"  # a patient's images stay in one fold: the test's are new
 
 
 def leaf(folder: Path) -> Path:
