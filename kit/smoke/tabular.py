@@ -165,6 +165,8 @@ def generic(spec: Spec, folder: Path, rng: np.random.Generator, n: int = 400, te
     first = pd.to_numeric(frame[names[0]], errors="coerce").fillna(0.0).to_numpy() + rng.normal(0, 0.3, n)
     values = spec.metric in ("mae", "rmse", "rmsle", "pearson", "spearman")
     frame[spec.target_column] = np.exp(first) if values else np.where(first > 0, "yes", "no")
+    if spec.group_column:  # rows in groups, as the config's folds read them
+        frame[spec.group_column] = [f"group{j % 8}" for j in range(n)]  # more groups than the smoke's folds
     train, tested = split(frame, test, [spec.target_column])
     fill = 0.0 if values else (0.5 if spec.metric in ("auc", "log_loss") else "no")
     sample = pd.DataFrame({spec.id_column or "id": tested[spec.id_column or "id"], spec.target_column: fill})
