@@ -1,0 +1,22 @@
+"""kit init's drafts for competitions no shipped config covers train: each is drafted from its folder as MLE-bench
+writes it (tests/unseen.py) and run as `make smoke` runs a config (data made in the draft's layout, the notebook
+through papermill on the CPU, the submission checked against the sample)."""
+import pytest
+import unseen
+
+from kit import smoke
+from kit.build import init
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.parametrize("maker, slug, metric", [
+    (unseen.siim_isic, "siim-isic-melanoma-classification", "auc"),  # images in jpeg/train/, folds by patient
+    (unseen.leaf, "leaf-classification", "log_loss"),  # one images/ folder for both splits, not the number columns
+])
+def test_a_draft_for_an_unseen_competition_runs_its_smoke(tmp_path, monkeypatch, maker, slug, metric):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / f"{slug}.toml"
+    path.write_text(init.draft(maker(tmp_path / "data" / slug), metric=metric))
+    result = smoke.run(str(path), root=tmp_path / "run")
+    assert result.rows == 16 and result.folds == 2 and result.metric == metric  # both folds trained: no fallback
