@@ -53,16 +53,17 @@ def make_images(spec: Spec, folder: Path, seed: int = 0, classes: int = 6, per_c
     train_dir, test_dir = folder / spec.train_images, folder / spec.test_images
     train_dir.mkdir(parents=True, exist_ok=True)  # one folder for both where the config says so (leaf's images/)
     test_dir.mkdir(parents=True, exist_ok=True)
+    named = "" if spec.image_ext else ".jpg"  # image_ext = "": the ids end in their extension (cassava's 1000015157.jpg)
     train_ids, train_k = [], []
     for k in range(len(names)):
         for _ in range(per_class):
-            train_ids.append(rng.bytes(16).hex())
+            train_ids.append(rng.bytes(16).hex() + named)
             train_k.append(k)
     order = rng.permutation(len(train_ids))
     train_ids, train_k = [train_ids[i] for i in order], [train_k[i] for i in order]
     for i, k in zip(train_ids, train_k):
         _image(rng, k, len(names)).save(train_dir / f"{i}{spec.image_ext}", quality=90)
-    test_ids = [rng.bytes(16).hex() for _ in range(test)]
+    test_ids = [rng.bytes(16).hex() + named for _ in range(test)]
     for i in test_ids:
         _image(rng, int(rng.integers(len(names))), len(names)).save(test_dir / f"{i}{spec.image_ext}", quality=90)
     regression = spec.metric in ("mae", "rmse")

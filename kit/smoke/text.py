@@ -92,11 +92,17 @@ def make_essays(spec: Spec, folder: Path, seed: int = 0, train: int = 240, test:
     folder.mkdir(parents=True, exist_ok=True)
     texts, scores = essays(train, rng)
     ids = [rng.bytes(4).hex() for _ in range(train + test)]
-    key, text, target = spec.id_column, spec.text_columns[0], spec.target_column
-    pd.DataFrame({key: ids[:train], text: texts, target: scores}).to_csv(folder / spec.train, index=False)
+    key, target = spec.id_column, spec.target_column
+    pd.DataFrame({key: ids[:train], **_columns(spec, texts), target: scores}).to_csv(folder / spec.train, index=False)
     test_texts, _ = essays(test, rng)
-    pd.DataFrame({key: ids[train:], text: test_texts}).to_csv(folder / spec.test, index=False)
+    pd.DataFrame({key: ids[train:], **_columns(spec, test_texts)}).to_csv(folder / spec.test, index=False)
     pd.DataFrame({key: ids[train:], target: 3}).to_csv(folder / spec.sample_submission, index=False)
+
+
+def _columns(spec: Spec, texts: list[str]) -> dict[str, list[str]]:
+    """The config's text columns: the essays in the first, a few of each essay's words in any other (a config of
+    several, such as us-patent-phrase's anchor, target and context, reads them all)."""
+    return {c: texts if j == 0 else [" ".join(t.split()[j: j + 3]) for t in texts] for j, c in enumerate(spec.text_columns)}
 
 
 def make_dataset(spec: Spec, folder: Path, seed: int = 0) -> None:
