@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from kit.params import TrainParams
+from kit.pipelines.base import Pipeline
 from kit.runtime.hardware import Hardware, setup
 from kit.runtime.session import Session
 from kit.spec import Spec
@@ -20,7 +21,7 @@ class ToyData:
         self.target = Target("probs", ("a", "b", "c"), ("a", "b", "c"))
 
 
-class ToyPipeline:
+class ToyPipeline(Pipeline):
     """Linearly separable points; `fail_in_fold` makes that fold's model raise on its first forward."""
 
     def __init__(self, fail_in_fold=None):
@@ -31,6 +32,9 @@ class ToyPipeline:
 
     def load(self):
         return ToyData({"prior": np.bincount(self.y.numpy(), minlength=3) / len(self.y)})
+
+    def show_samples(self, data, n=12):
+        return None
 
     def identity(self, data):
         return "toy points"
@@ -61,12 +65,6 @@ class ToyPipeline:
 
     def trial_rows(self, data):
         return np.arange(120)
-
-    def host_bytes(self, data):
-        return 0
-
-    def release(self, data):
-        pass
 
 
 class Exploding(nn.Linear):

@@ -11,11 +11,12 @@ A pipeline's `load` returns its data: any object with at least
 """
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,52 +26,73 @@ from torch import nn
 from kit.data import archives, masks, rle, tables
 from kit.errors import KitError
 from kit.runtime import faults
+from kit.runtime.budget import Budget
 from kit.runtime.precision import InForce, Precision
 from kit.runtime.session import Session
 from kit.spec import Spec
-from kit.train import targets, topk
+from kit.train import metrics, targets, topk
 from kit.train.objectives import Objective
+from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.targets import Target
+from kit.train.topk import TopK
 
 Batch = dict[str, torch.Tensor]
 UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a column whose header is blank (an index written with a frame)
 
 
-class Pipeline(Protocol):
-    """One template's data path and model (kit.templates names the class; kit.run drives it).
+class Pipeline(abc.ABC):
+    """One template's data path and model (kit.templates names the class; kit.run drives it). A template
+    subclasses it: the abstract methods are its own; the others are written once here, with the defaults that
+    serve a template whose rows are a table's (each overridden where a template knows better), and kit.run calls
+    every one of them: it never asks which a pipeline has.
 
-    One optional hook: `fit_fold(data, train_rows, val_rows, cfg, files, budget, fold, log, desc) -> FitResult`.
-    A pipeline whose model does not train in the loop (a booster: kit.pipelines.tabular) trains a fold itself
-    and writes what the loop writes (kit.train.results.FoldFiles, FitResult); kit.run.folds then calls it in place
-    of the loop, with no preflight, no batch trials and no DDP, and its `model(pretrained=False)` may be any
-    object with `load_state_dict`, which its `predict` reads."""
+    The hooks with defaults: `validation_rows` (None: no oof.csv for blends), `trial_rows`, `submission`,
+    `host_bytes`, `release`, `judge` (the out-of-fold score), `cut` (the ensemble's predictions as the submission's
+    values), and `fit_fold` with `fits_folds`: a pipeline whose model does not train in the loop (a booster:
+    kit.pipelines.tabular) sets `fits_folds`, and its `fit_fold` trains a fold itself and writes what the loop
+    writes (kit.train.results.FoldFiles, FitResult); kit.run.folds then calls it in place of the loop, with no
+    preflight, no batch trials and no DDP, and its `model(pretrained=False)` may be any object with
+    `load_state_dict`, which its `predict` reads."""
 
-    session: Session
+    fits_folds = False  # its folds train in `fit_fold`, not in kit's loop (the boosters)
 
+    def __init__(self, session: Session):
+        self.session, self.p, self.spec = session, session.params, session.spec
+
+    @abc.abstractmethod
     def load(self) -> Any:
         """Read and check the competition's files and log what was found (predict mode: the test files and
         the sample submission only, read as the training run read its own)."""
 
+    @abc.abstractmethod
     def show_samples(self, data: Any, n: int = 12) -> Any:
         """A figure of a few rows (training rows; test rows in predict mode), saved as samples.png."""
 
     def identity(self, data: Any) -> str:
-        """What decides training beside the parameters: a digest of the training data (kit.runtime.runs)."""
+        """What decides training beside the parameters: a digest of the training data (kit.runtime.runs), which
+        `load` keeps as `data.identity`."""
+        return data.identity
 
+    @abc.abstractmethod
     def split(self, data: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         """The folds: (training rows, validation rows) of each."""
 
-    def validation_rows(self, data: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def validation_rows(self, data: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """(ids, targets) of the metric rows that validating `rows` yields, in the order it yields them in one
-        process: what names a fold checkpoint's validation rows in oof.csv (kit.run.predictions)."""
+        process: what names a fold checkpoint's validation rows in oof.csv (kit.run.predictions). None: this
+        template names none (its test predictions are kept for blends still)."""
+        return None
 
+    @abc.abstractmethod
     def model(self, data: Any, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
         """The model on the device; `pretrained=False` before a fold checkpoint's weights are loaded into it;
         `fit_rows`: the fold's training rows, for statistics the model keeps in its state."""
 
+    @abc.abstractmethod
     def objective(self, data: Any) -> Objective:
         """How a batch becomes a loss and metric rows (kit.train.objectives)."""
 
+    @abc.abstractmethod
     def batches(self, data: Any, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0, test: bool = False,
                 shard: tuple[int, int] = (0, 1), precision: Precision | InForce | None = None,
                 workers: int | None = None) -> Iterable[Batch]:
@@ -78,27 +100,72 @@ class Pipeline(Protocol):
         rank's `shard` of them, inputs in the dtype of `precision` (the session's unless given)."""
 
     def trial_rows(self, data: Any) -> np.ndarray:
-        """Training rows the preflight and the batch-size trials draw from (the hardest to fit first)."""
+        """Training rows the preflight and the batch-size trials draw from (the hardest to fit first): here, every
+        row a fold validates."""
+        return np.unique(np.concatenate([rows for _, rows in self.split(data)]))
 
+    @abc.abstractmethod
     def predict_rows(self, data: Any) -> int:
         """Rows a fold model predicts (each test-time view counted): the time budget's prediction reserve."""
 
+    @abc.abstractmethod
     def predict(self, model: nn.Module, data: Any, precision: Precision, batch_size: int) -> np.ndarray:
         """(sample rows, outputs): probabilities or values, in the sample submission's row order."""
 
     def submission(self, data: Any, pred: np.ndarray) -> pd.DataFrame:
-        """The submission frame: the sample's ids and columns, filled from `pred`."""
+        """The submission frame: the sample's ids and columns, filled from `pred` (the values of `cut`)."""
+        return submission_frame(data.sample, data.target, pred)
 
     def host_bytes(self, data: Any) -> int:
-        """Host memory another process needs to load this data (parallel workers are checked against it)."""
+        """Host memory another process needs to load this data (parallel workers are checked against it): here
+        none, for data memory-mapped and shared."""
+        return 0
 
     def release(self, data: Any) -> None:
-        """Give back what lives on the device, before worker processes take the GPUs."""
+        """Give back what lives on the device, before worker processes take the GPUs: here nothing."""
+        return None  # an optional hook, not an abstract one
 
-    # Optional, where a template's rows are its own (segmentation's overlap counts; kit.run asks with getattr):
-    # judge(data, rows) -> Judged: the out-of-fold score, the baseline's, and the cut it is taken at;
-    # cut(data, pred, oof) -> the ensemble's predictions as the submission's values, cut where the folds'
-    # out-of-fold rows (`oof`, a list of their validation rows) score best.
+    def fit_fold(self, data: Any, train_rows: np.ndarray, val_rows: np.ndarray, cfg: FitConfig, files: FoldFiles,
+                 budget: Budget, fold: tuple[int, int], log: Callable[[str], None], desc: str) -> FitResult:
+        """Train a fold without kit's loop (only where `fits_folds`)."""
+        raise NotImplementedError(f"{type(self).__name__} trains its folds in kit's loop (fits_folds is False)")
+
+    def judge(self, data: Any, rows: dict, metric: str) -> Judged:
+        """The out-of-fold score of the folds' validation `rows` (joined), against the training labels' prior's;
+        label sets are scored at the threshold that scores them best."""
+        multilabel = rows["target"].ndim == 2 and metric not in metrics.VALUE_METRICS  # not several values
+        threshold = None
+        if multilabel and metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
+            found, score = metrics.decide(metric, rows["pred"], rows["target"], rows.get("weight"))
+            threshold = found.threshold
+        else:
+            score = metrics.score(metric, rows["pred"], rows["target"], rows.get("weight"))
+        kept = rows["pred"].index.shape[1] if isinstance(rows["pred"], topk.TopK) else 0
+        baseline = metrics.score(metric, topk.repeat_row(prior(data), len(rows["target"]), kept, writable=False),
+                                 rows["target"], rows.get("weight"))
+        return Judged(score, baseline, targets.prior_name(data.target, metric), threshold=threshold)
+
+    def cut(self, data: Any, pred: np.ndarray | TopK, oof: list[dict]) -> np.ndarray | TopK:
+        """The ensemble's predictions as the submission's values: label probabilities cut into label sets (or,
+        under bias_auc, toxic) where the folds' out-of-fold rows (`oof`, a list of their validation rows) score
+        best; other predictions as they are."""
+        metric = self.session.spec.metric
+        if metric in metrics.THRESHOLDED and data.target.multilabel:
+            return metrics.apply_cut(metric, pred, label_cut(self.session, oof))
+        return pred
+
+
+def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
+    """Where the ensemble's label probabilities become label sets (or, under bias_auc, toxic): the threshold
+    that maximises the metric over the out-of-fold rows of the folds that predict (0.5 with none)."""
+    if not oof:
+        session.warn("no out-of-fold predictions to choose a threshold on: the cut is 0.5")
+        return metrics.Cut(at_least_one=session.spec.metric != "bias_auc")
+    joined = metrics.join_rows(oof)
+    cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
+    session.log(f"{metrics.describe_cut(session.spec.metric, cut)}: the threshold with the best out-of-fold "
+                f"{session.spec.metric}, {value:.4f}")
+    return cut
 
 
 @dataclass(frozen=True)
@@ -109,6 +176,7 @@ class Judged:
     baseline: float
     baseline_name: str
     cut: str = ""  # the cut the score is taken at, in words ("" for none)
+    threshold: float | None = None  # label sets: the threshold the score is taken at
 
 
 def target_record(target: Target) -> dict[str, Any]:

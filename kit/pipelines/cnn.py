@@ -42,10 +42,9 @@ class ImageData:
     assigned: np.ndarray | None = None  # [data] fold_column's value of each id
 
 
-class CnnPipeline:
+class CnnPipeline(base.Pipeline):
     def __init__(self, session: Session):
-        self.session = session
-        self.p = session.params
+        super().__init__(session)
         self._pretrained_failed = False
         self._weights: Path | None = None
         self._takes_image_size: bool | None = None
@@ -203,9 +202,6 @@ class CnnPipeline:
         fig.savefig(self.session.output_dir / "samples.png", dpi=80)
         return fig
 
-    def identity(self, data: ImageData) -> str:
-        return data.identity
-
     def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
         """Folds over the usable training rows: [data] fold_column's, or grouped by group_column, stratified by
         class (by label for multi-label) where they can be."""
@@ -317,13 +313,6 @@ class CnnPipeline:
         return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=self.p.cutmix, label_smoothing=0.0,
                      num_classes=data.target.outputs)
 
-    def host_bytes(self, data: ImageData) -> int:
-        """Host memory a process that loads this data needs: the cache is memory-mapped and shared."""
-        return 0
-
-    def release(self, data: ImageData) -> None:
-        """Nothing to give back: images are read from the cache on disk."""
-
     def trial_rows(self, data: ImageData) -> np.ndarray:
         """Training rows a batch-size trial may draw from."""
         return data.usable
@@ -354,9 +343,6 @@ class CnnPipeline:
         pred = topk.join([p for _, p in base.predictions(model, batches, precision, forward)])
         topk.set_rows(pred, sorted(data.test_cache.bad), base.prior(data))
         return pred
-
-    def submission(self, data: ImageData, pred: np.ndarray) -> pd.DataFrame:
-        return base.submission_frame(data.sample, data.target, pred)
 
 
 class _TransformImages:

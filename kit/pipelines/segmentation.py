@@ -51,10 +51,9 @@ class SegmentationData:
     assigned: np.ndarray | None = None
 
 
-class SegmentationPipeline:
+class SegmentationPipeline(base.Pipeline):
     def __init__(self, session: Session):
-        self.session = session
-        self.p = session.params
+        super().__init__(session)
         self._pretrained_failed = False
         self._weights: Path | None = None
 
@@ -112,9 +111,6 @@ class SegmentationPipeline:
         titles = [str(i) for i in (data.output.ids if predict else data.ids)[rows]] if len(rows) else []
         return segmentation_data.grid(self.session.output_dir / "samples.png", pictures, source.sizes[rows],
                                       None if shown is None else shown.numpy(), data.recipe["kind"], titles)
-
-    def identity(self, data: SegmentationData) -> str:
-        return data.identity
 
     def split(self, data: SegmentationData) -> list[tuple[np.ndarray, np.ndarray]]:
         """Folds of whole images: [data] fold_column's, or grouped by group_column, stratified by the masks' cover."""
@@ -184,12 +180,6 @@ class SegmentationPipeline:
                              (self.p.crop_scale, 1.0), r["hflip"], r["vflip"], r["rotate90"], seed, precision,
                              self.session.setup.channels_last)
 
-    def host_bytes(self, data: SegmentationData) -> int:
-        return 0  # the canvases are memory-mapped and shared
-
-    def release(self, data: SegmentationData) -> None:
-        """Nothing to give back: images are read from the cache on disk."""
-
     def trial_rows(self, data: SegmentationData) -> np.ndarray:
         return data.usable
 
@@ -208,10 +198,10 @@ class SegmentationPipeline:
         return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision,
                                                                             lambda m, b: objective.infer(m, b["image"]))])
 
-    def judge(self, data: SegmentationData, rows: dict) -> base.Judged:
+    def judge(self, data: SegmentationData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold score at the cut chosen on these rows, and predicting empty masks' (or the training pages'
         mean value's)."""
-        return segmentation_data.judge(self.session.spec.metric, data, rows)
+        return segmentation_data.judge(metric, data, rows)
 
     def cut(self, data: SegmentationData, pred: np.ndarray, oof: list[dict]) -> np.ndarray:
         """The submission's masks (test images, classes, H, W) from the ensemble's probabilities, each class cut where

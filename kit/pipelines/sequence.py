@@ -20,7 +20,6 @@ from kit.errors import KitError
 from kit.models.sequence import create_model
 from kit.pipelines import base
 from kit.runtime import runs
-from kit.runtime.session import Session
 from kit.train import cv, targets
 from kit.train.objectives import SequenceObjective
 from kit.train.targets import Target
@@ -44,9 +43,7 @@ class SequenceData:
     row_ids: np.ndarray | None = None  # the training table's id of each of its rows (per_step: what oof.csv names)
 
 
-class SequencePipeline:
-    def __init__(self, session: Session):
-        self.session, self.p, self.spec = session, session.params, session.spec
+class SequencePipeline(base.Pipeline):
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> SequenceData:
@@ -145,9 +142,6 @@ class SequencePipeline:
         held = [c for c in spec.step_columns if c in table.columns]  # the test table lacks the targets' lists
         return records.explode(table, held or spec.step_columns, spec.sequence_column, spec.order_column, spec.id_column,
                                path.name)
-
-    def identity(self, data: SequenceData) -> str:
-        return data.identity
 
     def _sample_positions(self, te: Sequences, test: pd.DataFrame, sample: pd.DataFrame, per_step: bool,
                           test_path, sample_path) -> np.ndarray:
@@ -296,6 +290,3 @@ class SequencePipeline:
                 out[where] = pred
             done += n
         return out
-
-    def submission(self, data: SequenceData, pred: np.ndarray) -> pd.DataFrame:
-        return base.submission_frame(data.sample, data.target, pred)

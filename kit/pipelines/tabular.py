@@ -86,10 +86,7 @@ def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.Data
     return target, sources, features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, log)
 
 
-class TabularPipeline:
-    def __init__(self, session: Session):
-        self.session, self.p, self.spec = session, session.params, session.spec
-
+class TabularPipeline(base.Pipeline):
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> TableData:
         """Read and check the tables and the sample submission, decide the features and encode both tables
@@ -172,9 +169,6 @@ class TabularPipeline:
         s.log(self.describe(data))
         return data
 
-    def identity(self, data: TableData) -> str:
-        return data.identity
-
     def describe(self, data: TableData) -> str:
         kinds = list(data.recipe["features"]["kinds"].values())
         plural = {"number": "numbers", "category": "categories", "datetime": "datetimes", "code": "codes"}
@@ -233,8 +227,6 @@ class TabularPipeline:
     def predict_rows(self, data: TableData) -> int:
         return len(data.test.numbers)
 
-    def submission(self, data: TableData, pred: np.ndarray) -> pd.DataFrame:
-        return base.submission_frame(data.sample, data.target, pred)
 
     def _in_sample_order(self, data: TableData, pred: np.ndarray) -> np.ndarray:
         out = np.zeros((len(data.sample), pred.shape[1]), np.float64)
@@ -245,6 +237,15 @@ class TabularPipeline:
 class BoosterPipeline(TabularPipeline):
     """XGBoost, LightGBM or CatBoost: a fold trains in kit.train.boosting, one booster per target column where the
     target has several (values, labels) and one for the classes otherwise."""
+
+    fits_folds = True  # kit.train.boosting trains each fold, not kit's loop: no objective, no batches
+
+    def objective(self, data: TableData):
+        raise NotImplementedError("boosters train in fit_fold, not in kit's loop")
+
+    def batches(self, data: TableData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0, test: bool = False,
+                shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None):
+        raise NotImplementedError("boosters train in fit_fold, not in kit's loop")
 
     def model_line(self) -> str:
         name = self.p.model_name

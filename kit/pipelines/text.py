@@ -95,9 +95,9 @@ def without_empty_texts(table: pd.DataFrame, columns: Sequence[str], path: Path,
     return table[~blank]
 
 
-class TextPipeline:
+class TextPipeline(base.Pipeline):
     def __init__(self, session: Session):
-        self.session, self.p, self.spec = session, session.params, session.spec
+        super().__init__(session)
         self._announced = False
 
     # -- data -------------------------------------------------------------------------------------------
@@ -226,9 +226,6 @@ class TextPipeline:
         s.log(self.describe(data))
         return data
 
-    def identity(self, data: TextData) -> str:
-        return data.identity
-
     def describe(self, data: TextData) -> str:
         t, test = data.target, data.test.lengths
         lines = [f"model          {data.folder}"]
@@ -312,9 +309,6 @@ class TextPipeline:
         arrays = [a for t in (data.train, data.test) if t is not None for a in (t.ids, t.offsets)]
         return 3 * sum(a.nbytes for a in arrays) + (data.y.nbytes if data.y is not None else 0)
 
-    def release(self, data: TextData) -> None:
-        pass  # nothing lives on the device between batches
-
     def trial_rows(self, data: TextData) -> np.ndarray:
         """The longest training texts: a batch size that fits them fits every bucket."""
         return np.argsort(-data.train.lengths, kind="stable")[:256]
@@ -331,6 +325,3 @@ class TextPipeline:
         for batch, pred in base.predictions(model, batches, precision, lambda m, b: objective.predict(m(b["input_ids"]))):
             out[data.test_positions[batch["index"].cpu().numpy()]] = pred.reshape(len(pred), -1)
         return out
-
-    def submission(self, data: TextData, pred: np.ndarray) -> pd.DataFrame:
-        return base.submission_frame(data.sample, data.target, pred)

@@ -24,7 +24,7 @@ import kit
 from kit import files
 from kit.errors import KitError
 from kit.pipelines import create_pipeline
-from kit.pipelines.base import Pipeline, prior
+from kit.pipelines.base import Pipeline
 from kit.run import footprint, preflight
 from kit.run.batch import resolve_batch
 from kit.run.fallback import LabelsOnly
@@ -36,7 +36,7 @@ from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
 from kit.runtime.session import Session, maybe_compile, seed_everything
-from kit.train import metrics, targets, topk
+from kit.train import metrics
 from kit.train.loop import fit
 from kit.train.results import FitConfig, FoldFiles
 
@@ -117,7 +117,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
     pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
     mode, world, why = workers.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
-    if mode == "ddp" and hasattr(pipe, "fit_fold"):  # a model of its own (a booster) trains in one process: folds
+    if mode == "ddp" and pipe.fits_folds:  # a model of its own (a booster) trains in one process: folds
         mode, world, why = "folds", min(world, len(pending)), "a fold per worker: these models train in one process each"
     if world == 1:
         mode = "none"
@@ -237,8 +237,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     folder.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
     peers = peers or collective
-    own = getattr(pipe, "fit_fold", None)  # a pipeline that trains its folds its own way (boosters): no batches
-    if own is None:
+    if not pipe.fits_folds:  # a pipeline that trains its folds its own way (boosters) has no batches
         probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
         if mine:
             preflight.run(session, pipe, data, probe, peers)
@@ -286,8 +285,8 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
             say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
             precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
             try:
-                if own is not None:
-                    fitted = own(data, train_idx, val_idx, cfg, saved, budget, (position, len(mine)), session.log, desc)
+                if pipe.fits_folds:
+                    fitted = pipe.fit_fold(data, train_idx, val_idx, cfg, saved, budget, (position, len(mine)), session.log, desc)
                 else:
                     built = time.time()
                     model = pipe.model(data, fit_rows=train_idx)
@@ -356,24 +355,10 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
     the prior's (or as the pipeline judges its own rows), logged as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(result.folder, f["fold"]).meta)["rows"] for f in result.folds]
-    judge = getattr(pipe, "judge", None)  # rows of the pipeline's own: segmentation's overlap counts, and its cut
-    if rows and judge is not None:
-        judged = judge(data, metrics.join_rows(rows))
-        result.score, result.baseline, result.baseline_name, result.cut = (judged.score, judged.baseline,
-                                                                          judged.baseline_name, judged.cut)
-    elif rows:
-        joined = metrics.join_rows(rows)
-        multilabel = joined["target"].ndim == 2 and result.metric not in metrics.VALUE_METRICS  # not several values
-        if multilabel and result.metric in metrics.THRESHOLDED:  # the score is taken at the threshold it searches for
-            cut, result.score = metrics.decide(result.metric, joined["pred"], joined["target"], joined.get("weight"))
-            result.threshold = cut.threshold
-        else:
-            result.score = metrics.score(result.metric, joined["pred"], joined["target"], joined.get("weight"))
-        known = prior(data)
-        kept = joined["pred"].index.shape[1] if isinstance(joined["pred"], topk.TopK) else 0
-        result.baseline = metrics.score(result.metric, topk.repeat_row(known, len(joined["target"]), kept, writable=False),
-                                        joined["target"], joined.get("weight"))
-        result.baseline_name = targets.prior_name(data.target, result.metric)
+    if rows and pipe is not None:  # no pipeline: nothing trained, no rows
+        judged = pipe.judge(data, metrics.join_rows(rows), result.metric)  # segmentation's: its overlap counts, its cut
+        result.score, result.baseline, result.baseline_name = judged.score, judged.baseline, judged.baseline_name
+        result.threshold, result.cut = judged.threshold, judged.cut
     if session.worker is None:
         session.log(summary_table(result))
         files.write_text(session.output_dir / "cv.json", json.dumps(

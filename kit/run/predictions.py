@@ -248,15 +248,16 @@ class Kept:
         if self.keeper is None or not self.keeper.close():
             return
         s, pipe, data = self.session, self.pipe, self.data
-        named = getattr(pipe, "validation_rows", None)
-        if named is None:  # a template that names no validation rows: its test predictions are kept still
-            s.warn(f"the {s.template} template does not name its validation rows: no {OOF} for blends")
-        splits = pipe.split(data) if named is not None else []
+        splits = pipe.split(data)
         parts = []
         for fold, got in sorted(self.rows.items()):
-            if named is None or not got:
+            if not got:
                 continue
-            ids, truth = named(data, splits[fold][1])
+            named = pipe.validation_rows(data, splits[fold][1])
+            if named is None:  # a template that names no validation rows: its test predictions are kept still
+                s.warn(f"the {s.template} template does not name its validation rows: no {OOF} for blends")
+                break
+            ids, truth = named
             if len(ids) != len(got["target"]) or not same_truth(np.asarray(truth), np.asarray(got["target"])):
                 s.warn(f"fold {fold + 1}: its validation rows do not line up with the training rows' ids (validated "
                        f"in shards across processes?); {OOF} leaves them out")

@@ -18,7 +18,7 @@ from kit.runtime import checkpoint, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, halving
 from kit.runtime.session import Session
-from kit.train import metrics, topk
+from kit.train import topk
 from kit.train.topk import TopK
 
 
@@ -121,12 +121,7 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
         raise
     if pred is None:  # the training labels' own answer, under a banner (or, under fallback = "none", a KitError)
         pred = fallback.constant(session, data, "no fold checkpoint exists")
-    own = getattr(pipe, "cut", None)  # a pipeline that cuts its own predictions (segmentation's masks) on the oof rows
-    if own is not None:
-        pred = own(data, pred, oof)
-    elif session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:
-        pred = metrics.apply_cut(session.spec.metric, pred, label_cut(session, oof))
-    sub = pipe.submission(data, pred)
+    sub = pipe.submission(data, pipe.cut(data, pred, oof))  # label sets, segmentation's masks: cut on the oof rows
     validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
     path = session.output_dir / "submission.csv"
     files.write_text(path, csv_text(sub))
@@ -136,15 +131,3 @@ def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFram
     footprint.measured(session)
     return sub
 
-
-def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:
-    """Where the ensemble's label probabilities become label sets (or, under bias_auc, toxic): the threshold
-    that maximises the metric over the out-of-fold rows of the folds that predict (0.5 with none)."""
-    if not oof:
-        session.warn("no out-of-fold predictions to choose a threshold on: the cut is 0.5")
-        return metrics.Cut(at_least_one=session.spec.metric != "bias_auc")
-    joined = metrics.join_rows(oof)
-    cut, value = metrics.decide(session.spec.metric, joined["pred"], joined["target"], joined.get("weight"))
-    session.log(f"{metrics.describe_cut(session.spec.metric, cut)}: the threshold with the best out-of-fold "
-                f"{session.spec.metric}, {value:.4f}")
-    return cut

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from kit.pipelines.base import submission_frame
+from kit.pipelines.base import label_cut, submission_frame
 from kit.run import blend, kept, predictions, submission
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
@@ -275,7 +275,7 @@ def test_the_submissions_rows_hold_what_the_plan_counts_for_them(tmp_path):
     tracemalloc.start()
     try:
         pred, used = submission.ensemble(session, LabelsPipe(test, labels), None, tmp_path, oof)
-        submission.label_cut(session, oof)
+        label_cut(session, oof)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
