@@ -11,7 +11,7 @@ from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
 from kit.runtime.resources import Sizes
-from kit.spec import Competition, Data, Spec
+from kit.spec import Competition, Data, Spec, refuse_unread
 
 SHIPPED = Path(__file__).parent / "competitions"
 
@@ -141,6 +141,7 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
         raise KitError(f"{path}: missing [competition] table with slug, template and metric")
     competition = fields.build(Competition, raw["competition"], f"{path}: [competition]")
     data = fields.build(Data, raw.get("data", {}), f"{path}: [data]")
+    refuse_unread(competition.template, raw.get("data", {}), f"{path}: [data]")  # even a key set to its default
     spec = Spec.from_dict({**_asdict(competition), **_asdict(data)}, f"{path}: [competition]")
     kernel = fields.build(Kernel, raw.get("kernel", {}), f"{path}: [kernel]")
     if not kernel.title:

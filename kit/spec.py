@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +148,21 @@ class Data:
     step_columns: tuple[str, ...] = ()
 
 
+DATA_DEFAULTS = Data()
+
+
+def refuse_unread(template: str, keys: Iterable[str], where: str) -> None:
+    """KitError, in one line, for the first of the [data] `keys` that `template` does not read (a cnn config's
+    text_columns): as [params] refuses a parameter the template lacks, a key nothing reads is refused, not
+    ignored."""
+    reads = templates.get(template).data_reads
+    for key in keys:
+        if key not in reads:
+            others = [t.name for t in templates.TEMPLATES.values() if key in t.data_reads]
+            raise KitError(f"{where}: {key} is not read by the {template} template (only by {', '.join(others)}); "
+                           f"remove it, or set the template that reads it")
+
+
 @dataclass(frozen=True)
 class Spec(Data, Competition):
     """[competition] and [data] in one flat record."""
@@ -164,6 +179,8 @@ class Spec(Data, Competition):
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
+        # the notebook's parameter and a worker's payload hold every key: those at their defaults were not set
+        refuse_unread(spec.template, [k for k in fields.names(Data) if getattr(spec, k) != getattr(DATA_DEFAULTS, k)], where)
         misfit = metric_misfit(spec.template, spec.metric)
         if misfit:
             raise KitError(f"{where}: {misfit}; set another metric or template")

@@ -16,6 +16,11 @@ from kit.errors import KitError
 
 _SEQUENCE_KEYS = ("train", "test", "sample_submission", "id_column", "target_column", "sequence_column", "order_column",
                   "features", "categorical", "task", "score_mask")
+# the [data] keys of a template whose labels are a table's (the pipeline's and the fallback's: kit.run.fallback)
+_TABLE_READS = ("train", "test", "sample_submission", "id_column", "target_column", "submission_columns", "target_range")
+_FOLD_READS = ("group_column", "fold_column")  # kit.pipelines.base.fold_keys
+_SEQUENCE_READS = (*_TABLE_READS, "sequence_column", "order_column", "features", "categorical", "task", "score_mask",
+                   "step_columns")
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,9 @@ class Template:
     name: str
     params: type[params.TrainParams]  # the parameters cell's contract
     data_keys: tuple[str, ...]  # the [data] keys the notebook's `competition` parameter shows even at their defaults
+    # every [data] key it reads (data_keys among them): a config or parameters cell that sets another is refused
+    # (kit.spec.refuse_unread), as [params] refuses a parameter the template does not have
+    data_reads: tuple[str, ...]
     pipeline: str  # "module:Class" of its pipeline (kit.pipelines.base.Pipeline), or a function of the session making one
     smoke: str  # "module:function" writing smoke data in the competition's layout: (spec, folder, seed)
     # "module:function" writing what else the kernel mounts for a smoke run, beside the competition's data:
@@ -50,23 +58,30 @@ class Template:
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("cnn", params.CnnParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
+             (*_TABLE_READS, *_FOLD_READS, "layout", "train_images", "test_images", "image_ext", "image_path",
+              "test_image_path", "label_pattern", "class_folders", "category_field", "array_columns", "identity_columns"),
              "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True,
              footprint="kit.pipelines.footprints:Cnn"),
-    Template("lstm", params.LstmParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
+    Template("lstm", params.LstmParams, _SEQUENCE_KEYS, _SEQUENCE_READS, "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset", footprint="kit.pipelines.footprints:Sequence"),
-    Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, "kit.pipelines.sequence:SequencePipeline",
+    Template("transformer", params.TransformerParams, _SEQUENCE_KEYS, _SEQUENCE_READS,
+             "kit.pipelines.sequence:SequencePipeline",
              "kit.smoke.sequences:make_dataset", footprint="kit.pipelines.footprints:Sequence"),
     Template("text", params.TextParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns"),
+             (*_TABLE_READS, *_FOLD_READS, "text_columns", "identity_columns"),
              "kit.pipelines.text:TextPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
              model_folder=True, prefetch=False, footprint="kit.pipelines.footprints:Text"),
     Template("tabular", params.TabularParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
+             (*_TABLE_READS, *_FOLD_READS, "features", "drop_columns", "categorical"),
              "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names="",
              footprint="kit.pipelines.footprints:Tabular"),
     Template("segmentation", params.SegmentationParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext", "rle_order"),
+             ("train", "sample_submission", "id_column", "target_column", "submission_columns", *_FOLD_READS, "train_images",
+              "train_masks", "test_images", "image_ext", "mask_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
              footprint="kit.pipelines.footprints:Segmentation", labels_table=False),
