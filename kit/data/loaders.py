@@ -9,9 +9,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from kit.data.batch import Batch
 from kit.data.images import ImageCache, ImageFiles
-
-Batch = dict[str, torch.Tensor]
 
 
 class ImageRows(Dataset):

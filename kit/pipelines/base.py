@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from kit.data import archives, masks, rle, tables
+from kit.data.batch import Batch
 from kit.errors import KitError
 from kit.runtime import faults
 from kit.runtime.budget import Budget
@@ -36,7 +37,6 @@ from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
-Batch = dict[str, torch.Tensor]
 UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a column whose header is blank (an index written with a frame)
 
 

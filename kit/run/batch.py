@@ -10,7 +10,7 @@ import numpy as np
 from kit.pipelines.base import Pipeline
 from kit.run.preflight import Probe
 from kit.runtime import checkpoint, faults
-from kit.runtime.collective import Collective
+from kit.runtime.collective import Collective, main_only
 from kit.runtime.recovery import describe_error, free_memory
 from kit.runtime.session import Session
 from kit.train import autobatch
@@ -70,7 +70,7 @@ def tune_batch(session: Session, pipe: Pipeline, data: Any, train_rows: int, pee
     """batch_size="auto" on this GPU: trials on the real model and data path (kit.train.autobatch), with DDP's
     share added when the batch is for DDP. Trials that fail for another reason than memory leave a fixed
     batch, with one line: the run goes on."""
-    say = session.log if peers.main else (lambda message: None)
+    say = main_only(session.log, peers)
     say(f"batch_size auto: trying batch sizes on {session.hardware.gpu_name or session.hardware.device}")
     pool = pipe.trial_rows(data)
 

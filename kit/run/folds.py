@@ -31,7 +31,7 @@ from kit.run.fallback import LabelsOnly
 from kit.run.start import start
 from kit.runtime import checkpoint, hardware, paths, runs, workers
 from kit.runtime.budget import Budget, total_budget
-from kit.runtime.collective import Collective, sync_batchnorm
+from kit.runtime.collective import Collective, main_only, sync_batchnorm
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
@@ -232,7 +232,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     workers, with whom only the batch size is agreed. `writes_s`: the writes after prediction the time budget
     keeps room for (the resource plan's tail)."""
     collective = collective or Collective()
-    say = session.log if collective.main else (lambda message: None)  # DDP: rank 0 speaks for all
+    say = main_only(session.log, collective)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
     folder.mkdir(parents=True, exist_ok=True)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,6 +25,16 @@ def sync_batchnorm(choice: bool | str, per_gpu_batch: int) -> tuple[bool, str]:
     if per_gpu_batch < SYNC_BN_BELOW:
         return True, f"{per_gpu_batch} rows per GPU are too few for BatchNorm's statistics"
     return False, f"{per_gpu_batch} rows per GPU; each GPU's statistics are averaged at each epoch's end"
+
+
+def main_only(log: Callable[[str], None], peers: Collective) -> Callable[[str], None]:
+    """`log` on the main process, which speaks for its peers (a line each rank printed would repeat); on the others
+    a log that says nothing."""
+    return log if peers.main else _silent
+
+
+def _silent(message: str) -> None:
+    """Another rank's line: the main process says it."""
 
 
 def norm_statistics(module: nn.Module) -> list[torch.Tensor]:

@@ -7,6 +7,7 @@ from functools import partial
 import torch
 from torch import nn
 
+from kit.data.batch import Batch
 from kit.runtime import faults
 from kit.runtime.collective import Collective
 from kit.runtime.precision import InForce, Precision
@@ -14,8 +15,6 @@ from kit.runtime.recovery import halving
 from kit.train import topk
 from kit.train.objectives import Objective
 from kit.train.step import batch_size_of
-
-Batch = dict[str, torch.Tensor]
 
 
 @torch.inference_mode()

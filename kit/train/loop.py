@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable, Sized
 import torch
 from torch import nn
 
+from kit.data.batch import Batch
 from kit.errors import KitError
 from kit.runtime import checkpoint, progress
 from kit.runtime.budget import Budget
-from kit.runtime.collective import Collective
+from kit.runtime.collective import Collective, main_only
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
 from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
@@ -33,7 +34,6 @@ from kit.train.resume import ResumeState
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
 from kit.train.tracking import Losses, epoch_line
 
-Batch = dict[str, torch.Tensor]
 NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
 CHECK_EVERY = 8  # steps between looks at the device's loss figures (a host sync; under DDP, an all-reduce)
 # early stopping waits for this share of the planned epochs: before the cosine schedule has come down, a
@@ -78,7 +78,7 @@ class _Loop:
         self.model, self.objective, self.train, self.val, self.cfg = model, objective, train, val, cfg
         self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
         self.dist, self.val_rows = collective, val_rows
-        self.log = log if collective.main else (lambda message: None)
+        self.log = main_only(log, collective)
         self.precision = precision
         self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay, cfg.layer_decay)  # the names timm's groups know
         self.stepped = False  # whether the optimizer has its state: Adam allocates it in its first step

@@ -10,9 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kit.data.batch import Batch
 from kit.train import topk
-
-Batch = dict[str, torch.Tensor]
 
 
 class Objective(Protocol):

@@ -22,9 +22,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from kit.data import tiles
+from kit.data.batch import Batch
 from kit.train import mask_metrics
 
-Batch = dict[str, torch.Tensor]
 EPS = 1e-6
 
 

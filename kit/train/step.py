@@ -11,11 +11,10 @@ from contextlib import nullcontext
 import torch
 from torch import nn
 
+from kit.data.batch import Batch
 from kit.runtime import faults
 from kit.runtime.precision import Precision
 from kit.train.objectives import Objective
-
-Batch = dict[str, torch.Tensor]
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:

@@ -1,4 +1,4 @@
-"""kit reads bottom up: base records < runtime < train, data, models < pipelines < run; the build side (build,
+"""kit reads bottom up: base records < runtime < data < models < train < pipelines < run; the build side (build,
 smoke, cli, config) stands apart and ships in no kernel. These tests read the imports of every module."""
 import ast
 import io
@@ -11,7 +11,8 @@ import pytest
 from kit.build import embed
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kit"
-FLOORS = {"base": 0, "runtime": 1, "train": 2, "data": 2, "models": 2, "pipelines": 3, "run": 4}
+# floor 2 in three storeys, data < models < train: a model builder never imports the loop, a data path neither
+FLOORS = {"base": 0, "runtime": 1, "data": 2.0, "models": 2.1, "train": 2.2, "pipelines": 3, "run": 4}
 BASE = ("kit", "kit.errors", "kit.files", "kit.fields", "kit.spec", "kit.params", "kit.templates")
 BUILD = ("kit.build", "kit.smoke", "kit.cli", "kit.config", "kit.__main__")
 
