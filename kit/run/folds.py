@@ -351,8 +351,9 @@ def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
 
 
 def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | None = None) -> CVResult:
-    """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), against
-    the prior's (or as the pipeline judges its own rows), logged as a table and written to cv.json."""
+    """The out-of-fold score of the finished folds (from the validation rows their checkpoints keep), as the
+    pipeline judges them (Pipeline.judge: against the prior's, unless a template reads its rows its own way), logged
+    as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
     rows = [checkpoint.load(fold_files(result.folder, f["fold"]).meta)["rows"] for f in result.folds]
     if rows and pipe is not None:  # no pipeline: nothing trained, no rows
