@@ -1,5 +1,5 @@
 """The template registry: one record per template, everything the build, the kernel and the smoke need to know
-about it. A new template is one record here, plus its own rooms (params class, pipeline, notebook, smoke maker).
+about it. A new template is one record here, plus its own rooms (params class, pipeline, notebook prose, smoke maker).
 
 Floors above this one (pipelines, the smoke data) are named by their dotted path and imported only when
 asked for (`load`), as timm's registries name model entry points: the kernel never imports the build side,
@@ -53,6 +53,8 @@ class Template:
     # its training labels are values in a table, which alone give a submission where no model can (kit.run.fallback:
     # the prior, where the data cannot be read for training); segmentation's are masks
     labels_table: bool = True
+    # the kit.run verbs its notebook's last step draws with, each (session, cv) (kit.build.skeleton writes the cell)
+    plots: tuple[str, ...] = ("plot_history",)
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -76,7 +78,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
              (*_TABLE_READS, *_FOLD_READS, "features", "drop_columns", "categorical"),
              "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names="",
-             footprint="kit.pipelines.footprints:Tabular"),
+             footprint="kit.pipelines.footprints:Tabular", plots=("plot_history", "plot_importance")),
     Template("segmentation", params.SegmentationParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext", "rle_order"),

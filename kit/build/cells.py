@@ -1,8 +1,9 @@
 """The parameters cell of every template notebook, and the parameter tables of docs/parameters.md, written from
-kit/params.py (each field's default and doc): one source, so the three never disagree.
+kit/params.py (each field's default and doc): one source, so the three never disagree. The notebooks' step cells
+are written here too, from the one skeleton (kit.build.skeleton) and each template's record.
 
-`python -m kit.build.cells` fails when a notebook's cell or the docs page differ from what params.py says;
-`make sync` runs it with `--write` (then pairs the .ipynb files).
+`python -m kit.build.cells` fails when a notebook's cells or the docs page differ from what params.py and the
+skeleton say; `make sync` runs it with `--write` (then pairs the .ipynb files).
 """
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import sys
 import typing
 
 from kit import params, templates
-from kit.build import parameters
-from kit.build.notebook import NOTEBOOKS
+from kit.build import parameters, skeleton
+from kit.build.skeleton import NOTEBOOKS
 
 DOCS_PAGE = NOTEBOOKS.parent / "docs" / "parameters.md"
 TABLE = re.compile(r"(<!-- parameters: (\w+) -->\n)(.*?)(<!-- end -->)", re.S)
@@ -80,10 +81,10 @@ def render_docs(text: str) -> str:
 
 
 def differences(write: bool = False) -> list[str]:
-    """What differs from params.py: each notebook's parameters cell and the docs page's tables (rewritten
-    with `write`)."""
+    """What differs from params.py and the skeleton: each notebook's parameters cell and step cells, and
+    the docs page's tables (rewritten with `write`)."""
     found = []
-    targets = [(NOTEBOOKS / f"{t.name}.py", lambda text, cls=t.params: render_notebook(text, cls))
+    targets = [(NOTEBOOKS / f"{t.name}.py", lambda text, t=t: skeleton.render(render_notebook(text, t.params), t))
                for t in templates.TEMPLATES.values()]
     targets.append((DOCS_PAGE, render_docs))
     for path, render in targets:
@@ -93,7 +94,7 @@ def differences(write: bool = False) -> list[str]:
             if write:
                 path.write_text(wanted, encoding="utf-8")
             else:
-                found.append(f"{path.name} differs from kit/params.py: run make sync")
+                found.append(f"{path.name} differs from kit/params.py or kit/build/skeleton.py: run make sync")
     return found
 
 

@@ -10,10 +10,8 @@ import nbformat
 
 from kit.build import embed, parameters
 from kit.build.packages import Packages
+from kit.build.skeleton import NOTEBOOKS, RUNTIME_TAG
 from kit.errors import KitError
-
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-RUNTIME_TAG = "kit-runtime"
 
 
 def template_path(template: str) -> Path:

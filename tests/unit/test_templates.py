@@ -7,7 +7,7 @@ import jupytext
 import pytest
 
 from kit import params, templates
-from kit.build import cells, notebook, pairing
+from kit.build import cells, notebook, pairing, skeleton
 from kit.errors import KitError
 from kit.spec import Spec
 
@@ -81,7 +81,31 @@ def test_the_check_sees_a_comment_that_drifted(tmp_path, monkeypatch):
     py = folder / "lstm.py"
     py.write_text(py.read_text().replace("# LSTM units per direction", "# units"))
     monkeypatch.setattr(cells, "NOTEBOOKS", folder)
-    assert cells.differences() == ["lstm.py differs from kit/params.py: run make sync"]
+    assert cells.differences() == ["lstm.py differs from kit/params.py or kit/build/skeleton.py: run make sync"]
+
+
+def test_the_step_cells_are_the_skeletons(tmp_path, monkeypatch):
+    """A step cell edited in one notebook is drift (make lint fails); make sync writes the skeleton's back, with
+    what the template's record adds (tabular's plot_importance) and its prose untouched."""
+    folder = tmp_path / "notebooks"
+    shutil.copytree(notebook.NOTEBOOKS, folder)
+    monkeypatch.setattr(cells, "NOTEBOOKS", folder)
+    py = folder / "tabular.py"
+    shipped = py.read_text()
+    py.write_text(shipped.replace("_ = plot_importance(session, cv)\n", "").replace("cv = train_folds(", "cv = run.train_folds("))
+    assert cells.differences() == ["tabular.py differs from kit/params.py or kit/build/skeleton.py: run make sync"]
+    cells.differences(write=True)
+    assert py.read_text() == shipped and cells.differences() == []
+
+
+def test_every_notebook_runs_the_skeletons_steps():
+    """The six notebooks' code cells are the skeleton's but for the template's name and its record's plots."""
+    for name in TEMPLATES:
+        nb = jupytext.read(notebook.NOTEBOOKS / f"{name}.py")
+        code = [c.source for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
+        assert code == [s.split("\n", 1)[1] for s in skeleton.steps(templates.get(name))]
+    assert "plot_importance" in skeleton.steps(templates.get("tabular"))[-1]
+    assert "plot_importance" not in skeleton.steps(templates.get("cnn"))[-1]
 
 
 def test_the_sequence_notebooks_differ_only_in_their_model():
