@@ -16,10 +16,11 @@ from typing import Any
 from kit.errors import KitError
 
 
-def setting(default: Any, *, choices: tuple | None = None, minimum: float | None = None, maximum: float | None = None,
-            normalize: Callable[[Any], Any] | None = None, doc: str = "") -> Any:
+def setting(default: Any, *, choices: tuple | Callable[[], tuple] | None = None, minimum: float | None = None,
+            maximum: float | None = None, normalize: Callable[[Any], Any] | None = None, doc: str = "") -> Any:
     """A dataclass field with an optional set of allowed values or bounds. `normalize` returns the value in its
-    one spelling, or raises ValueError saying what is wrong and what to write instead; `doc` says what it means."""
+    one spelling, or raises ValueError saying what is wrong and what to write instead; `doc` says what it means.
+    `choices` may be a function giving them, asked at each check (a registry that grows)."""
     if isinstance(default, (list, dict)):
         raise TypeError("use a tuple default")
     return dataclasses.field(default=default, metadata={"choices": choices, "minimum": minimum, "maximum": maximum,
@@ -48,6 +49,7 @@ def build(cls, values: Mapping[str, Any], where: str):
     for key, value in values.items():
         meta = known[key].metadata
         choices = meta.get("choices")
+        choices = choices() if callable(choices) else choices
         # in an `int | str` field, choices name the allowed strings and minimum bounds the numbers
         mixed = _mixed(hints[key], choices) if choices and _is_union(hints[key]) else None
         value = coerce(value, hints[key], f"{where}: {key}", mixed)

@@ -82,7 +82,7 @@ def mask_extension(ext: str) -> str:
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
-    template: str = setting("cnn", choices=templates.names())
+    template: str = setting("cnn", choices=templates.names)  # called: a template registered later counts
     metric: str = setting("log_loss", normalize=metric_name)
 
 

@@ -1,5 +1,6 @@
 """The template registry: one record per template, everything the build, the kernel and the smoke need to know
-about it. A new template is one record here, plus its own rooms (params class, pipeline, notebook prose, smoke maker).
+about it. A new template is one record here, plus its own rooms (params class, pipeline, notebook prose, smoke maker);
+or, from outside kit, its rooms and one record that `register` adds (its notebook is kit's skeleton's).
 
 Floors above this one (pipelines, the smoke data) are named by their dotted path and imported only when
 asked for (`load`), as timm's registries name model entry points: the kernel never imports the build side,
@@ -7,6 +8,7 @@ and nothing here imports upward.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +57,9 @@ class Template:
     labels_table: bool = True
     # the kit.run verbs its notebook's last step draws with, each (session, cv) (kit.build.skeleton writes the cell)
     plots: tuple[str, ...] = ("plot_history",)
+    # "module:attribute" of a record registered from outside kit (`register`), which its notebook registers the same
+    # way before set-up; "" for kit's own
+    origin: str = ""
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -92,6 +97,17 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
 
 def names() -> tuple[str, ...]:
     return tuple(TEMPLATES)
+
+
+def register(dotted: str) -> Template:
+    """Add the template whose record `dotted` names ("module:attribute", importable wherever its notebook runs, as a
+    record names its pipeline): a template from outside kit, whose notebook registers it the same way before set-up.
+    The same record again changes nothing; another of a known name is an error."""
+    record = dataclasses.replace(load(dotted), origin=dotted)
+    if TEMPLATES.get(record.name, record) != record:
+        raise KitError(f"register('{dotted}'): a template named '{record.name}' is known already; name yours otherwise")
+    TEMPLATES[record.name] = record
+    return record
 
 
 def get(name: str) -> Template:

@@ -81,11 +81,11 @@ def render_docs(text: str) -> str:
 
 
 def differences(write: bool = False) -> list[str]:
-    """What differs from params.py and the skeleton: each notebook's parameters cell and step cells, and
+    """What differs from params.py and the skeleton: each of kit's notebooks' parameters cell and step cells, and
     the docs page's tables (rewritten with `write`)."""
     found = []
     targets = [(NOTEBOOKS / f"{t.name}.py", lambda text, t=t: skeleton.render(render_notebook(text, t.params), t))
-               for t in templates.TEMPLATES.values()]
+               for t in templates.TEMPLATES.values() if not t.origin]
     targets.append((DOCS_PAGE, render_docs))
     for path, render in targets:
         text = path.read_text(encoding="utf-8")

@@ -6,9 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jupytext
 import nbformat
 
-from kit.build import embed, parameters
+from kit import templates
+from kit.build import cells, embed, parameters, skeleton
 from kit.build.packages import Packages
 from kit.build.skeleton import NOTEBOOKS, RUNTIME_TAG
 from kit.errors import KitError
@@ -21,12 +23,21 @@ def template_path(template: str) -> Path:
     return path
 
 
+def template_notebook(template: str) -> nbformat.NotebookNode:
+    """notebooks/<template>.ipynb; for a template registered from outside kit, which has none, the skeleton's
+    notebook with its parameters cell written from its params class."""
+    record = templates.get(template)
+    if record.origin and not (NOTEBOOKS / f"{template}.ipynb").is_file():
+        return jupytext.reads(cells.render_notebook(skeleton.text(record), record.params), fmt="py:percent")
+    return nbformat.read(template_path(template), as_version=4)
+
+
 def build(template: str, values: Mapping[str, Any], internet: bool = False,
           packages: Packages | None = None) -> nbformat.NotebookNode:
     """The template with `values` in its parameters cell and the runtime embedded; `internet=False` (a
     kernel with the internet off) keeps the Hugging Face hub offline from the first import on; `packages`
     are installed from their attached dataset before kit is imported."""
-    nb = nbformat.read(template_path(template), as_version=4)
+    nb = template_notebook(template)
     return normalize(nb, embed.runtime_cell(embed.runtime_zip(), offline=not internet, packages=packages), values)
 
 
