@@ -122,7 +122,7 @@ lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells an
 	$(PY) -m kit.build.cells
 	$(PY) -m kit.build.plan
 
-sync: venv ## after editing kit/params.py, notebooks/*.py or a [sizes]: rewrite the parameters cells, the docs' tables, the .ipynb
+sync: venv ## after editing kit/params.py, kit/build/skeleton.py, notebooks/*.py or a [sizes]: rewrite the parameters and step cells, the docs' tables, the .ipynb
 	$(PY) -m kit.build.cells --write
 	$(PY) -m kit.build.plan --write
 	$(VENV)/bin/jupytext --quiet --update --to ipynb notebooks/*.py
