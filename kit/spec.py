@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,29 +15,80 @@ from kit import fields, templates
 from kit.errors import KitError
 from kit.fields import setting
 
-# "map@k" is a family: map@5 is the mean average precision of each row's 5 labels, best first
-METRICS = ("log_loss", "accuracy", "mae", "rmse", "auc", "f1_samples", "f2_samples", "qwk", "pearson", "macro_f1", "f1_micro",
-           "map@k", "spearman", "rmsle", "weighted_auc", "bias_auc", "dice", "iou", "map_iou")
-GREATER_IS_BETTER = {"log_loss": False, "accuracy": True, "mae": False, "rmse": False, "auc": True, "f1_samples": True,
-                     "f2_samples": True, "qwk": True, "pearson": True, "macro_f1": True, "f1_micro": True, "map@k": True,
-                     "spearman": True, "rmsle": False, "weighted_auc": True, "bias_auc": True, "dice": True, "iou": True,
-                     "map_iou": True}
-MASK_METRICS = ("dice", "iou", "map_iou")  # they score masks: the segmentation template's, with rmse for image to image
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: everything kit asks of it, read from this one record. `score` names the function that scores
+    its rows by dotted path, imported only when rows are scored, so that a template's import closure holds only
+    the rooms of the metrics it can be scored by (the mask metrics' are the segmentation template's)."""
+
+    name: str  # "map@k" stands for map@1, map@5, ...: the mean average precision of each row's k labels, best first
+    greater_is_better: bool
+    # what its rows are: "probability" (class or label probabilities), "ranking" (only the order of a row's likeliest
+    # classes counts), "ordinal" (whole scores, from probabilities or a regressed value), "value" (one or several values
+    # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
+    # identities), "mask" (overlap counts of masks: kit.train.mask_metrics)
+    family: str
+    # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
+    score: str
+    multilabel: bool = False  # it scores a multi-label target (one 0/1 column per label)
+    cut: bool = False  # its score is taken at a threshold searched on the out-of-fold rows (kit.train.metrics.decide)
+    blend: str = "mean"  # how runs' predictions blend under it: "mean", or "rank" (only each column's order counts)
+
+    def scorer(self) -> Callable[..., float]:
+        return templates.load(self.score)
+
+
+_M = "kit.train.metrics:"
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("log_loss", False, "probability", _M + "log_loss", multilabel=True),
+    Metric("accuracy", True, "ranking", _M + "accuracy"),
+    Metric("mae", False, "value", _M + "mae"),
+    Metric("rmse", False, "value", _M + "rmse"),
+    Metric("auc", True, "probability", _M + "auc", multilabel=True, blend="rank"),
+    Metric("f1_samples", True, "label_set", _M + "at_cut", multilabel=True, cut=True),
+    Metric("f2_samples", True, "label_set", _M + "at_cut", multilabel=True, cut=True),
+    Metric("qwk", True, "ordinal", _M + "qwk"),
+    Metric("pearson", True, "value", _M + "pearson"),
+    Metric("macro_f1", True, "ranking", _M + "macro_f1"),
+    Metric("f1_micro", True, "label_set", _M + "at_cut", multilabel=True, cut=True),
+    Metric("map@k", True, "ranking", _M + "map_at_k"),
+    Metric("spearman", True, "value", _M + "spearman"),
+    Metric("rmsle", False, "value", _M + "rmsle"),
+    Metric("weighted_auc", True, "probability", _M + "weighted_auc_score", blend="rank"),
+    Metric("bias_auc", True, "subgroup", _M + "at_cut", cut=True),
+    Metric("dice", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
+)}
+
+
+def metrics_where(**fields: Any) -> tuple[str, ...]:
+    """The names of the metrics whose records hold these values: metrics_where(family="value")."""
+    return tuple(m.name for m in METRICS.values() if all(getattr(m, k) == v for k, v in fields.items()))
+
+
+MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
-def metric_family(metric: str) -> str:
-    """The metric's name without its k: "map@5" -> "map@k"."""
+def metric_key(metric: str) -> str:
+    """The metric's key in METRICS, its name without its k: "map@5" -> "map@k"."""
     return "map@k" if re.fullmatch(r"map@[1-9][0-9]*", metric) else metric
 
 
 def top_k(metric: str) -> int:
     """How many labels a row's prediction lists: the k of map@k, else 1."""
-    return int(metric.split("@")[1]) if metric_family(metric) == "map@k" else 1
+    return int(metric.split("@")[1]) if metric_key(metric) == "map@k" else 1
+
+
+def metric_record(metric: str) -> Metric:
+    """The record of a metric by its name ("map@5": map@k's)."""
+    return METRICS[metric_key(metric)]
 
 
 def greater_is_better(metric: str) -> bool:
-    return GREATER_IS_BETTER[metric_family(metric)]
+    return metric_record(metric).greater_is_better
 
 
 def metric_misfit(template: str, metric: str) -> str:
@@ -53,7 +104,7 @@ def metric_misfit(template: str, metric: str) -> str:
 
 def metric_name(metric: str) -> str:
     """`metric` if kit knows it, else ValueError listing what it knows."""
-    if metric_family(metric) in METRICS and metric != "map@k":
+    if metric_key(metric) in METRICS and metric != "map@k":
         return metric
     known = ", ".join(m if m != "map@k" else "map@k (such as map@5)" for m in METRICS)
     raise ValueError(f"is not a metric kit knows ({known})")

@@ -18,11 +18,11 @@ import numpy as np
 from scipy import optimize, stats
 
 from kit.run import kept
+from kit.spec import metric_record
 from kit.train import metrics, topk
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
-RANKED = ("auc", "weighted_auc")  # rank-based: a blend of ranks (only the order of a column's scores counts)
 CLASS_KINDS = ("probs", "onehot", "binary", "label")  # one class per row: rows are distributions
 STEPS = 100  # hill climbing adds at most this many runs to its bag
 # a least-squares fit holds (rows x outputs, runs) float64 and the truth beside it: past this many cells (iMet's two
@@ -49,7 +49,7 @@ class Fitted:
 def rule(metric: str, target: Target) -> str:
     """"rank" where the metric ranks each column's scores (AUC of a binary or per-label probability), else "mean".
     Multi-class AUC keeps the mean: its grader wants rows of probabilities that sum to 1."""
-    return "rank" if metric in RANKED and target.kind in ("binary", "multi") else "mean"
+    return "rank" if metric_record(metric).blend == "rank" and target.kind in ("binary", "multi") else "mean"
 
 
 def transform(pred: np.ndarray | TopK, how: str, target: Target) -> np.ndarray | TopK:

@@ -16,7 +16,7 @@ from kit.run import predictions
 from kit.runtime import paths, resources
 from kit.runtime.resources import GB, Limits, Need, Plan, Sizes
 from kit.runtime.session import Session
-from kit.spec import Spec, metric_family
+from kit.spec import Spec, metric_key
 from kit.train import metrics, topk
 from kit.train.cv import HOLDOUT
 
@@ -188,6 +188,6 @@ def kind_of(spec: Spec, outputs: int) -> str:
         return "multi"
     if metric in (*metrics.VALUE_METRICS, "qwk"):
         return "value" if outputs == 1 else "values"
-    if metric_family(metric) in topk.RANKING:
+    if metric_key(metric) in topk.RANKING:
         return "label"
     return "binary" if outputs == 2 else "probs"

@@ -10,14 +10,15 @@ import numpy as np
 from scipy import stats
 from sklearn import metrics as skm
 
-from kit.spec import MASK_METRICS, greater_is_better, metric_family, top_k
-from kit.train import cuts, mask_metrics, topk
+from kit.spec import greater_is_better, metric_record, metrics_where, top_k
+from kit.train import cuts, topk
 from kit.train.topk import TopK
 
-LABEL_SETS = ("f1_samples", "f2_samples", "f1_micro")  # metrics of label sets (tags, or 0/1 label columns)
+# views of kit.spec.METRICS, the one metric table
+LABEL_SETS = metrics_where(family="label_set")  # metrics of label sets (tags, or 0/1 label columns)
 # taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
-THRESHOLDED = (*LABEL_SETS, "bias_auc")
-VALUE_METRICS = ("mae", "rmse", "pearson", "spearman", "rmsle")  # what scores one or several values per row (mean over columns)
+THRESHOLDED = metrics_where(cut=True)
+VALUE_METRICS = metrics_where(family="value")  # what scores one or several values per row (mean over columns)
 CORRELATIONS = ("pearson", "spearman")
 THRESHOLDS = np.round(np.arange(0.02, 0.99, 0.01), 2)  # where an F-score metric's threshold is looked for, and
 # among this many quantiles of the predictions themselves: outputs squeezed into a band narrower than the grid's step
@@ -29,64 +30,118 @@ QUANTILE_VALUES = 1_000_000  # predictions the quantiles are taken from at most 
 def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
     """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values,
     or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability). Mask metrics take overlap counts
-    (kit.train.mask_metrics)."""
-    if metric in MASK_METRICS:
-        return mask_metrics.score(metric, pred, target)
+    (kit.train.mask_metrics, named by their records and imported only here, when scored)."""
+    record = metric_record(metric)
+    if record.family == "mask":  # rows of overlap counts: no weights, no label columns
+        return record.scorer()(metric, pred, target)
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
-    if isinstance(pred, TopK) and metric_family(metric) not in topk.RANKING:
+    if isinstance(pred, TopK) and record.family != "ranking":
         raise ValueError(f"metric {metric} needs every class's probability, and these rows keep the likeliest few")
-    if target.ndim == 2 and metric in VALUE_METRICS:  # several value columns: the mean of their scores
+    if target.ndim == 2 and record.family == "value":  # several value columns: the mean of their scores
         # a correlation is undefined on a column whose truth is constant (a rare label's validation rows): left out
         columns = [k for k in range(target.shape[1]) if metric not in CORRELATIONS or np.ptp(target[:, k]) > 0]
         if not columns:
             return float("nan")
         return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in columns]))
+    if target.ndim == 2 and not (record.multilabel or record.cut):
+        raise ValueError(f"metric {metric} does not score multi-label predictions")
+    return record.scorer()(metric, pred, target, weight)
+
+
+# -- each metric's rows: (N,) targets, or (N, C) labels where its record says it scores them ------------------
+def log_loss(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """Over classes; multi-label: the mean binary log loss over every (row, label)."""
     if target.ndim == 2:
-        return multilabel(metric, pred, target, weight)
-    if metric == "log_loss":
-        p = np.clip(pred, 1e-15, 1.0)
-        p = p / p.sum(1, keepdims=True)
-        return float(-np.average(np.log(p[np.arange(len(target)), target]), weights=weight))
-    if metric == "accuracy":
-        return float(np.average(likeliest(pred) == target, weights=weight))
-    if metric == "macro_f1":  # over the classes in the truth or the predictions, as sklearn's default labels
-        return float(skm.f1_score(target, likeliest(pred), average="macro", sample_weight=weight, zero_division=0))
-    if metric_family(metric) == "map@k":
-        return mean_average_precision(pred, target, top_k(metric), weight)
-    if metric == "weighted_auc":
-        return weighted_auc(target, pred[:, -1] if pred.ndim == 2 else pred, weight)
-    if metric == "auc":
-        if len(np.unique(target)) < 2:
+        p = np.clip(pred, 1e-15, 1 - 1e-15)
+        cells = -(target * np.log(p) + (1 - target) * np.log(1 - p))
+        return float(np.average(cells.mean(1), weights=weight))
+    p = np.clip(pred, 1e-15, 1.0)
+    p = p / p.sum(1, keepdims=True)
+    return float(-np.average(np.log(p[np.arange(len(target)), target]), weights=weight))
+
+
+def accuracy(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    return float(np.average(likeliest(pred) == target, weights=weight))
+
+
+def macro_f1(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """Over the classes in the truth or the predictions, as sklearn's default labels."""
+    return float(skm.f1_score(target, likeliest(pred), average="macro", sample_weight=weight, zero_division=0))
+
+
+def map_at_k(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    return mean_average_precision(pred, target, top_k(metric), weight)
+
+
+def weighted_auc_score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    return weighted_auc(target, pred[:, -1] if pred.ndim == 2 else pred, weight)
+
+
+def auc(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """One-vs-rest over the classes present; multi-label: the mean of each label's ROC AUC (labels with one class
+    in `target` left out)."""
+    if target.ndim == 2:
+        truth = target > 0.5
+        scored = [j for j in range(truth.shape[1]) if 0 < truth[:, j].sum() < len(truth)]
+        if not scored:
             return float("nan")
-        if pred.shape[1] == 2:
-            return float(skm.roc_auc_score(target, pred[:, 1], sample_weight=weight))
-        present = np.unique(target)
-        p = pred[:, present] / pred[:, present].sum(1, keepdims=True)
-        return float(skm.roc_auc_score(target, p, multi_class="ovr", labels=present, sample_weight=weight))
-    if metric == "qwk" and pred.ndim == 2 and pred.shape[1] > 1:  # class probabilities of ordered classes
+        return float(np.mean([skm.roc_auc_score(truth[:, j], pred[:, j], sample_weight=weight) for j in scored]))
+    if len(np.unique(target)) < 2:
+        return float("nan")
+    if pred.shape[1] == 2:
+        return float(skm.roc_auc_score(target, pred[:, 1], sample_weight=weight))
+    present = np.unique(target)
+    p = pred[:, present] / pred[:, present].sum(1, keepdims=True)
+    return float(skm.roc_auc_score(target, p, multi_class="ovr", labels=present, sample_weight=weight))
+
+
+def at_cut(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """f1_samples, f2_samples, f1_micro, bias_auc: the score at the threshold that maximises it (`decide`)."""
+    return decide(metric, pred, target, weight)[1]
+
+
+def first_column(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(N,) the predicted values of rows of one value."""
+    return pred.reshape(len(target), -1)[:, 0]
+
+
+def qwk(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    if pred.ndim == 2 and pred.shape[1] > 1:  # class probabilities of ordered classes
         return float(skm.cohen_kappa_score(target, pred.argmax(1), weights="quadratic", sample_weight=weight))
-    values = pred.reshape(len(target), -1)[:, 0]
-    if metric == "qwk":  # values: rounded to the nearest score the targets hold, as a submission writes them
-        return float(skm.cohen_kappa_score(np.rint(target).astype(np.int64), whole_scores(values, target.min(), target.max()),
-                                           weights="quadratic", sample_weight=weight))
-    if metric == "pearson":
-        if np.std(values) == 0 or np.std(target) == 0:
-            return float("nan")
-        return float(np.corrcoef(values, target)[0, 1]) if weight is None else weighted_pearson(values, target, weight)
-    if metric == "spearman":  # scipy's rank correlation (score masks are 0/1: the kept rows, unweighted)
-        if np.ptp(values) == 0 or np.ptp(target) == 0:
-            return float("nan")
-        return float(stats.spearmanr(values, target).statistic)
-    if metric == "mae":
-        return float(np.average(np.abs(values - target), weights=weight))
-    if metric == "rmse":
-        return float(np.sqrt(np.average((values - target) ** 2, weights=weight)))
-    if metric == "rmsle":  # kit's predictions under rmsle are never below 0 (targets.py clips them there)
-        gap = np.log1p(np.maximum(values, 0.0)) - np.log1p(target)
-        return float(np.sqrt(np.average(gap**2, weights=weight)))
-    raise ValueError(f"unknown metric {metric}")
+    values = first_column(pred, target)  # rounded to the nearest score the targets hold, as a submission writes them
+    return float(skm.cohen_kappa_score(np.rint(target).astype(np.int64), whole_scores(values, target.min(), target.max()),
+                                       weights="quadratic", sample_weight=weight))
+
+
+def pearson(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    values = first_column(pred, target)
+    if np.std(values) == 0 or np.std(target) == 0:
+        return float("nan")
+    return float(np.corrcoef(values, target)[0, 1]) if weight is None else weighted_pearson(values, target, weight)
+
+
+def spearman(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """scipy's rank correlation (score masks are 0/1: the kept rows, unweighted)."""
+    values = first_column(pred, target)
+    if np.ptp(values) == 0 or np.ptp(target) == 0:
+        return float("nan")
+    return float(stats.spearmanr(values, target).statistic)
+
+
+def mae(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    return float(np.average(np.abs(first_column(pred, target) - target), weights=weight))
+
+
+def rmse(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    return float(np.sqrt(np.average((first_column(pred, target) - target) ** 2, weights=weight)))
+
+
+def rmsle(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """kit's predictions under rmsle are never below 0 (targets.py clips them there)."""
+    gap = np.log1p(np.maximum(first_column(pred, target), 0.0)) - np.log1p(target)
+    return float(np.sqrt(np.average(gap**2, weights=weight)))
 
 
 def likeliest(pred: np.ndarray | TopK) -> np.ndarray:
@@ -152,25 +207,6 @@ def better(metric: str, a: float, b: float | None) -> bool:
 def join_rows(parts: list[dict]) -> dict[str, np.ndarray]:
     """Several folds' validation rows ({"pred", "target", optional "weight"}) as one set of rows."""
     return {k: topk.join([r[k] for r in parts]) for k in parts[0]}
-
-
-def multilabel(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
-    """auc: the mean of each label's ROC AUC (labels with one class in `target` left out); log_loss: the mean
-    binary log loss over every (row, label); f1_samples, f2_samples, f1_micro, bias_auc: the score at the
-    threshold that maximises it (`decide`)."""
-    truth = target > 0.5
-    if metric == "auc":
-        scored = [j for j in range(truth.shape[1]) if 0 < truth[:, j].sum() < len(truth)]
-        if not scored:
-            return float("nan")
-        return float(np.mean([skm.roc_auc_score(truth[:, j], pred[:, j], sample_weight=weight) for j in scored]))
-    if metric == "log_loss":
-        p = np.clip(pred, 1e-15, 1 - 1e-15)
-        cells = -(target * np.log(p) + (1 - target) * np.log(1 - p))
-        return float(np.average(cells.mean(1), weights=weight))
-    if metric in THRESHOLDED:
-        return decide(metric, pred, target, weight)[1]
-    raise ValueError(f"metric {metric} does not score multi-label predictions")
 
 
 @dataclass(frozen=True)

@@ -31,13 +31,14 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.spec import top_k
+from kit.spec import metrics_where, top_k
 from kit.train.metrics import LABEL_SETS, VALUE_METRICS, likeliest, ranked, whole_scores
 
 KINDS = ("probs", "onehot", "binary", "label", "value", "ordinal", "values", "multi", "tags")
-MULTI_METRICS = ("auc", "log_loss", *LABEL_SETS)  # what scores a multi-label target
-PROBABILITY_METRICS = ("auc", "log_loss")  # one-hot columns scored by these are written as class probabilities
-BINARY_METRICS = ("auc", "log_loss", "weighted_auc")  # one column scored by these: the positive class's probability
+# views of kit.spec.METRICS: one-hot columns scored by these are written as class probabilities
+PROBABILITY_METRICS = tuple(sorted(metrics_where(family="probability", multilabel=True)))
+MULTI_METRICS = (*PROBABILITY_METRICS, *LABEL_SETS)  # what scores a multi-label target
+BINARY_METRICS = metrics_where(family="probability")  # one column scored by these: the positive class's probability
 
 
 @dataclass(frozen=True)

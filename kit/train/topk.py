@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kit.spec import metric_family, top_k
+from kit.spec import metric_key, metrics_where, top_k
 
 KEPT = 32  # classes a row keeps: a fold ensemble's winner is almost always among each fold's 32 likeliest
 UNION = 3 * KEPT  # classes a fold ensemble's running sum keeps a row: the union of the folds' so far, up to this
 DENSE_BYTES = 2**30  # dense float32 rows x classes beyond this are kept as TopK (where the metric allows)
-RANKING = ("accuracy", "macro_f1", "map@k")  # metrics that read only the order of a row's likeliest classes
+RANKING = metrics_where(family="ranking")  # metrics that read only the order of a row's likeliest classes
 FLOAT32_UP_TO = 2**28  # bytes of float32 predictions kept (on disk) as they are; beyond, float16 (a 1e-3 step at most)
 WIDE = 256  # outputs from which predictions are kept in float16 whatever their size: checkpoints and blends together
 
@@ -73,7 +73,7 @@ def kept(target_kind: str, outputs: int, metric: str, rows: int) -> int:
     the order of the likeliest classes and `rows` (a run's largest set of rows, its out-of-fold rows or its test
     rows: the decision is the run's, kept in its recipe, so that both keep rows alike) of dense float32 would pass
     DENSE_BYTES."""
-    if target_kind != "label" or metric_family(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
+    if target_kind != "label" or metric_key(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
         return 0
     return min(outputs, max(KEPT, top_k(metric)))
 
