@@ -237,3 +237,15 @@ def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None
             what = f"'{name}' is named twice" if first[written] == name else f"'{first[written]}' and '{name}' name one file"
             raise KitError(f"{sample_path.name}: {what} in '{column}'; each test image's mask needs a file of its own")
         first[written] = name
+
+
+def check_submission(cells: pd.Series, sample: pd.Series, folder: Path | None) -> None:
+    """A submission's column of mask file names (kit.pipelines.base.validate): the sample's names, as it has them,
+    each a file written in `folder` (the output folder; None: not looked for)."""
+    if not cells.astype(str).reset_index(drop=True).equals(sample.astype(str).reset_index(drop=True)):
+        raise KitError(f"submission's '{cells.name}' differs from the sample's: it names the mask files written")
+    names = cells.astype(str) if folder is not None else []
+    absent = [n for n in names if not (folder / file_name(n)).is_file()]
+    if absent:
+        raise KitError(f"{len(absent)} of the {len(cells)} mask files the submission names are not in {folder} (such as "
+                       f"{absent[0]})")

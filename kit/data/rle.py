@@ -6,8 +6,10 @@ instead (Carvana's). An empty code is an empty mask.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from kit.errors import KitError
 
@@ -80,3 +82,12 @@ def problem(code) -> str:
     if np.any(starts[1:] < starts[:-1] + lengths[:-1]):
         return f"'{code[:40]}' has runs out of order or overlapping"
     return ""
+
+
+def check_submission(cells: pd.Series, sample: pd.Series, folder: Path | None) -> None:
+    """A submission's column of run-length codes (kit.pipelines.base.validate): each one a grader decodes (an
+    empty cell is no mask)."""
+    for row, code in enumerate(cells.fillna("").tolist()):
+        why = problem(code)
+        if why:
+            raise KitError(f"submission row {row + 2}: run-length code {why}")

@@ -23,7 +23,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from kit.data import archives, masks, rle, tables
+from kit import templates
+from kit.data import archives, tables
 from kit.data.batch import Batch
 from kit.errors import KitError
 from kit.runtime import faults
@@ -37,6 +38,8 @@ from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
+# the submission checks of the target kinds that are masks, (cells, the sample's cells, output folder or None)
+MASK_CHECKS = {"files": "kit.data.masks:check_submission", "rle": "kit.data.rle:check_submission"}
 UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a column whose header is blank (an index written with a frame)
 
 
@@ -317,21 +320,8 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     if id_column and not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
     values = sub[list(target.columns)]
-    if target.kind == "files":  # the names of the mask files written beside it, as the sample names them
-        if not values.iloc[:, 0].astype(str).reset_index(drop=True).equals(
-                sample[target.columns[0]].astype(str).reset_index(drop=True)):
-            raise KitError(f"submission's '{target.columns[0]}' differs from the sample's: it names the mask files written")
-        names = values.iloc[:, 0].astype(str) if folder is not None else []
-        absent = [n for n in names if not (folder / masks.file_name(n)).is_file()]
-        if absent:
-            raise KitError(f"{len(absent)} of the {len(values)} mask files the submission names are not in {folder} (such as "
-                           f"{absent[0]})")
-        return
-    if target.kind == "rle":  # run-length codes, each one a grader decodes (kit.data.rle; an empty cell is no mask)
-        for row, code in enumerate(values.iloc[:, 0].fillna("").tolist()):
-            why = rle.problem(code)
-            if why:
-                raise KitError(f"submission row {row + 2}: run-length code {why}")
+    if target.kind in MASK_CHECKS:  # masks: checked in their own rooms, imported only for a submission of them
+        templates.load(MASK_CHECKS[target.kind])(values.iloc[:, 0], sample[target.columns[0]], folder)
         return
     if target.kind in ("tags", "label"):
         allowed = set(map(str, target.classes))

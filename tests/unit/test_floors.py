@@ -2,7 +2,10 @@
 smoke, cli, config) stands apart and ships in no kernel. These tests read the imports of every module."""
 import ast
 import io
+import os
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -120,3 +123,18 @@ def test_the_kernel_zip_ships_no_build_module_and_everything_it_imports():
     graph = imports(PACKAGE)
     missing = {t for m in shipped for t, _ in graph[m] if t not in shipped}
     assert missing == set(), f"the kernel imports modules the zip lacks: {missing}"
+
+
+# what only the segmentation template reads: masks, their run-length codes, canvases and tiles, and mask metrics
+SEGMENTATION_ONLY = ("kit.train.mask_metrics", "kit.data.masks", "kit.data.rle", "kit.data.canvas", "kit.data.tiles")
+
+
+@pytest.mark.parametrize("template", ["cnn", "text", "tabular", "sequence"])
+def test_a_template_without_masks_imports_no_segmentation_module(template):
+    """The segmentation template's rooms stay out of the others' import closure: a fresh interpreter that imports
+    one of their pipelines holds none of them (a shared table or check that names a mask module drags it in)."""
+    probe = (f"import sys, kit.pipelines.{template}\n"
+             f"print(' '.join(sorted(m for m in {SEGMENTATION_ONLY!r} if m in sys.modules)))")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           cwd=PACKAGE.parent, env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}).stdout.split()
+    assert found == [], f"kit.pipelines.{template} imports segmentation-only modules: {found}"
