@@ -1,11 +1,15 @@
 """The metrics of issue 25, each against scikit-learn or scipy (and, where a grader computes it its own way, that
 way written out from its formula): macro_f1, f1_micro, map@k, spearman, rmsle, weighted_auc, bias_auc."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
 from sklearn import metrics as skm
 from sklearn.preprocessing import MultiLabelBinarizer
 
+from kit import spec
 from kit.errors import KitError
 from kit.spec import Spec
 from kit.train import metrics
@@ -245,3 +249,19 @@ def test_a_column_whose_truth_is_constant_leaves_the_correlations_mean():
     expected = np.mean([stats.spearmanr(pred[:, j], target[:, j]).statistic for j in range(2)])
     assert metrics.score("spearman", pred, target) == pytest.approx(expected)
     assert np.isnan(metrics.score("spearman", pred, np.zeros((50, 3))))
+
+
+def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
+    """One table (kit.spec.METRICS): each record's scorer resolves and its family is one kit reads; the metrics
+    page (docs/config.md) lists each metric but the masks' once, better in the record's direction, and the
+    segmentation page names the mask metrics."""
+    families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask"}
+    for record in spec.METRICS.values():
+        assert callable(record.scorer()) and record.family in families and record.blend in ("mean", "rank")
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    page = (docs / "config.md").read_text().split("## Metrics", 1)[1]
+    rows = re.findall(r"^\| (`[^|]+`) \| (higher|lower) \|", page, re.M)
+    listed = {name: better for names, better in rows for name in re.findall(r"`([^`]+)`", names)}
+    assert set(listed) == {m for m in spec.METRICS if m not in spec.MASK_METRICS}
+    assert all((better == "higher") == spec.METRICS[m].greater_is_better for m, better in listed.items())
+    assert all(f"`{m}`" in (docs / "templates.md").read_text() for m in spec.MASK_METRICS)
