@@ -38,8 +38,6 @@ from kit.train.results import FitConfig, FitResult, FoldFiles
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
-# the submission checks of the target kinds that are masks, (cells, the sample's cells, output folder or None)
-MASK_CHECKS = {"files": "kit.data.masks:check_submission", "rle": "kit.data.rle:check_submission"}
 UNNAMED = re.compile(r"Unnamed: \d+")  # pandas' name for a column whose header is blank (an index written with a frame)
 
 
@@ -319,11 +317,11 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
         raise KitError(f"submission has {len(sub)} rows, the sample submission {len(sample)}")
     if id_column and not sub[id_column].reset_index(drop=True).equals(sample[id_column].reset_index(drop=True)):
         raise KitError(f"submission ids differ from the sample submission's ('{id_column}' column, same order)")
-    values = sub[list(target.columns)]
-    if target.kind in MASK_CHECKS:  # masks: checked in their own rooms, imported only for a submission of them
-        templates.load(MASK_CHECKS[target.kind])(values.iloc[:, 0], sample[target.columns[0]], folder)
+    values, check = sub[list(target.columns)], target.record.check
+    if ":" in check:  # masks: checked in their own rooms, imported only for a submission of them
+        templates.load(check)(values.iloc[:, 0], sample[target.columns[0]], folder)
         return
-    if target.kind in ("tags", "label"):
+    if check == "names":
         allowed = set(map(str, target.classes))
         cells = values.iloc[:, 0].astype(str)
         wrong = list(dict.fromkeys(t for v in cells for t in (v.split() if target.kind == "tags" or target.top > 1 else [v])
@@ -335,8 +333,8 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
     numbers = values.to_numpy(dtype=np.float64)
     if not np.isfinite(numbers).all():
         raise KitError(f"submission holds {int((~np.isfinite(numbers)).sum())} NaN or infinite values")
-    if target.kind in ("probs", "onehot", "binary", "multi"):
+    if check in ("distribution", "probability"):
         if numbers.min() < 0 or numbers.max() > 1:
             raise KitError("submission probabilities fall outside [0, 1]")
-        if target.kind in ("probs", "onehot") and not np.allclose(numbers.sum(1), 1.0, atol=1e-6):
+        if check == "distribution" and not np.allclose(numbers.sum(1), 1.0, atol=1e-6):
             raise KitError("submission class probabilities do not sum to 1 in every row")

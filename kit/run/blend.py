@@ -23,7 +23,6 @@ from kit.train import metrics, topk
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
-CLASS_KINDS = ("probs", "onehot", "binary", "label")  # one class per row: rows are distributions
 STEPS = 100  # hill climbing adds at most this many runs to its bag
 # a least-squares fit holds (rows x outputs, runs) float64 and the truth beside it: past this many cells (iMet's two
 # runs: 840 million), hill climbing alone weighs the runs
@@ -49,7 +48,7 @@ class Fitted:
 def rule(metric: str, target: Target) -> str:
     """"rank" where the metric ranks each column's scores (AUC of a binary or per-label probability), else "mean".
     Multi-class AUC keeps the mean: its grader wants rows of probabilities that sum to 1."""
-    return "rank" if metric_record(metric).blend == "rank" and target.kind in ("binary", "multi") else "mean"
+    return "rank" if metric_record(metric).blend == "rank" and target.record.ranks else "mean"
 
 
 def transform(pred: np.ndarray | TopK, how: str, target: Target) -> np.ndarray | TopK:
@@ -72,7 +71,7 @@ def finish(mixed: np.ndarray | TopK, target: Target) -> np.ndarray | TopK:
     likeliest classes are read for their order alone: as they are)."""
     if isinstance(mixed, TopK):
         return mixed
-    if target.kind in CLASS_KINDS:
+    if target.classification:
         return mixed / np.maximum(mixed.sum(1, keepdims=True), np.finfo(mixed.dtype).tiny)
     return mixed
 
@@ -121,7 +120,7 @@ def best_of(metric: str, scores: Sequence[float]) -> int:
 
 def dense_truth(truth: np.ndarray, target: Target, outputs: int) -> np.ndarray:
     """(N, outputs) what a perfect prediction holds: one-hot classes, 0/1 labels, or the values."""
-    if target.kind in CLASS_KINDS:
+    if target.classification:
         return np.eye(outputs)[truth.astype(np.int64)]
     return np.asarray(truth, dtype=np.float64).reshape(len(truth), -1)
 

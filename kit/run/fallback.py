@@ -119,7 +119,7 @@ def constant(session: Session, data: Any, why: str) -> np.ndarray | topk.TopK:
 def describe(session: Session, data: Any) -> str:
     """What the fallback writes, in words."""
     t = data.target
-    if t.kind not in targets.KINDS:  # segmentation's masks (kit.pipelines.segmentation)
+    if t.record.masks:  # segmentation's masks (kit.pipelines.segmentation)
         return "the training masks' prior (no mask, or the mean page)"
     name, known = targets.prior_name(t, session.spec.metric), base.prior(data)
     if t.kind == "label":

@@ -17,11 +17,10 @@ from kit.runtime import paths, resources
 from kit.runtime.resources import GB, Limits, Need, Plan, Sizes
 from kit.runtime.session import Session
 from kit.spec import Spec, metric_key
-from kit.train import metrics, topk
+from kit.train import metrics, targets, topk
 from kit.train.cv import HOLDOUT
 
 RECORD = "resources.json"  # in the output folder: the plan's totals, then what the run took
-MASK_KINDS = ("rle", "pixels", "files")  # a segmentation target: masks (or pages) of every test image, not a row of outputs
 CSV_BYTES_PER_S = 15e6  # pandas writing a frame as text
 # what a process's host memory grows by once its first steps load CUDA's libraries (cuBLAS, cuDNN, the kernels):
 # 1.3 GB on an H200 (torch 2.11, CUDA 13), the plan made at 1.05 GB and the run's peak 2.32
@@ -40,7 +39,8 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     val = validation_rows(s, folds) * s.row_steps
     oof = val if folds == 1 else s.train_rows * s.row_steps
     test_rows = s.test_rows * s.row_steps
-    masks, labels = s.kind in MASK_KINDS, s.kind in ("multi", "tags")
+    kind = targets.KINDS.get(s.kind)  # a [sizes] kind kit does not know: neither masks nor labels
+    masks, labels = bool(kind and kind.masks), bool(kind and kind.multilabel)
     k_val = k_test = topk.kept(s.kind, s.outputs, metric, max(s.train_rows * s.row_steps, test_rows))  # as the kernel
     # a row's predictions in memory (float32, or a (class, probability) pair each), and as kept on disk
     val_row, test_row = 8 * k_val or 4 * s.outputs, 8 * k_test or 4 * s.outputs

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from kit import templates
 from kit.errors import KitError
 from kit.pipelines import base
 from kit.pipelines.base import submission_frame, validate
@@ -192,3 +193,16 @@ def test_a_ranking_metric_is_not_clipped_unless_a_range_is_stated():
     assert stated.limits == ((0.0, 1.0),) * 2
     one = targets.infer("spearman", table["b"], ["b"], "t")
     assert targets.to_columns(one, np.array([[1.4], [-0.2]]))["b"].tolist() == [1.4, -0.2]
+
+
+def test_every_target_kind_is_one_record_whose_check_resolves():
+    """One table (kit.train.targets.KINDS): each kind's submission check is one validate knows or a function its
+    mask room holds; the mask kinds are the three the segmentation template makes, the others its to_columns writes
+    as the sample's columns."""
+    for kind in targets.KINDS.values():
+        assert kind.check in ("names", "distribution", "probability", "numbers") or callable(templates.load(kind.check))
+    assert {k.name for k in targets.KINDS.values() if k.masks} == {"pixels", "files", "rle"}
+    made = (Path(__file__).resolve().parents[2] / "kit" / "pipelines" / "segmentation_data.py").read_text()
+    assert all(f'Target("{name}"' in made for name in ("pixels", "files", "rle"))
+    target = targets.Target("binary", ("p",), (0, 1))
+    assert list(targets.to_columns(target, np.array([[0.3, 0.7]]))) == ["p"] and target.record.ranks
