@@ -40,10 +40,11 @@ from kit.data.images import ImageCache
 from kit.data.loaders import DeviceLoader, ImageRows, host_loader
 from kit.runtime import hardware
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.train import step as kit_step
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 from kit.train.step import make_optimizer, train_step
 
 MEAN, STD, CLASSES = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), 120

@@ -17,11 +17,10 @@ from kit import files
 from kit.build import bundle, metadata, models
 from kit.build.client import Client
 from kit.errors import KitError
-from kit.run import predictions
-from kit.runtime import runs, trained
+from kit.runtime import trained
+from kit.runtime.run_folder import RunFolder
 
 FRAMEWORK = "pytorch"
-KEPT = predictions.FILES  # what a blend weighs the run by
 LICENSE = "Apache 2.0"
 
 
@@ -37,11 +36,7 @@ def run_files(folder: Path) -> list[Path]:
     """What a run's version holds: run.json, and each fold's best weights (fold<k>.pt), what prediction reads
     beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json), and the predictions a
     blend weighs it by (oof.csv, test_pred.npy and the rest: kit.run.predictions) where the run kept them."""
-    keep = [folder / runs.RECORD]
-    for path in sorted(folder.iterdir()):
-        if runs.FOLD.fullmatch(path.name):
-            keep += [p for p in (path, path.with_suffix(".meta.pt"), path.with_suffix(".json")) if p.is_file()]
-    return keep + [folder / name for name in KEPT if (folder / name).is_file()]
+    return RunFolder(folder).kept()
 
 
 def find_run(source: Path, template: str, hint: str) -> trained.Trained:

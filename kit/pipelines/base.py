@@ -30,11 +30,12 @@ from kit.errors import KitError
 from kit.runtime import faults
 from kit.runtime.budget import Budget
 from kit.runtime.precision import InForce, Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train import metrics, targets, topk
 from kit.train.objectives import Objective
-from kit.train.results import FitConfig, FitResult, FoldFiles
+from kit.train.results import FitConfig, FitResult
 from kit.train.targets import Target
 from kit.train.topk import TopK
 
@@ -51,8 +52,8 @@ class Pipeline(abc.ABC):
     `host_bytes`, `release`, `judge` (the out-of-fold score), `cut` (the ensemble's predictions as the submission's
     values), and `fit_fold` with `fits_folds`: a pipeline whose model does not train in the loop (a booster:
     kit.pipelines.tabular) sets `fits_folds`, and its `fit_fold` trains a fold itself and writes what the loop
-    writes (kit.train.results.FoldFiles, FitResult); kit.run.folds then calls it in place of the loop, with no
-    preflight, no batch trials and no DDP, and its `model(pretrained=False)` may be any object with
+    writes (kit.runtime.run_folder.FoldFiles, kit.train.results.FitResult); kit.run.folds then calls it in place of
+    the loop, with no preflight, no batch trials and no DDP, and its `model(pretrained=False)` may be any object with
     `load_state_dict`, which its `predict` reads."""
 
     fits_folds = False  # its folds train in `fit_fold`, not in kit's loop (the boosters)

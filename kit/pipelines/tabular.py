@@ -26,12 +26,13 @@ from kit.models.tabular import TabularNet, statistics
 from kit.pipelines import base
 from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
+from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train import boosting, cv, targets
 from kit.train.boosting import BoostConfig
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
-from kit.train.results import FitConfig, FitResult, FoldFiles
+from kit.train.results import FitConfig, FitResult
 from kit.train.targets import Target
 
 

@@ -1,9 +1,8 @@
 """Cross-validated training: every fold through the one loop (or a pipeline's own `fit_fold`, the boosters'),
 under the time budget, resumable.
 
-Files in the run's folder, <output_dir>/checkpoints/<run>/ (kit.runtime.runs): fold<k>.pt (the best epoch:
-weights, score, validation rows), fold<k>.last.pt (the latest epoch, while the fold is unfinished),
-fold<k>.json (written when it finishes), batch.json (the automatic batch size, and the GPU it was tuned on).
+Each fold writes its files in the run's folder (kit.runtime.run_folder names them): its best epoch (weights, score,
+validation rows), its summary when it finishes, and its latest epoch in the scratch folder while it is unfinished.
 A run with the same settings reuses finished folds untouched and resumes an unfinished one from its last
 epoch; a run with other settings gets a folder of its own.
 """
@@ -29,16 +28,18 @@ from kit.run import footprint, preflight
 from kit.run.batch import resolve_batch
 from kit.run.fallback import LabelsOnly
 from kit.run.start import start
-from kit.runtime import checkpoint, hardware, paths, runs, workers
+from kit.run.this_run import run_record
+from kit.runtime import checkpoint, hardware, runs, workers
 from kit.runtime.budget import Budget, total_budget
 from kit.runtime.collective import Collective, main_only, sync_batchnorm
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
+from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session, maybe_compile, seed_everything
 from kit.train import metrics
 from kit.train.loop import fit
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 
 RAM_SHARE = 0.8  # parallel workers start only if their copies of the data fit in this share of free RAM
 
@@ -60,23 +61,6 @@ class CVResult:
     @property
     def finished(self) -> list[int]:
         return [f["fold"] for f in self.folds]
-
-
-def fold_files(folder: Path, fold: int) -> FoldFiles:
-    """A fold's files: its best epoch in the run's folder (the output), its resume state in the scratch folder."""
-    resume = paths.scratch_dir() / "resume" / folder.name
-    return FoldFiles(best=folder / f"fold{fold}.pt", last=resume / f"fold{fold}.last.pt")
-
-
-def fold_checkpoints(folder: Path) -> dict[int, Path]:
-    """{fold: path} of the best-epoch checkpoints in the run's folder, finished folds or not (each with its
-    .meta.pt, written after the weights)."""
-    found = {}
-    for path in sorted(folder.glob("fold*.pt")):
-        m = runs.FOLD.fullmatch(path.name)
-        if m and fold_files(folder, int(m.group(1))).meta.exists():
-            found[int(m.group(1))] = path
-    return dict(sorted(found.items()))
 
 
 def stamp(session: Session, data: Any) -> dict:
@@ -113,8 +97,9 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
         return trained_folds(session, pipe, data)
     splits = pipe.split(data)
     folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
+    run = RunFolder(folder)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
-    pending = tuple(f for f in range(len(splits)) if not fold_done(folder, f))
+    pending = tuple(f for f in range(len(splits)) if not run.finished(f))
     # the folds left to train decide: a fold-parallel worker without a fold would wait for the others in vain
     mode, world, why = workers.choose(p.parallel, p.world_size, len(pending), gpus) if pending else ("none", 1, "")
     if mode == "ddp" and pipe.fits_folds:  # a model of its own (a booster) trains in one process: folds
@@ -137,7 +122,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
         try:
             return train_local(session, pipe, data, folder, writes_s=planned.tail_s)
         except Exception as e:  # noqa: BLE001  every fold failed before a checkpoint (after one, train_local predicts)
-            if p.fallback == "none" or fold_checkpoints(folder):
+            if p.fallback == "none" or run.checkpoints():
                 raise
             if not isinstance(e, KitError):  # a failure kit did not foresee: its traceback, for a report
                 session.log("".join(traceback.format_exception(e)).rstrip())
@@ -151,7 +136,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
                              session.hardware.device, session.output_dir / "workers", session.warn)
     if failure:
         session.warn(f"a worker failed ({failure}); the others were stopped; predicting with the folds that exist")
-    if failure and not fold_checkpoints(folder):
+    if failure and not run.checkpoints():
         if p.fallback == "none":
             raise KitError(f"training failed before any fold had a checkpoint: {failure}")
         return failed(session, data, folder, len(splits), failure)
@@ -163,7 +148,7 @@ def failed(session: Session, data: Any, folder: Path, planned: int, error: str) 
     submission step writes the training labels' prior (kit.run.fallback)."""
     session.warn(f"training failed before any fold had a checkpoint ({error}); the submission will be the training "
                  "labels' prior (fallback = \"prior\")")
-    shutil.rmtree(fold_files(folder, 0).last.parent, ignore_errors=True)  # its resume state holds nothing to go on from
+    shutil.rmtree(RunFolder(folder).resume, ignore_errors=True)  # its resume state holds nothing to go on from
     return summarize(session, data, CVResult(metric=session.spec.metric, planned=planned, folder=folder, error=error))
 
 
@@ -171,8 +156,9 @@ def collect(session: Session, pipe: Pipeline, data: Any, folder: Path, planned: 
     """The folds trained in `folder` by others (the workers, or predict mode's training run): the finished ones
     as they were summarised, and those a failure stopped after a best epoch was saved (they predict too)."""
     result = CVResult(metric=session.spec.metric, planned=planned, folder=folder, error=failure)
-    for fold in fold_checkpoints(folder):  # a finished fold has its checkpoint too
-        saved = fold_files(folder, fold)
+    run = RunFolder(folder)
+    for fold in run.checkpoints():  # a finished fold has its checkpoint too
+        saved = run.fold(fold)
         if saved.done.exists():
             result.folds.append(checkpoint.load_json(saved.done))
         else:
@@ -206,25 +192,6 @@ def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: 
     print(f"worker {rank} done in {time.time() - payload['started']:.0f} s since the notebook started")
 
 
-def run_record(session: Session, pipe: Pipeline, data: Any, splits: list | None = None) -> dict[str, Any]:
-    """What decides this session's training run (kit.runtime.runs): its key names the run's folder."""
-    splits = pipe.split(data) if splits is None else splits
-    return runs.record(session.template, session.spec, session.params, pipe.identity(data), splits)
-
-
-def run_folder(session: Session, pipe: Pipeline, data: Any) -> Path:
-    """The folder of this session's run, whatever cells ran before: the one its settings and data make (a
-    training cell interrupted before it returned still left its folds there), or predict mode's training run."""
-    if session.trained is not None:
-        return session.trained.folder
-    return runs.folder(session.output_dir, run_record(session, pipe, data))
-
-
-def fold_done(folder: Path, fold: int) -> bool:
-    saved = fold_files(folder, fold)
-    return saved.best.exists() and saved.done.exists()
-
-
 def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds: list[int] | None = None,
                 collective: Collective | None = None, peers: Collective | None = None, writes_s: float = 0.0) -> CVResult:
     """Train `folds` (default: all) of the run in `folder` in this process, one after the other. In a DDP
@@ -235,7 +202,8 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     say = main_only(session.log, collective)  # DDP: rank 0 speaks for all
     splits = pipe.split(data)
     folder.mkdir(parents=True, exist_ok=True)
-    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not fold_done(folder, f)]
+    run = RunFolder(folder)
+    mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not run.finished(f)]
     peers = peers or collective
     if not pipe.fits_folds:  # a pipeline that trains its folds its own way (boosters) has no batches
         probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
@@ -263,9 +231,9 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
         say(f"sync_bn        {'on' if sync_bn else 'off'} ({why})")
     try:
         for fold, (train_idx, val_idx) in enumerate(splits):
-            saved = replace(fold_files(folder, fold), stamp=stamped)
+            saved = replace(run.fold(fold), stamp=stamped)
             desc = f"fold {fold + 1}/{len(splits)}"
-            if fold_done(folder, fold):
+            if run.finished(fold):
                 summary = checkpoint.load_json(saved.done)
                 if folds is None:
                     say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
@@ -312,7 +280,7 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
                 # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
                 # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
                 # re-raises: its peers must stop too, and the notebook then predicts.
-                if not fold_checkpoints(folder) or collective.world > 1 or session.worker is not None:
+                if not run.checkpoints() or collective.world > 1 or session.worker is not None:
                     raise
                 session.log("".join(traceback.format_exception(e)).rstrip())
                 session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold "
@@ -355,7 +323,7 @@ def summarize(session: Session, data: Any, result: CVResult, pipe: Pipeline | No
     pipeline judges them (Pipeline.judge: against the prior's, unless a template reads its rows its own way), logged
     as a table and written to cv.json."""
     result.folds.sort(key=lambda f: f["fold"])
-    rows = [checkpoint.load(fold_files(result.folder, f["fold"]).meta)["rows"] for f in result.folds]
+    rows = [checkpoint.load(RunFolder(result.folder).fold(f["fold"]).meta)["rows"] for f in result.folds]
     if rows and pipe is not None:  # no pipeline: nothing trained, no rows
         judged = pipe.judge(data, metrics.join_rows(rows), result.metric)  # segmentation's: its overlap counts, its cut
         result.score, result.baseline, result.baseline_name = judged.score, judged.baseline, judged.baseline_name

@@ -9,8 +9,8 @@ import io
 import numpy as np
 
 from kit import files
-from kit.run.folds import fold_files
 from kit.runtime import checkpoint
+from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session
 
 TOP_FEATURES = 20  # the importance plot's
@@ -70,7 +70,7 @@ def plot_importance(session: Session, cv):
     TOP_FEATURES at most, saved as importance.png; None (and a line) where no fold has it (the network)."""
     import matplotlib.pyplot as plt
 
-    shares = [checkpoint.load(fold_files(cv.folder, f["fold"]).meta).get("importance") for f in cv.folds]
+    shares = [checkpoint.load(RunFolder(cv.folder).fold(f["fold"]).meta).get("importance") for f in cv.folds]
     shares = [s for s in shares if s]
     if not shares:
         session.log("no feature importance: the folds' models do not report it")

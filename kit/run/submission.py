@@ -13,10 +13,11 @@ from kit.errors import KitError
 from kit.pipelines.base import Pipeline, csv_text, validate
 from kit.run import fallback, footprint, predictions
 from kit.run.batch import prediction_batch
-from kit.run.folds import fold_checkpoints, fold_files, run_folder
+from kit.run.this_run import run_folder
 from kit.runtime import checkpoint, trained
 from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, halving
+from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session
 from kit.train import topk
 from kit.train.topk import TopK
@@ -31,8 +32,9 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
     fell back to fp32 may overflow in fp16)."""
     total, used = None, []
     size = 2 * prediction_batch(session, folder)  # no gradients, no optimizer state: twice the training batch
-    for fold, path in fold_checkpoints(folder).items():
-        state = checkpoint.load(fold_files(folder, fold).meta)
+    run = RunFolder(folder)
+    for fold, path in run.checkpoints().items():
+        state = checkpoint.load(run.fold(fold).meta)
         if session.trained is not None:  # another run's checkpoint: it must be one this notebook can rebuild
             trained.compatible(state.get("kit") or {}, path, session.template)
         model = pipe.model(data, pretrained=False)
@@ -107,12 +109,13 @@ def finite(pred: np.ndarray | TopK, chunk: int = 2**20) -> bool:
 
 
 def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
-    """Ensemble the fold checkpoints of this session's run (kit.run.folds.run_folder: whatever the training cell
+    """Ensemble the fold checkpoints of this session's run (kit.run.this_run.run_folder: whatever the training cell
     did, interrupted or not), or fall back to the training labels' prior when there are none (kit.run.fallback);
     build the submission in the sample's id and column order, validate it, and write it atomically."""
     oof: list[dict] = []
     folder = run_folder(session, pipe, data)
-    kept = predictions.Kept(session, pipe, data, folder, list(fold_checkpoints(folder))) if session.trained is None else None
+    folds = list(RunFolder(folder).checkpoints())
+    kept = predictions.Kept(session, pipe, data, folder, folds) if session.trained is None else None
     try:
         pred, used = ensemble(session, pipe, data, folder, oof, kept)
     except BaseException:

@@ -1,10 +1,11 @@
 """Runs keyed by what made them, so that a run into the same output_dir reuses only what its own settings made.
 
 Everything later runs reuse (fold checkpoints and summaries, an unfinished fold's resume state, the automatic
-batch size) lives in <output_dir>/checkpoints/<run>/, where <run> is a fingerprint of everything that decides
-it: the training parameters, the template and the competition's files and columns, the data's identity (ids,
-labels, files), the fold split and the checkpoint format. The same settings find their folder again and reuse
-or resume it; changed ones train afresh in a new folder, and the earlier run's files stay where they were.
+batch size) lives in the run's folder, <output_dir>/checkpoints/<run>/ (kit.runtime.run_folder names its files),
+where <run> is a fingerprint of everything that decides it: the training parameters, the template and the
+competition's files and columns, the data's identity (ids, labels, files), the fold split and the checkpoint format.
+The same settings find their folder again and reuse or resume it; changed ones train afresh in a new folder, and the
+earlier run's files stay where they were.
 Parameters that decide only where or how fast a run goes (folders, device, loader processes, the time
 budget, compile, parallel workers), or which runs predict (mode, model_dir, blend), are left out: changing them keeps
 the finished folds.
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import numpy as np
 from kit import fields
 from kit.params import TrainParams
 from kit.runtime import checkpoint
+from kit.runtime.run_folder import RunFolder
 from kit.spec import Spec
 
 # what fold files hold; bump when a checkpoint written before could not be read the same way (5: validation rows kept
@@ -31,8 +32,6 @@ FORMAT = 5
 # (3: stamped; 4: the weights apart from the epoch, rows and stamp, and the resume state in the scratch folder)
 WHERE_AND_HOW_FAST = ("data_dir", "output_dir", "device", "num_workers", "time_budget_s", "compile", "parallel",
                       "world_size", "mode", "model_dir", "blend", "fallback")
-RECORD, LATEST = "run.json", "latest.json"
-FOLD = re.compile(r"fold(\d+)\.pt")  # a fold's best weights in a run's folder (beside it, its .meta.pt and .json)
 
 
 def record(template: str, spec: Spec, params: TrainParams, identity: str,
@@ -65,29 +64,26 @@ def digest(*arrays) -> str:
 
 def folder(output_dir: Path, rec: dict[str, Any]) -> Path:
     """Where the run `rec` describes keeps its files (its folds, resume states aside), created or not."""
-    return output_dir / "checkpoints" / key(rec)
+    return RunFolder.of(output_dir, key(rec)).path
 
 
 def open_run(output_dir: Path, rec: dict[str, Any], log: Callable[[str], None]) -> Path:
     """The folder of the run `rec` (`record`) describes, under `output_dir`, created where new; `log` says in one
     line whether it is new (and what changed since the latest run) or an earlier one."""
-    run = key(rec)
-    root = output_dir / "checkpoints"
-    folder = root / run
-    latest_path = root / LATEST
-    latest = checkpoint.load_json(latest_path).get("run", "") if latest_path.exists() else ""
-    if (folder / RECORD).exists():
-        how = "the latest run" if latest == run else "an earlier run's settings"
-        log(f"run {run}: {how}, in {folder}: its finished folds are reused and an unfinished one resumed")
+    run = RunFolder.of(output_dir, key(rec))
+    latest = RunFolder.latest(output_dir)
+    if run.record.exists():
+        how = "the latest run" if latest == run.name else "an earlier run's settings"
+        log(f"run {run.name}: {how}, in {run.path}: its finished folds are reused and an unfinished one resumed")
     else:
-        before = root / latest / RECORD if latest else None
+        before = RunFolder.of(output_dir, latest).record if latest else None
         changed = changes(checkpoint.load_json(before), rec) if before and before.exists() else ""
-        since = f"; since run {latest}: {changed} (its files stay in {root / latest})" if changed else ""
-        log(f"run {run}: new, in {folder}{since}")
-        folder.mkdir(parents=True, exist_ok=True)
-        checkpoint.save_json(rec, folder / RECORD)
-    checkpoint.save_json({"run": run}, latest_path)
-    return folder
+        since = f"; since run {latest}: {changed} (its files stay in {before.parent})" if changed else ""
+        log(f"run {run.name}: new, in {run.path}{since}")
+        run.path.mkdir(parents=True, exist_ok=True)
+        checkpoint.save_json(rec, run.record)
+    checkpoint.save_json({"run": run.name}, run.latest_file)
+    return run.path
 
 
 def changes(old: dict[str, Any], new: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from kit import fields
 from kit.errors import KitError
 from kit.runtime import checkpoint, paths, runs
+from kit.runtime.run_folder import RunFolder, is_run, latest_of
 
 MAX_DEPTH = 12  # folders below the search root: the deepest layout (models/...) with a nested output in it
 # what a person may choose at prediction: everything else that made the model comes from its checkpoints
@@ -45,7 +46,7 @@ def run_folders(root: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
     for here, dirs, names in os.walk(root):
         folder = Path(here)
         depth = len(folder.relative_to(root).parts)
-        if runs.RECORD in names and any(runs.FOLD.fullmatch(n) for n in names):
+        if is_run(names):
             found.append(folder)
             dirs[:] = []
             continue
@@ -53,10 +54,9 @@ def run_folders(root: Path, skip: tuple[Path, ...] = ()) -> list[Path]:
     found_names = {(f.parent, f.name) for f in found}
     latest = {}  # checkpoints/ folder -> its latest run, where that run is among those found
     for parent in {f.parent for f in found}:
-        if (parent / runs.LATEST).is_file():
-            name = str(checkpoint.load_json(parent / runs.LATEST).get("run", ""))
-            if (parent, name) in found_names:
-                latest[parent] = name
+        name = latest_of(parent)
+        if name and (parent, name) in found_names:
+            latest[parent] = name
     return [f for f in found if latest.get(f.parent, f.name) == f.name]
 
 
@@ -141,13 +141,15 @@ def attached(root: Path) -> list[str]:
 
 def read(folder: Path) -> Trained:
     """A run folder's stamp, from run.json and its first fold checkpoint; another format is one line."""
-    record = checkpoint.load_json(folder / runs.RECORD)
-    folds = sorted(int(m.group(1)) for m in (runs.FOLD.fullmatch(p.name) for p in folder.iterdir()) if m)
+    run = RunFolder(folder)
+    record = checkpoint.load_json(run.record)
+    folds = run.folds()
     if record.get("format") != runs.FORMAT:
         raise KitError(f"{folder} was written in kit's checkpoint format {record.get('format')}, and this kit reads "
                        f"format {runs.FORMAT}; run the training kernel again with this kit")
-    stamp = checkpoint.load(folder / f"fold{folds[0]}.meta.pt").get("kit") or {}  # the stamp, without the weights
-    compatible(stamp, folder / f"fold{folds[0]}.pt", record["template"])
+    first = run.fold(folds[0])
+    stamp = checkpoint.load(first.meta).get("kit") or {}  # the stamp, without the weights
+    compatible(stamp, first.best, record["template"])
     return Trained(folder, record["template"], stamp["params"], stamp["recipe"], stamp["version"], folds)
 
 

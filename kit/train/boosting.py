@@ -24,8 +24,9 @@ import pandas as pd
 from kit.models.boosters import Booster
 from kit.runtime import checkpoint
 from kit.runtime.budget import Budget, fmt
+from kit.runtime.run_folder import FoldFiles
 from kit.train import metrics
-from kit.train.results import FitResult, FoldFiles
+from kit.train.results import FitResult
 
 WARM_ROUNDS = 3  # rounds before the rate is measured: the first ones build the histograms and caches
 MEASURE_S = 0.2  # and at least this long, so that a fast booster's rate is more than noise

@@ -25,11 +25,12 @@ from kit.runtime.collective import Collective, main_only
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
 from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
+from kit.runtime.run_folder import FoldFiles
 from kit.train import best, metrics, topk
 from kit.train import ema as averaging
 from kit.train.evaluate import evaluate, unwrap
 from kit.train.objectives import Objective
-from kit.train.results import FitConfig, FitResult, FoldFiles
+from kit.train.results import FitConfig, FitResult
 from kit.train.resume import ResumeState
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
 from kit.train.tracking import Losses, epoch_line

@@ -1,9 +1,9 @@
-"""What a fold's training is asked (FitConfig), what it returns (FitResult) and the files it writes (FoldFiles):
-shared by the one loop (kit.train.loop) and the boosters' fold (kit.train.boosting), and read by kit.run."""
+"""What a fold's training is asked (FitConfig) and what it returns (FitResult): shared by the one loop (kit.train.loop)
+and the boosters' fold (kit.train.boosting), and read by kit.run. The files it writes are the run folder's
+(kit.runtime.run_folder.FoldFiles)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -32,19 +32,3 @@ class FitResult:
     precision: str = ""
     unit: str = "epoch"  # what best_epoch and epochs_run count: epochs, or a booster's rounds (kit.train.boosting)
 
-
-@dataclass
-class FoldFiles:
-    best: Path  # the best epoch's weights: what prediction loads
-    last: Path  # the latest epoch: everything needed to resume (kit.train.resume; in the scratch folder)
-    stamp: dict = field(default_factory=dict)  # what prediction needs beside the weights (kit.run.folds.stamp)
-
-    @property
-    def meta(self) -> Path:
-        """The best epoch's epoch, score, precision, validation rows and stamp: read without the weights."""
-        return self.best.with_suffix(".meta.pt")
-
-    @property
-    def done(self) -> Path:
-        """The fold's summary, written when it finishes."""
-        return self.best.with_suffix(".json")

@@ -21,7 +21,8 @@ from torch import nn
 from kit.runtime import progress
 from kit.runtime.precision import Precision
 from kit.train.loop import fit
-from kit.train.results import FitConfig, FoldFiles
+from kit.runtime.run_folder import FoldFiles
+from kit.train.results import FitConfig
 from kit.train.objectives import Classification
 
 

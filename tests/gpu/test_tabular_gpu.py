@@ -15,9 +15,9 @@ from kit import smoke
 from kit.models import boosters
 from kit.models.boosters import Settings, Task
 from kit.runtime.budget import Budget
+from kit.runtime.run_folder import FoldFiles
 from kit.train import boosting
 from kit.train.boosting import BoostConfig
-from kit.train.results import FoldFiles
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))

@@ -13,9 +13,9 @@ from kit.models.boosters import Settings, Task
 from kit.pipelines.tabular import BoosterPipeline
 from kit.runtime import checkpoint
 from kit.runtime.budget import Budget
+from kit.runtime.run_folder import FoldFiles
 from kit.train import boosting
 from kit.train.boosting import BoostConfig, Plan
-from kit.train.results import FoldFiles
 
 LIBRARIES = ("xgboost", "lightgbm", "catboost")
 

@@ -12,10 +12,11 @@ from torch import nn
 from kit.errors import KitError
 from kit.runtime.collective import TorchCollective, sync_batchnorm
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.runtime.workers import choose, free_port
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,10 @@ from torch import nn
 from kit.runtime import checkpoint
 from kit.runtime.budget import Budget
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 from kit.train.step import split_batch, train_step, warmup_cosine
 
 CPU = Precision("fp32", "cpu")

@@ -15,10 +15,11 @@ from kit.params import CnnParams, check
 from kit.run.batch import resolve_batch
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.train import autobatch
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 from tests.toys import ToyPipeline, session
 
 CPU = Precision("fp32", "cpu")

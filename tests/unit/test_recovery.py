@@ -9,9 +9,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kit.runtime.budget import Budget
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import FoldFiles
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig, FoldFiles
+from kit.train.results import FitConfig
 
 FP16 = Precision("fp16", "cpu")
 

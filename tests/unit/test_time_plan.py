@@ -41,9 +41,10 @@ def test_the_prediction_reserve_uses_one_gpus_rate(tmp_path, monkeypatch):
                                                                                                       rows, save_s))
     from test_recipe import CPU, batches, toy
 
+    from kit.runtime.run_folder import FoldFiles
     from kit.train.loop import fit
     from kit.train.objectives import Classification
-    from kit.train.results import FitConfig, FoldFiles
+    from kit.train.results import FitConfig
 
     x, y = toy()
     budget = Budget(time.time(), total_s=1e6, predict_rows=10)

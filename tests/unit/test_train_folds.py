@@ -101,8 +101,8 @@ def test_summaries_and_predict_mode_read_no_weights_and_prediction_reads_each_fo
 def test_prediction_after_an_interrupted_training_cell_uses_the_folds_it_left(out):
     """Interrupting the training cell (as the notebook suggests when time runs short) leaves no CV result, but
     the submission cell finds the session's run from its settings and data, and predicts with its folds."""
-    from kit.run.folds import run_folder
     from kit.run.submission import ensemble
+    from kit.run.this_run import run_folder
 
     s, pipe = session(out), ToyPipeline()
     data = pipe.load()
