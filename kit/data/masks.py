@@ -24,6 +24,7 @@ import pandas as pd
 from kit.data import archives, tables
 from kit.data.canvas import Masks
 from kit.errors import KitError
+from kit.runtime import run_folder
 from kit.spec import Spec
 
 PIXEL = re.compile(r"(.+)_(\d+)_(\d+)")
@@ -227,9 +228,9 @@ def _check_file_names(values: pd.Series, sample_path: Path, column: str) -> None
             raise KitError(f"{sample_path.name}: '{name}' in '{column}' is not a file inside the output folder, where kit "
                            "writes the mask files the sample names; name them relative to it (masks/<id>.png)")
         written = file_name(name)
-        if written in KIT_FILES or written.startswith("checkpoints/"):
+        if written in KIT_FILES or written.startswith(f"{run_folder.ROOT}/"):
             raise KitError(f"{sample_path.name}: '{name}' in '{column}' is a file kit writes itself in the output folder "
-                           f"({', '.join(KIT_FILES)}, checkpoints/); name the masks elsewhere (masks/<id>.png)")
+                           f"({', '.join(KIT_FILES)}, {run_folder.ROOT}/); name the masks elsewhere (masks/<id>.png)")
     first: dict[str, str] = {}  # each file written, by the first name for it
     for name in values.astype(str):
         written = file_name(name)

@@ -12,11 +12,11 @@ from kit.run.preflight import Probe
 from kit.runtime import checkpoint, faults
 from kit.runtime.collective import Collective, main_only
 from kit.runtime.recovery import describe_error, free_memory
+from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session
 from kit.train import autobatch
 
 TUNED = "the fastest that fits"
-BATCH = "batch.json"  # in the run's folder: the tuned batch size, and the GPU it was tuned on
 
 
 def device_name(session: Session) -> str:
@@ -28,7 +28,8 @@ def prediction_batch(session: Session, folder: Path) -> int:
     size tuned on this kind of device (one process predicts, so a DDP worker's size serves), else the fixed one."""
     if isinstance(session.params.batch_size, int):
         return session.params.batch_size
-    saved = checkpoint.load_json(folder / BATCH) if (folder / BATCH).exists() else {}
+    path = RunFolder(folder).batch
+    saved = checkpoint.load_json(path) if path.exists() else {}
     return saved["batch_size"] if saved.get("device") == device_name(session) else autobatch.CPU_BATCH
 
 
@@ -41,7 +42,7 @@ def resolve_batch(session: Session, pipe: Pipeline, data: Any, folder: Path, tra
     peers = peers or Collective()
     if isinstance(p.batch_size, int):
         return p.batch_size, p.lr
-    saved = folder / BATCH
+    saved = RunFolder(folder).batch
     tuned_on = {"device": device_name(session), "ddp": replicas > 1}
     earlier = checkpoint.load_json(saved) if saved.exists() else {}
     if peers.broadcast(all(earlier.get(k) == v for k, v in tuned_on.items())):  # rank 0's view: all tune, or none

@@ -21,7 +21,8 @@ from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, csv_text, validate
 from kit.run import blend, fallback, kept, predictions, submission
 from kit.run.start import start
-from kit.runtime import checkpoint, runs, trained
+from kit.runtime import checkpoint, trained
+from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session
 from kit.runtime.trained import Trained
 
@@ -100,7 +101,7 @@ def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run
     if run is session.trained:  # the run this notebook's own steps read
         return submission.ensemble(session, pipe, data, run.folder)[0]
     session.log(f"blend: {source}: a {run.template} run; its own set-up and data, then its folds")
-    competition = checkpoint.load_json(run.folder / runs.RECORD)["competition"]  # its files and columns, as it read them
+    competition = checkpoint.load_json(RunFolder(run.folder).record)["competition"]  # its files and columns, as it read them
     namespace = {**predict_time(session.params, run.template), "model_dir": str(run.folder), "blend": (),
                  "data_dir": str(session.data_dir), "output_dir": str(session.output_dir), "competition": competition}
     theirs = start(run.template, namespace)

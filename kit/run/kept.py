@@ -12,8 +12,20 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.run.predictions import FORMAT, OOF, OOF_INDEX, OOF_PRED, OOF_TARGET, RECORD, TEST_IDS, TEST_INDEX, TEST_PRED, same_truth
-from kit.runtime import runs
+from kit.run.predictions import same_truth
+from kit.runtime.run_folder import (
+    LATEST,
+    OOF,
+    OOF_INDEX,
+    OOF_PRED,
+    OOF_TARGET,
+    PREDICTIONS,
+    PREDICTIONS_FORMAT,
+    TEST_IDS,
+    TEST_INDEX,
+    TEST_PRED,
+    latest_of,
+)
 from kit.train import topk
 from kit.train.targets import Target
 from kit.train.topk import TopK
@@ -34,13 +46,13 @@ class RunPredictions:
 
 def read(folder: Path, name: str, with_test: bool = False) -> RunPredictions:
     """A run's predictions from its folder; a missing or foreign file is one line."""
-    record_path = folder / RECORD
+    record_path = folder / PREDICTIONS
     if not record_path.is_file() or not (folder / OOF).is_file():
         raise KitError(f"{name}: no {OOF} in {folder} (kit writes it beside the folds since predictions were kept); "
                        "train the run again with this kit")
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    if record.get("format") != FORMAT:
-        raise KitError(f"{record_path} was written in format {record.get('format')}, and this kit reads {FORMAT}; "
+    if record.get("format") != PREDICTIONS_FORMAT:
+        raise KitError(f"{record_path} was written in format {record.get('format')}, and this kit reads {PREDICTIONS_FORMAT}; "
                        "train the run again with this kit")
     t = record["target"]
     target = Target(**{**t, "columns": tuple(t["columns"]), "classes": tuple(t["classes"]),
@@ -79,11 +91,10 @@ def find(root: Path) -> Path:
     checkpoints/ folder names its latest run, that one."""
     if not root.is_dir():
         raise KitError(f"{root} is not a folder; pass a run's output folder (make output downloads a kernel's)")
-    found = sorted(Path(here) for here, _, names in os.walk(root) if RECORD in names)
-    latest = [f for f in found if not (f.parent / runs.LATEST).is_file()
-              or json.loads((f.parent / runs.LATEST).read_text()).get("run") == f.name]
+    found = sorted(Path(here) for here, _, names in os.walk(root) if PREDICTIONS in names)
+    latest = [f for f in found if not (f.parent / LATEST).is_file() or latest_of(f.parent) == f.name]
     if not latest:
-        raise KitError(f"no {RECORD} and {OOF} under {root}: train the run with this kit (it writes them in "
+        raise KitError(f"no {PREDICTIONS} and {OOF} under {root}: train the run with this kit (it writes them in "
                        "checkpoints/<run>/), or download its output (make output COMP=...)")
     if len(latest) > 1:
         raise KitError(f"{len(latest)} runs under {root}: {', '.join(str(f) for f in latest)}; pass each run's folder")

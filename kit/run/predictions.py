@@ -1,6 +1,6 @@
-"""A run's predictions as files a blend weighs, in its folder (checkpoints/<run>/, beside its folds): binary and
-bounded. As CSV text, iMet's 3,474 labels took about 17 GB of a session's 20 GB of output and most of an hour
-to write; as float16 arrays, 1.6 GB in seconds.
+"""A run's predictions as files a blend weighs, in its folder (checkpoints/<run>/, beside its folds; their names are
+kit.runtime.run_folder's): binary and bounded. As CSV text, iMet's 3,474 labels took about 17 GB of a session's 20 GB
+of output and most of an hour to write; as float16 arrays, 1.6 GB in seconds.
 
 - oof.csv: one row per out-of-fold prediction: `id`, `fold` (0-based, as fold<k>.pt), `scored` (0 where the
   score mask leaves the row out);
@@ -33,16 +33,24 @@ import pandas as pd
 from kit import files
 from kit.errors import KitError
 from kit.pipelines.base import Pipeline, target_record
+from kit.runtime.run_folder import (
+    LEGACY,
+    OOF,
+    OOF_INDEX,
+    OOF_PRED,
+    OOF_TARGET,
+    PREDICTION_FILES,
+    PREDICTIONS,
+    PREDICTIONS_FORMAT,
+    TEST_IDS,
+    TEST_INDEX,
+    TEST_PRED,
+)
 from kit.runtime.session import Session
 from kit.train import topk
 from kit.train.targets import Target
 from kit.train.topk import TopK, stored_dtype
 
-OOF, OOF_TARGET, OOF_PRED, OOF_INDEX = "oof.csv", "oof_target.npy", "oof_pred.npy", "oof_index.npy"
-TEST_IDS, TEST_PRED, TEST_INDEX, RECORD = "test_ids.csv", "test_pred.npy", "test_index.npy", "predictions.json"
-FILES = (OOF, OOF_TARGET, OOF_PRED, OOF_INDEX, TEST_IDS, TEST_PRED, TEST_INDEX, RECORD)
-LEGACY = ("test_predictions.csv",)  # format 1's (oof.csv was its text), removed where a run writes its predictions again
-FORMAT = 2  # 1: CSV text; bump when a reader of this format could not read them
 KEEP_BYTES = 4 * 2**30  # beyond this (a fifth of Kaggle's 20 GB output), a run's predictions are not kept
 PARTIAL = ".partial"  # the test arrays' names while folds are written into them
 
@@ -118,7 +126,8 @@ def write_record(folder: Path, record: dict[str, Any]) -> None:
     layout as the files hold it ("top" where an index file is there)."""
     layouts = {f"{part}_layout": "top" if (folder / index).is_file() else "dense"
                for part, index in (("oof", OOF_INDEX), ("test", TEST_INDEX))}
-    files.write_text(folder / RECORD, json.dumps({"format": FORMAT, **record, **layouts}, indent=1, default=str) + "\n")
+    record = {"format": PREDICTIONS_FORMAT, **record, **layouts}
+    files.write_text(folder / PREDICTIONS, json.dumps(record, indent=1, default=str) + "\n")
 
 
 def save(folder: Path, record: dict[str, Any], parts: list[tuple[int, np.ndarray, dict[str, Any]]],
@@ -221,7 +230,7 @@ class Kept:
             sample = self.data.sample
             self.test_ids = (sample[spec.id_column].to_numpy() if spec.id_column in sample.columns
                              else np.arange(len(sample)))
-            for name in (*FILES, *LEGACY):  # the run's earlier predictions go: a reader must not mix two runs' files
+            for name in (*PREDICTION_FILES, *LEGACY):  # the run's earlier predictions go: a reader must not mix two runs' files
                 (self.folder / name).unlink(missing_ok=True)
             self.keeper = Keeper(self.folder, self.test_ids, self.folds, probabilities(self.data.target))
         self.keeper.add(fold, pred)
@@ -269,7 +278,7 @@ class Kept:
                                    "id_column": spec.id_column, "target": target_record(data.target),
                                    "folds": self.keeper.written, "test_slots": self.keeper.slots,
                                    "oof_folds": [fold for fold, _, _ in parts]})
-        nbytes = sum((self.folder / n).stat().st_size for n in FILES if (self.folder / n).is_file())
+        nbytes = sum((self.folder / n).stat().st_size for n in PREDICTION_FILES if (self.folder / n).is_file())
         head = f"{OOF} ({oof_rows} rows of folds {[f + 1 for f, _, _ in parts]}) and " if parts else ""
         s.log(f"wrote {head}{TEST_PRED} ({len(self.keeper.written)} folds x {len(self.test_ids)} rows) in {self.folder}, "
               f"{self.keeper.dtype} ({nbytes / 2**20:.1f} MB): what blends read")

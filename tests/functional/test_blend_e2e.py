@@ -16,7 +16,8 @@ import pytest
 from kit import cli, config, files, smoke
 from kit.build import bundle, execute, notebook, publish
 from kit.errors import KitError
-from kit.run import kept, predictions
+from kit.run import kept
+from kit.runtime.run_folder import OOF, OOF_PRED, OOF_TARGET, PREDICTIONS, TEST_IDS, TEST_PRED
 
 pytestmark = pytest.mark.e2e
 MODELS = {"dogs-a": "test_efficientnet", "dogs-b": "test_resnet"}  # two models on the same folds (same seed)
@@ -87,25 +88,25 @@ def test_each_run_keeps_its_predictions_and_the_blend_beats_the_best_run(two_run
     sample = pd.read_csv(data / "sample_submission.csv")
     for output in outputs.values():
         folder = kept.find(output)
-        oof = pd.read_csv(folder / predictions.OOF, dtype={"id": str})
+        oof = pd.read_csv(folder / OOF, dtype={"id": str})
         assert sorted(oof["id"]) == sorted(labels["id"]) and set(oof["fold"]) == {0, 1} and (oof["scored"] == 1).all()
         assert list(oof.columns) == ["id", "fold", "scored"]
-        pred = np.load(folder / predictions.OOF_PRED)  # probabilities, the submission's shape, 4 bytes each
+        pred = np.load(folder / OOF_PRED)  # probabilities, the submission's shape, 4 bytes each
         assert pred.shape == (len(oof), len(sample.columns) - 1) and pred.dtype == np.float32
-        truth = np.array(sample.columns[1:])[np.load(folder / predictions.OOF_TARGET)]
+        truth = np.array(sample.columns[1:])[np.load(folder / OOF_TARGET)]
         assert dict(zip(oof["id"], truth)) == dict(zip(labels["id"], labels["breed"]))
-        test = np.load(folder / predictions.TEST_PRED)
+        test = np.load(folder / TEST_PRED)
         assert test.shape == (2, len(sample), pred.shape[1]) and np.allclose(test.sum(2), 1.0, atol=1e-5)
-        assert list(pd.read_csv(folder / predictions.TEST_IDS, dtype={"id": str})["id"]) == list(sample["id"])
-        assert json.loads((folder / predictions.RECORD).read_text())["run"] == folder.name
+        assert list(pd.read_csv(folder / TEST_IDS, dtype={"id": str})["id"]) == list(sample["id"])
+        assert json.loads((folder / PREDICTIONS).read_text())["run"] == folder.name
         published = {p.name for p in publish.run_files(folder)}  # make publish carries them with the folds
-        assert {predictions.OOF, predictions.TEST_PRED, predictions.RECORD, "fold0.pt", "fold0.meta.pt"} <= published
+        assert {OOF, TEST_PRED, PREDICTIONS, "fold0.pt", "fold0.meta.pt"} <= published
     record = json.loads((made / "blend.json").read_text())
     singles = [r["score"] for r in record["runs"]]
     assert record["score"] <= min(singles) + 1e-12  # log loss: the blend at least as good as the best run
     assert all(r["weight"] >= 0 for r in record["runs"]) and sum(r["weight"] for r in record["runs"]) == pytest.approx(1)
     assert "out-of-fold  weight" in shown and f"{record['runs'][0]['weight']:.3f}" in shown
-    assert len(pd.read_csv(made / predictions.OOF)) == len(labels)
+    assert len(pd.read_csv(made / OOF)) == len(labels)
 
 
 def test_the_inference_kernel_blends_as_make_blend_does(two_runs, made_blend):
@@ -127,21 +128,21 @@ def test_with_a_run_missing_the_kernel_blends_the_rest_and_says_so(two_runs):
 
 
 def other_folds(folder: Path) -> None:
-    oof = pd.read_csv(folder / predictions.OOF)
+    oof = pd.read_csv(folder / OOF)
     oof["fold"] = 1 - oof["fold"]
-    oof.to_csv(folder / predictions.OOF, index=False)
+    oof.to_csv(folder / OOF, index=False)
 
 
 def other_ids(folder: Path) -> None:
-    oof = pd.read_csv(folder / predictions.OOF)
+    oof = pd.read_csv(folder / OOF)
     oof["id"] = "x" + oof["id"].astype(str)
-    oof.to_csv(folder / predictions.OOF, index=False)
+    oof.to_csv(folder / OOF, index=False)
 
 
 def other_columns(folder: Path) -> None:
-    record = json.loads((folder / predictions.RECORD).read_text())
+    record = json.loads((folder / PREDICTIONS).read_text())
     record["target"]["columns"] = [c.upper() for c in record["target"]["columns"]]
-    (folder / predictions.RECORD).write_text(json.dumps(record))
+    (folder / PREDICTIONS).write_text(json.dumps(record))
 
 
 @pytest.mark.parametrize("spoil, message", [

@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from kit import cli, config
-from kit.run import predictions
 from kit.runtime import checkpoint
+from kit.runtime.run_folder import OOF_PRED, TEST_PRED
 from kit.smoke import segmentation
 
 pytestmark = pytest.mark.e2e
@@ -92,9 +92,9 @@ def test_the_plan_agrees_with_what_the_run_took(tmp_path, comp, make, params):
     assert list(sub.columns) == list(sample.columns) and sub.iloc[:, 0].tolist() == sample.iloc[:, 0].tolist()
     if comp == "imet-2020-fgvc7":  # 3,474 labels: at most 4 bytes a prediction in the output folder beside it
         folder = next((out / "checkpoints").glob("*/predictions.json")).parent
-        oof = np.load(folder / predictions.OOF_PRED, mmap_mode="r")
-        test = np.load(folder / predictions.TEST_PRED, mmap_mode="r")
+        oof = np.load(folder / OOF_PRED, mmap_mode="r")
+        test = np.load(folder / TEST_PRED, mmap_mode="r")
         count = oof.shape[0] * oof.shape[1] + test.shape[0] * test.shape[1] * test.shape[2]
         in_checkpoints = sum(checkpoint.load(p)["rows"]["pred"].nbytes for p in folder.glob("fold*.meta.pt"))
-        kept = (folder / predictions.OOF_PRED).stat().st_size + (folder / predictions.TEST_PRED).stat().st_size
+        kept = (folder / OOF_PRED).stat().st_size + (folder / TEST_PRED).stat().st_size
         assert oof.shape[1] == 3474 and kept + in_checkpoints <= 4 * count * 1.01, (kept, in_checkpoints, count)

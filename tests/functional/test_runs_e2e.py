@@ -10,8 +10,7 @@ import pytest
 from toys import run_folder
 
 from kit import config, smoke
-from kit.run import predictions
-from kit.runtime import runs
+from kit.runtime.run_folder import LATEST, PREDICTION_FILES
 
 pytestmark = pytest.mark.e2e
 BASE = ["device=cpu", "model_name=test_efficientnet", "pretrained=false", "batch_size=16", "patience=0"]
@@ -29,7 +28,7 @@ def kit_run(data: Path, out: Path, params: list[str]) -> str:
 def stamps(folder: Path) -> dict[str, int]:
     """The training's files and when they were written: which run is the latest changes, of course, and each
     submission writes the run's predictions again (kit.run.predictions: the test set may have changed)."""
-    rewritten = {runs.LATEST, *predictions.FILES}
+    rewritten = {LATEST, *PREDICTION_FILES}
     return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in sorted(folder.rglob("*"))
             if p.is_file() and p.name not in rewritten}
 

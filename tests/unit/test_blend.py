@@ -14,6 +14,7 @@ from kit.errors import KitError
 from kit.pipelines.text import TextPipeline
 from kit.run import blend, kept, predictions
 from kit.runtime import checkpoint, runs, trained
+from kit.runtime.run_folder import OOF, OOF_PRED
 from kit.train import metrics
 from kit.train.targets import Target
 
@@ -191,9 +192,9 @@ def test_predictions_round_trip_through_their_files(tmp_path):
     test = {0: np.array([[0.2, 0.8], [0.6, 0.4]]), 1: np.array([[0.4, 0.6], [0.8, 0.2]])}
     record = {"target": {"kind": "binary", "columns": ["is_dog"], "classes": ["cat", "dog"], "top": 1, "limits": []}}
     predictions.save(tmp_path, record, parts, np.array(["t1", "t2"]), test)
-    oof = pd.read_csv(tmp_path / predictions.OOF)
+    oof = pd.read_csv(tmp_path / OOF)
     assert list(oof.columns) == ["id", "fold", "scored"] and list(oof["scored"]) == [1, 1, 0, 1, 1, 1]
-    assert np.load(tmp_path / predictions.OOF_PRED).dtype == np.float32  # 4 bytes a prediction, binary, not text
+    assert np.load(tmp_path / OOF_PRED).dtype == np.float32  # 4 bytes a prediction, binary, not text
     back = kept.read(kept.find(tmp_path), "run", with_test=True)
     aligned = kept.align([back], print)
     assert list(aligned.truth) == [0, 1, 1, 0, 1, 0] and list(aligned.weight) == [1, 1, 0, 1, 1, 1]

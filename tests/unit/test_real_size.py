@@ -14,6 +14,7 @@ from kit.pipelines.base import label_cut, submission_frame
 from kit.run import blend, kept, predictions, submission
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
+from kit.runtime.run_folder import OOF_PRED
 from kit.train import cuts, metrics, topk
 from kit.train.evaluate import evaluate
 from kit.train.objectives import Classification
@@ -126,7 +127,7 @@ def test_runs_kept_so_blend_and_read_back(tmp_path):
         halves = [np.arange(n // 2), np.arange(n // 2, n)]
         parts = [(fold, rows_, {"pred": rows["pred"][rows_], "target": truth[rows_]}) for fold, rows_ in enumerate(halves)]
         predictions.save(folder, record, parts, np.arange(50), {0: topk.of(probs[:50], 32)})
-        assert not (folder / predictions.OOF_PRED).stat().st_size > n * 32 * 4 + 128  # 32 classes a row, not 3,000
+        assert not (folder / OOF_PRED).stat().st_size > n * 32 * 4 + 128  # 32 classes a row, not 3,000
         runs.append(kept.read(folder, name, with_test=True))
     aligned = kept.align(runs, print)
     fitted = blend.fit("map@5", aligned.preds, aligned.truth, None, aligned.target)
