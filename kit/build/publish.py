@@ -36,7 +36,7 @@ def run_files(folder: Path) -> list[Path]:
     """What a run's version holds: run.json, and each fold's best weights (fold<k>.pt), what prediction reads
     beside them (fold<k>.meta.pt: epoch, score, stamp) and its summary (fold<k>.json), and the predictions a
     blend weighs it by (oof.csv, test_pred.npy and the rest: kit.run.predictions) where the run kept them."""
-    return RunFolder(folder).kept()
+    return RunFolder(folder).published()
 
 
 def find_run(source: Path, template: str, hint: str) -> trained.Trained:

@@ -114,7 +114,7 @@ class RunFolder:
         saved = self.fold(k)
         return saved.best.exists() and saved.done.exists()
 
-    def kept(self) -> list[Path]:
+    def published(self) -> list[Path]:
         """What a run's model version holds (kit.build.publish): run.json, each fold's best weights, what prediction
         reads beside them and its summary, and the predictions a blend weighs it by; not the resume state."""
         keep = [self.record]

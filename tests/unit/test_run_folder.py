@@ -58,7 +58,7 @@ def test_folds_checkpoints_and_what_a_version_keeps(tmp_path, monkeypatch):
     assert run.folds() == [0, 1, 10]  # best weights, with their .meta.pt or not
     assert run.checkpoints() == {0: run.path / "fold0.pt", 10: run.path / "fold10.pt"}  # fold1's meta is not written yet
     assert run.finished(0) and not run.finished(10) and not run.finished(2)
-    assert [p.name for p in run.kept()] == ["run.json", "fold0.pt", "fold0.meta.pt", "fold0.json", "fold1.pt", "fold10.pt",
+    assert [p.name for p in run.published()] == ["run.json", "fold0.pt", "fold0.meta.pt", "fold0.json", "fold1.pt", "fold10.pt",
                                             "fold10.meta.pt", "oof.csv", "predictions.json"]
     assert run_folder.is_run(["run.json", "fold3.pt"]) and not run_folder.is_run(["run.json", "fold3.meta.pt"])
     assert RunFolder.latest(tmp_path) == ""
