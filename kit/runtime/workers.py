@@ -199,6 +199,11 @@ def _worker(rank: int, body: str, job: Job) -> None:
         if dist.is_initialized():
             dist.destroy_process_group()
         log.flush()
+    # Done: leave without the interpreter's teardown, where a C++ thread of torch's (gloo's pairs, a pool) still
+    # joinable aborted the process now and then ("terminate called without an active exception", SIGABRT, no
+    # Python frame), which the launcher reads as a failed worker after its work was written. A body that raised
+    # does not come here: spawn reports its error.
+    os._exit(0)
 
 
 def _die_with_parent(parent: int) -> None:
