@@ -114,9 +114,16 @@ class _Loop:
         })
         self.last_save_s = time.time() - started
 
-    def load_last(self) -> None:
+    def load_last(self) -> bool:
+        """Resume from the fold's latest epoch; False (and the state left behind) where its weights are another
+        model's: a run of the same settings whose model was swapped resumes nothing of it."""
         state = self.resume.load()
-        unwrap(self.model).load_state_dict(state["model"])
+        own, theirs = unwrap(self.model).state_dict(), state["model"]
+        if own.keys() != theirs.keys() or any(own[k].shape != theirs[k].shape for k in own):  # every rank reads one file
+            self.log(f"{self.desc}: the resume state at {self.files.last} holds another model's weights; training the "
+                     "fold afresh")
+            return False
+        unwrap(self.model).load_state_dict(theirs)
         if self.ema:
             self.ema.module.load_state_dict(state["ema"])
         self.precision.switch(Precision(state["precision"], self.precision.device_type))
@@ -126,11 +133,11 @@ class _Loop:
         self.scaler.load_state_dict(state["scaler"])
         self.step, self.micro, self.result = state["step"], state["micro"], FitResult(**state["result"])
         self.last_lr = state.get("lr", math.inf)
+        return True
 
     # -- the loop -----------------------------------------------------------------------------------------
     def run(self) -> FitResult:
-        if self.resume.exists():  # rank 0's view, so every rank resumes or none
-            self.load_last()
+        if self.resume.exists() and self.load_last():  # rank 0's view, so every rank resumes or none
             r = self.result
             self.log(f"{self.desc}: resuming after epoch {r.epochs_run} from {self.files.last.name} ({r.precision})")
             r.epochs_planned = self.cfg.epochs  # a new run has a new budget: plan again from the request

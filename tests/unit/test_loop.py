@@ -222,3 +222,20 @@ def test_a_tie_on_the_metric_goes_to_the_lower_validation_loss_and_patience_coun
     assert lines[0].endswith("(*: a new best accuracy, or the same accuracy at a lower validation loss; those weights are "
                              "kept for prediction)")
     assert lines[1].split(" | ")[3] == "accuracy 1.0000 * (a tie on accuracy, broken by the lower val loss)"
+
+
+def test_a_resume_state_of_another_model_is_not_loaded_and_the_fold_trains_afresh(tmp_path):
+    """The same settings with another model (a run swapped its model, a test its pipeline's) found the first model's
+    resume state and failed loading it, leaving no fold and the prior as the submission."""
+    x, y = apart(74)
+    cfg = FitConfig(epochs=2, lr=0.1, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
+    files = FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt")
+    files.last.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.save({"model": nn.Linear(8, 2).state_dict(), "ema": None, "optimizer": {}, "scaler": {}, "step": 3,
+                     "micro": 0, "precision": "fp32", "lr": 0.1, "result": {}}, files.last)
+    lines = []
+    model = nn.Sequential(nn.Linear(8, 4), nn.Tanh(), nn.Linear(4, 2))
+    result = fit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
+                 log=lines.append, desc="toy")
+    assert result.epochs_run == 2
+    assert any("holds another model's weights; training the fold afresh" in line for line in lines), lines
