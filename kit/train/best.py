@@ -40,7 +40,7 @@ def verdict(metric: str, new: Judged, best: Judged | None) -> str:
     return "metric" if metrics.better(metric, new.score, best.score) else ""
 
 
-def rule(metric: str, rows: int = 0, unit: str = "epoch") -> str:
+def rule(metric: str, rows: int = 0) -> str:
     """The rule in words, for the plan's line; `rows`: the validation rows it judges on (0: not said)."""
     on = f" on {rows:,} validation rows" if rows else ""
-    return f"the best {unit} is judged{on}: the best {metric}, ties broken by the lower validation loss"
+    return f"the best epoch is judged{on}: the best {metric}, ties broken by the lower validation loss"

@@ -115,15 +115,16 @@ class _Loop:
         self.last_save_s = time.time() - started
 
     def load_last(self) -> bool:
-        """Resume from the fold's latest epoch; False (and the state left behind) where its weights are another
-        model's: a run of the same settings whose model was swapped resumes nothing of it."""
+        """Resume from the fold's latest epoch; False where its weights are another model's (a run of the same
+        settings whose model was swapped): nothing is loaded, and the fold's epoch 0 replaces the state."""
         state = self.resume.load()
-        own, theirs = unwrap(self.model).state_dict(), state["model"]
+        model, theirs = unwrap(self.model), state["model"]
+        own = model.state_dict()
         if own.keys() != theirs.keys() or any(own[k].shape != theirs[k].shape for k in own):  # every rank reads one file
             self.log(f"{self.desc}: the resume state at {self.files.last} holds another model's weights; training the "
                      "fold afresh")
             return False
-        unwrap(self.model).load_state_dict(theirs)
+        model.load_state_dict(theirs)
         if self.ema:
             self.ema.module.load_state_dict(state["ema"])
         self.precision.switch(Precision(state["precision"], self.precision.device_type))
