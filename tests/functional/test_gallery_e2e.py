@@ -28,6 +28,13 @@ READ = {
     "lmsys-chatbot-arena": ["target         onehot (winner_model_a, winner_model_b, winner_tie), metric log_loss"],
     "movie-review-sentiment-analysis-kernels-only": ["unpack         train.tsv.zip: 1 entries",
                                                      "(columns Phrase; 1 such rows, 0.7% of 140); they are left out of training"],
+    "aptos2019-blindness-detection": ["decode train: decoded 90 of 90 images", "submission     ordinal: diagnosis"],
+    "histopathologic-cancer-detection": ["decode train: decoded 80 of 80 images", "submission     binary: label"],
+    "leaf-classification": ["train          80 images, 99 classes", "test           16 images"],  # one images/ folder
+    "plant-pathology-2020-fgvc7": ["train          72 images, 4 classes",
+                                   "submission     onehot: healthy, multiple_diseases, rust, scab"],
+    "cassava-leaf-disease-classification": ["train          80 images, 5 classes", "submission     label: label"],
+    "petfinder-pawpularity-score": ["train          90 images, target mean", "submission     value: Pawpularity"],
 }
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from kit import config, smoke
 from kit.build import bundle
 from kit.data import archives
-from kit.smoke import gallery
-from kit.smoke.gallery import graders
+from kit.smoke import gallery, tfrecords
+from kit.smoke.gallery import graders, plants
 
 # the public folder's top level, as prepare.py leaves it (description.md is mlebench/data.py's)
 LISTINGS = {
@@ -44,6 +45,13 @@ LISTINGS = {
     "stanford-covid-vaccine": "sample_submission.csv test.json train.json",
     "invasive-species-monitoring": "sample_submission.csv.zip test.7z train.7z train_labels.csv.zip",
     "movie-review-sentiment-analysis-kernels-only": "sampleSubmission.csv test.tsv.zip train.tsv.zip",
+    "aptos2019-blindness-detection": "sample_submission.csv test.csv test_images train.csv train_images",
+    "histopathologic-cancer-detection": "sample_submission.csv test train train_labels.csv",
+    "leaf-classification": "images sample_submission.csv test.csv train.csv",
+    "plant-pathology-2020-fgvc7": "images sample_submission.csv test.csv train.csv",
+    "cassava-leaf-disease-classification": "label_num_to_disease_map.json sample_submission.csv test_images "
+                                           "test_tfrecords train.csv train_images train_tfrecords",
+    "petfinder-pawpularity-score": "sample_submission.csv test test.csv train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -73,6 +81,15 @@ HEADERS = {
     "seti-breakthrough-listen": {"train_labels.csv": "id,target", "sample_submission.csv": "id,target"},
     "stanford-covid-vaccine": {"sample_submission.csv": "id_seqpos,reactivity,deg_Mg_pH10,deg_pH10,deg_Mg_50C,deg_50C"},
     "movie-review-sentiment-analysis-kernels-only": {"sampleSubmission.csv": "PhraseId,Sentiment"},
+    "aptos2019-blindness-detection": {"train.csv": "id_code,diagnosis", "test.csv": "id_code",
+                                      "sample_submission.csv": "id_code,diagnosis"},
+    "histopathologic-cancer-detection": {"train_labels.csv": "id,label", "sample_submission.csv": "id,label"},
+    "plant-pathology-2020-fgvc7": {"train.csv": "image_id,healthy,multiple_diseases,rust,scab", "test.csv": "image_id",
+                                   "sample_submission.csv": "image_id,healthy,multiple_diseases,rust,scab"},
+    "cassava-leaf-disease-classification": {"train.csv": "image_id,label", "sample_submission.csv": "image_id,label"},
+    "petfinder-pawpularity-score": {"sample_submission.csv": "Id,Pawpularity",
+                                    "train.csv": "Id,Subject Focus,Eyes,Face,Near,Action,Accessory,Group,Collage,Human,"
+                                                 "Occlusion,Info,Blur,Pawpularity"},
 }
 
 
@@ -219,3 +236,85 @@ def test_every_shipped_config_builds_its_kernel_bundle(name, tmp_path, kaggle_us
     assert (built.folder / "kernel-metadata.json").is_file() and built.notebook.is_file()
     meta = json.loads((built.folder / "kernel-metadata.json").read_text())
     assert meta["competition_sources"] == [config.load(name).spec.slug] and meta["enable_internet"] is False
+
+
+def test_the_one_image_a_row_tables_spell_their_ids_and_files_as_prepare_writes_them(written):
+    """aptos2019, histopathologic, leaf, plant-pathology-2020, cassava and petfinder: ids, the images each names,
+    the feature columns, and cassava's TFRecords split as MLE-bench splits them (whole files to the test set)."""
+    read = pd.read_csv
+    aptos = written["aptos2019-blindness-detection"]
+    train, test = read(aptos / "train.csv"), read(aptos / "test.csv")
+    assert train["id_code"].str.fullmatch(r"[0-9a-f]{12}").all() and set(train["diagnosis"]) == set(range(5))
+    assert test["id_code"].tolist() == read(aptos / "sample_submission.csv")["id_code"].tolist()
+    assert sorted(p.stem for p in (aptos / "test_images").iterdir()) == sorted(test["id_code"])
+    assert all((aptos / "train_images" / f"{i}.png").is_file() for i in train["id_code"])
+    cancer = written["histopathologic-cancer-detection"]
+    ids = read(cancer / "train_labels.csv")["id"]
+    assert ids.str.fullmatch(r"[0-9a-f]{40}").all() and all((cancer / "train" / f"{i}.tif").is_file() for i in ids)
+    assert Image.open(cancer / "train" / f"{ids[0]}.tif").format == "TIFF"
+    leaf = written["leaf-classification"]
+    train, test, sample = (read(leaf / n) for n in ("train.csv", "test.csv", "sample_submission.csv"))
+    assert train.columns.tolist() == ["id", "species", *plants.FEATURES] and test.columns.tolist() == ["id", *plants.FEATURES]
+    assert sample.columns.tolist() == ["id", *plants.SPECIES] and len(plants.SPECIES) == 99
+    assert sorted(int(p.stem) for p in (leaf / "images").iterdir()) == sorted([*train["id"], *test["id"]])  # one folder
+    assert Image.open(leaf / "images" / f"{train['id'][0]}.jpg").mode == "L"  # grey silhouettes
+    plant = written["plant-pathology-2020-fgvc7"]
+    train, test = read(plant / "train.csv"), read(plant / "test.csv")
+    assert train["image_id"].tolist() == [f"Train_{i}" for i in range(len(train))]  # renumbered in the file's order
+    assert test["image_id"].tolist() == [f"Test_{i}" for i in range(len(test))]
+    assert train[list(plants.DISEASES_2020)].sum(axis=1).eq(1).all()  # one-hot
+    assert len(list((plant / "images").iterdir())) == len(train) + len(test)
+    cassava = written["cassava-leaf-disease-classification"]
+    train, sample = read(cassava / "train.csv"), read(cassava / "sample_submission.csv")
+    assert train["image_id"].str.fullmatch(r"\d{6,10}\.jpg").all() and train["image_id"].is_monotonic_increasing
+    assert json.loads((cassava / "label_num_to_disease_map.json").read_text())["3"] == "Cassava Mosaic Disease (CMD)"
+    for split, names in (("train", train["image_id"]), ("test", sample["image_id"])):
+        files = sorted((cassava / f"{split}_tfrecords").iterdir())
+        assert all(re.fullmatch(rf"ld_{split}\d\d-\d+\.tfrec", f.name) for f in files)
+        records = [r for f in files for r in tfrecords.read(f)]
+        assert sum(int(f.stem.split("-")[1]) for f in files) == len(records) == len(names)
+        assert all(any(name.encode() in r for r in records) for name in names)  # its own images, whole files
+    pets = written["petfinder-pawpularity-score"]
+    train, test, sample = (read(pets / n) for n in ("train.csv", "test.csv", "sample_submission.csv"))
+    assert train["Id"].str.fullmatch(r"[0-9a-f]{32}").all() and test.columns.tolist() == train.columns.tolist()[:-1]
+    assert train["Pawpularity"].between(1, 100).all() and sample["Pawpularity"].between(1, 100).all()
+    assert sample["Pawpularity"].round(2).eq(sample["Pawpularity"]).all() and sample["Pawpularity"].nunique() > 1
+
+
+def test_the_one_image_a_row_graders_traps(written, tmp_path):
+    def answers(slug):
+        return graders.read(sample(slug, written[slug], tmp_path / slug))
+
+    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
+        frame.to_csv(tmp_path / "sub.csv", index=False)  # as the grader reads it back
+        with pytest.raises(graders.Invalid, match=match):
+            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
+
+    aptos = answers("aptos2019-blindness-detection")
+    refused("aptos2019-blindness-detection", aptos.assign(diagnosis=2.4), aptos, "whole grades")  # a regressed score
+    leaf = answers("leaf-classification")
+    refused("leaf-classification", leaf.drop(columns="Zelkova_Serrata"), leaf, "class columns")
+    refused("leaf-classification", leaf.assign(Acer_Mono=0.5), leaf, "sum to 1")
+    plant = answers("plant-pathology-2020-fgvc7")
+    assert graders.CHECKS["plant-pathology-2020-fgvc7"](plant.assign(rust=0.9), plant) is None  # no row sum
+    refused("plant-pathology-2020-fgvc7", plant.assign(rust=np.nan), plant, "empty")
+    refused("plant-pathology-2020-fgvc7", plant.assign(extra=1), plant, "columns")
+    pets = answers("petfinder-pawpularity-score")
+    refused("petfinder-pawpularity-score", pets.assign(Pawpularity=0.5), pets, r"outside \[1, 100\]")
+    cancer = answers("histopathologic-cancer-detection")
+    refused("histopathologic-cancer-detection", cancer.assign(label=-0.1), cancer, r"outside \[0, 1\]")
+
+
+def test_tfrecords_are_framed_and_encoded_as_tensorflow_writes_them(tmp_path):
+    assert tfrecords.crc32c(b"123456789") == 0xE3069283  # CRC-32C's check value
+    # Example{features: Features{feature: {"target": Feature{int64_list: Int64List{value: [1]}}}}}
+    assert tfrecords.example({"target": 1}) == bytes.fromhex("0a110a0f0a06") + b"target" + bytes.fromhex("12051a030a0101")
+    path = tfrecords.write([{"image_name": b"1.jpg", "target": 3}, {"image_name": b"2.jpg", "target": 4}],
+                           tmp_path / "ld_train00-2.tfrec")
+    records = tfrecords.read(path)
+    assert len(records) == 2 and b"2.jpg" in records[1]
+    blob = bytearray(path.read_bytes())
+    blob[20] ^= 1
+    path.write_bytes(bytes(blob))
+    with pytest.raises(ValueError, match="CRC"):
+        tfrecords.read(path)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, photos, signals, texts
+from kit.smoke.gallery import catalogues, graders, grades, photos, plants, signals, texts
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -37,6 +37,12 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "stanford-covid-vaccine": signals.stanford_covid,
     "invasive-species-monitoring": photos.invasive_species,
     "movie-review-sentiment-analysis-kernels-only": texts.movie_reviews,
+    "aptos2019-blindness-detection": grades.aptos,
+    "histopathologic-cancer-detection": grades.histopathologic,
+    "leaf-classification": plants.leaf,
+    "plant-pathology-2020-fgvc7": plants.plant_pathology_2020,
+    "cassava-leaf-disease-classification": plants.cassava,
+    "petfinder-pawpularity-score": grades.petfinder,
 }
 
 

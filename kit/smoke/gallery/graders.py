@@ -3,9 +3,9 @@ it, written anew: a submission that fails one is what the grader calls invalid (
 counts as invalid). The submission and the sample submission are read as the grader reads CSVs (pandas'
 defaults); the sample stands for the answers, whose ids and row count it shares.
 
-Beside the graders' own checks, two that leave a submission valid but worthless: a constant column under
-google-quest's Spearman (the score is NaN), and rows out of the sample's order under stanford-covid-vaccine
-(its grader aligns its `keep` mask by row label)."""
+Beside the graders' own checks, three that leave a submission valid but worthless: a constant column under
+google-quest's Spearman (the score is NaN), rows out of the sample's order under stanford-covid-vaccine
+(its grader aligns its `keep` mask by row label), and grades that are not whole numbers under aptos2019's kappa."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -192,6 +192,56 @@ def stanford_covid(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
         require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
 
 
+def whole_grades(id_column: str, target: str) -> Check:
+    """aptos2019's quadratic kappa: the target column, a row at least, the id set; and grades that are whole
+    numbers (cohen_kappa_score counts 2.4 as a label of its own, never equal to a grade: valid, worthless)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        has_columns(sub, target)
+        require(not sub.empty, "no rows")
+        has_columns(sub, id_column)
+        same_id_set(sub, sample, id_column)
+        values = numeric(sub, target)
+        require(bool(np.isfinite(values).all() and (values == np.round(values)).all()),
+                f"{target} holds values that are not whole grades")
+    return check
+
+
+def class_probabilities(id_column: str) -> Check:
+    """leaf-classification's log loss: exactly the id and the answers' class columns (the sample's), the length,
+    each row summing to 1 (within 1e-6), every value in [0, 1], and the sorted ids (an assert: a crash)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        classes = [c for c in sample.columns if c != id_column]
+        require(set(sub.columns) == {id_column, *classes}, f"columns are not exactly {id_column} and the "
+                                                           f"{len(classes)} class columns")
+        same_length(sub, sample)
+        require(bool(np.isclose(sub[classes].sum(axis=1), 1, atol=1e-6).all()), "a row's probabilities do not sum to 1")
+        require(bool(((sub[classes] >= 0) & (sub[classes] <= 1)).all().all()), "a probability outside [0, 1]")
+        sorted_ids_equal(sub, sample, id_column)
+    return check
+
+
+def column_aucs(id_column: str) -> Check:
+    """plant-pathology-2020's mean column AUC: the length, exactly the sample's columns, the sorted ids, and numbers
+    in every class column (roc_auc_score refuses NaN); no row sum."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        same_length(sub, sample)
+        require(set(sub.columns) == set(sample.columns), f"columns {list(sub.columns)}, not {list(sample.columns)}")
+        sorted_ids_equal(sub, sample, id_column)
+        for column in sample.columns.drop(id_column):
+            require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
+    return check
+
+
+def bounded_values(id_column: str, target: str, low: float, high: float) -> Check:
+    """petfinder's RMSE: both columns, every value in [low, high] (NaN fails `between`), the sorted ids (a length
+    that differs crashes its comparison)."""
+    def check(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+        has_columns(sub, id_column, target)
+        require(bool(numeric(sub, target).between(low, high).all()), f"{target} holds values outside [{low:g}, {high:g}]")
+        sorted_ids_equal(sub, sample, id_column)
+    return check
+
+
 CHECKS: dict[str, Check] = {
     "aerial-cactus-identification": auroc("id", "has_cactus"),
     "dogs-vs-cats-redux-kernels-edition": probability("id", "label"),
@@ -216,6 +266,12 @@ CHECKS: dict[str, Check] = {
     "stanford-covid-vaccine": stanford_covid,
     "invasive-species-monitoring": auroc("name", "invasive"),
     "movie-review-sentiment-analysis-kernels-only": accuracy("PhraseId", "Sentiment"),
+    "aptos2019-blindness-detection": whole_grades("id_code", "diagnosis"),
+    "histopathologic-cancer-detection": auroc("id", "label"),
+    "leaf-classification": class_probabilities("id"),
+    "plant-pathology-2020-fgvc7": column_aucs("image_id"),
+    "cassava-leaf-disease-classification": accuracy("image_id", "label"),
+    "petfinder-pawpularity-score": bounded_values("Id", "Pawpularity", 1, 100),
 }
 
 
