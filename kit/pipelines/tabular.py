@@ -31,6 +31,7 @@ from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train import boosting, cv, targets
 from kit.train.boosting import BoostConfig
+from kit.train.kinds import classes_text
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.results import FitConfig, FitResult
 from kit.train.targets import Target
@@ -176,7 +177,7 @@ class TabularPipeline(base.Pipeline):
         counted = {k: sum(1 for v in kinds if v.split(":")[0] == k) for k in plural}
         what = ", ".join(f"{n} {k if n == 1 else plural[k]}" for k, n in counted.items() if n)
         t = data.target
-        kind = kinds.classes_text(t) if t.classes else t.record.describe(t)  # an ordinal's scores as classes
+        kind = classes_text(t) if t.classes else t.record.describe(t)  # an ordinal's scores as classes
         rows = f"{len(data.train.numbers):,} rows" if data.train is not None else "predict mode: no training data here"
         return (f"train          {rows}\ntest           {len(data.test.numbers):,} rows\n"
                 f"features       {len(kinds)} columns: {what}; {len(data.test.names)} model inputs\n"

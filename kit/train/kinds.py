@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from kit.errors import KitError
 from kit.train.metrics import likeliest, ranked, whole_scores
 
 
@@ -27,6 +28,9 @@ class Target:
 
     @property
     def record(self) -> Kind:
+        if self.kind not in KINDS:  # a template's own kind, whose rooms this process has not imported
+            raise KitError(f"target kind '{self.kind}' is not registered (known: {', '.join(KINDS)}); its template's rooms "
+                           "register it (kit.train.kinds.register)")
         return KINDS[self.kind]
 
     @property
