@@ -82,7 +82,7 @@ def train(rank, world, folder):
     files = FoldFiles(folder / f"best{world}.pt", folder / f"last{world}.pt")
     result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
                          batches(x[64:], y[64:], 32, rank, world),
-                 cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
+                         cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
     weights = getattr(model, "module", model)[0].weight.detach().flatten().tolist()
     return {"val_loss": [h["val_loss"] for h in result.history], "score": result.best_score, "weights": weights}
 
@@ -129,8 +129,8 @@ def _planning_worker(rank, world, port, folder):
         cfg = FitConfig(epochs=4, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss")
         files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
         result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
-                     batches(x[64:], y[64:], 32, rank, world),
-                     cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective))
+                             batches(x[64:], y[64:], 32, rank, world),
+                             cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective))
         collective.barrier()
         (folder / f"rank{rank}.json").write_text(json.dumps({"epochs": result.epochs_run, "planned": result.epochs_planned}))
     finally:
@@ -200,8 +200,8 @@ def _buffers_worker(rank, world, port, folder):
         cfg = FitConfig(epochs=2, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss", ema=False)
         files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
         fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
-                         batches(x[64:], y[64:], 32, rank, world),
-            cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
+                    batches(x[64:], y[64:], 32, rank, world),
+                    cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
         with warnings.catch_warnings(record=True) as caught:
             warnings.warn("Grad strides do not match bucket view strides. This may indicate grad was not created "
                           "according to the gradient layout contract", UserWarning, stacklevel=1)
@@ -245,6 +245,6 @@ def test_the_loop_averages_batchnorm_statistics_of_the_weights_and_their_average
     peers = Recording()
     cfg = FitConfig(epochs=2, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss", ema=True)
     fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 32), cfg,
-                Precision("fp32", "cpu"),
-        FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt"), log=lambda m: None, collective=peers))
+                Precision("fp32", "cpu"), FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt"), log=lambda m: None,
+                collective=peers))
     assert len(peers.averaged) == 4 and peers.averaged[0] is model and peers.averaged[1] is not model
