@@ -44,7 +44,7 @@ from kit.runtime.run_folder import FoldFiles
 from kit.train import step as kit_step
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 from kit.train.step import make_optimizer, train_step
 
 MEAN, STD, CLASSES = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), 120
@@ -315,8 +315,8 @@ def notebook_path(w: Workload, repeat: bool = True) -> dict:
     cfg = FitConfig(epochs=s.epochs, lr=1e-3, weight_decay=0.05, warmup_epochs=1.0, patience=0, metric="accuracy",
                     ema=True)
     with tempfile.TemporaryDirectory(prefix="kit-arms-") as tmp:
-        fit(w.model(), Classification(), train, val, cfg, w.precision, FoldFiles(Path(tmp) / "b.pt", Path(tmp) / "l.pt"),
-            log=lambda message: None)
+        fit(FoldFit(w.model(), Classification(), train, val, cfg, w.precision, FoldFiles(Path(tmp) / "b.pt", Path(tmp) / "l.pt"),
+            log=lambda message: None))
     timed_epochs = train.epochs[1:-1] or train.epochs[-1:]  # the first warms up, the last is profiled
     seconds = sum(e["seconds"] for e in timed_epochs)
     steps = sum(e["rows"] for e in timed_epochs) / s.batch

@@ -55,6 +55,9 @@ class Template:
     # its training labels are values in a table, which alone give a submission where no model can (kit.run.fallback:
     # the prior, where the data cannot be read for training); segmentation's are masks
     labels_table: bool = True
+    # "module" of its own whose import registers its own kinds of target (kit.train.kinds.register), which its pipeline
+    # imports too: named here for a resource plan made without the pipeline (kit.run.footprint); "" for none
+    kinds: str = ""
     # the kit.run verbs its notebook's last step draws with, each (session, cv) (kit.build.skeleton writes the cell)
     plots: tuple[str, ...] = ("plot_history",)
     # "module:attribute" of a record registered from outside kit (`register`), which its notebook registers the same
@@ -91,7 +94,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
               "train_masks", "test_images", "image_ext", "mask_ext", "rle_order"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
-             footprint="kit.pipelines.footprints:Segmentation", labels_table=False),
+             footprint="kit.pipelines.footprints:Segmentation", labels_table=False, kinds="kit.train.mask_kinds"),
 )}
 
 

@@ -188,12 +188,8 @@ def target_record(target: Target) -> dict[str, Any]:
 
 
 def describe_target(t: Target) -> str:
-    """What a target is, for the data step's lines: its classes (the first few), or its values."""
-    if t.kind == "ordinal":
-        return f"scores {t.classes[0]} to {t.classes[-1]}, regressed and rounded"
-    if t.kind in ("value", "values"):
-        return "a value" if t.kind == "value" else f"{len(t.columns)} values"
-    return f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})"
+    """What a target is, for the data step's lines: its classes (the first few), or its values, as its kind says."""
+    return t.record.describe(t)
 
 
 def prior(data: Any) -> np.ndarray:
@@ -323,13 +319,13 @@ def validate(sub: pd.DataFrame, sample: pd.DataFrame, target: Target, id_column:
         templates.load(check)(values.iloc[:, 0], sample[target.columns[0]], folder)
         return
     if check == "names":
-        allowed = set(map(str, target.classes))
+        allowed, spaced = set(map(str, target.classes)), target.record.spaced
         cells = values.iloc[:, 0].astype(str)
-        wrong = list(dict.fromkeys(t for v in cells for t in (v.split() if target.kind == "tags" or target.top > 1 else [v])
+        wrong = list(dict.fromkeys(t for v in cells for t in (v.split() if spaced or target.top > 1 else [v])
                                    if t not in allowed))
         if wrong:
-            raise KitError(f"submission holds {'tags' if target.kind == 'tags' else 'labels'} that are not "
-                           f"{'labels' if target.kind == 'tags' else 'classes'}: {wrong[:3]}")
+            raise KitError(f"submission holds {'tags' if spaced else 'labels'} that are not "
+                           f"{'labels' if spaced else 'classes'}: {wrong[:3]}")
         return
     numbers = values.to_numpy(dtype=np.float64)
     if not np.isfinite(numbers).all():

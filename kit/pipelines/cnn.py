@@ -64,7 +64,7 @@ class CnnPipeline(base.Pipeline):
         table, where = layouts.training_table(spec, s.data_dir, sample, s.log)
         target = targets.multi(spec.metric, table, target_columns, spec.target_column, where, spec.identity_columns,
                                spec.target_range)
-        if target is None or target.kind == "tags":  # a row without labels is left out, not trained as "none"
+        if target is None or target.record.spaced:  # a row without labels is left out, not trained as "none"
             tables.require_columns(table, [spec.target_column], s.data_dir / spec.train)
             table = table[table[spec.target_column].notna()]  # the index keeps each row's line for messages
         if target is None:

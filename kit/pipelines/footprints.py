@@ -15,6 +15,7 @@ from kit.params import TrainParams
 from kit.runtime import paths
 from kit.runtime.resources import GB, Limits, Need, Sizes
 from kit.spec import Spec
+from kit.train import targets
 
 
 def counted(build) -> int:
@@ -61,9 +62,11 @@ class Cnn:
         s = sizes
         side = s.side or images.cache_side(p.image_size)
         cache = (s.train_rows + s.test_rows) * side * side * s.channels * s.value_bytes
-        labels = s.train_rows * (4 * s.outputs if s.kind in ("multi", "tags") else 8)
+        kind = targets.KINDS.get(s.kind)
+        multilabel = bool(kind and kind.multilabel)
+        labels = s.train_rows * (4 * s.outputs if multilabel else 8)
         return [cache_need("image cache", cache, limits, f"{side} px, uint8"),
-                Need("training labels", "ram", labels, note="a 0/1 row per image" if s.kind in ("multi", "tags") else "")]
+                Need("training labels", "ram", labels, note="a 0/1 row per image" if multilabel else "")]
 
 
 class Segmentation:

@@ -17,7 +17,7 @@ from kit.errors import KitError
 from kit.pipelines import base
 from kit.runtime import paths
 from kit.runtime.session import Session
-from kit.train import mask_metrics, metrics
+from kit.train import mask_kinds, mask_metrics, metrics
 from kit.train.targets import Target
 
 MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
@@ -120,12 +120,12 @@ def target_of(kind: str, outputs: int, found: layouts.Training, output: layouts.
     if output.layout == "pixels":
         if kind not in ("image", "binary"):
             raise KitError(f"{sample_path.name} has a row per pixel, which holds one value; the masks hold {outputs} classes")
-        return Target("pixels", (output.column,), names)
+        return Target(mask_kinds.PIXELS.name, (output.column,), names)
     if output.layout == "files":
         if kind == "labels":
             raise KitError(f"{sample_path.name} names a mask file per image, which holds one class a pixel, and the training "
                            f"masks' {outputs} classes overlap (a 0/1 mask each)")
-        return Target("files", (output.column,), names)
+        return Target(mask_kinds.FILES.name, (output.column,), names)
     if kind == "image":
         raise KitError(f"metric rmse writes pages, and {sample_path.name} has no row per pixel (<image>_<row>_<col>) "
                        "nor a file name per image")
@@ -140,7 +140,7 @@ def target_of(kind: str, outputs: int, found: layouts.Training, output: layouts.
         if unknown:
             raise KitError(f"{sample_path.name}: class '{unknown[0]}' of its ids is not one of the training masks' "
                            f"classes ({', '.join(names[:8])})")
-    return Target("rle", (output.column,), names)
+    return Target(mask_kinds.RLE.name, (output.column,), names)
 
 
 def chunks(canvas: Canvas, rows: np.ndarray, size: int = 64):

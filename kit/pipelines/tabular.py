@@ -31,6 +31,7 @@ from kit.runtime.session import Session
 from kit.spec import Spec
 from kit.train import boosting, cv, targets
 from kit.train.boosting import BoostConfig
+from kit.train.kinds import classes_text
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
 from kit.train.results import FitConfig, FitResult
 from kit.train.targets import Target
@@ -76,7 +77,7 @@ def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.Data
         tables.require_columns(train, [spec.target_column], train_path)
         target = targets.infer(spec.metric, train[spec.target_column], columns,
                                f"{train_path.name}, column '{spec.target_column}'", spec.target_range)
-    if target.kind == "tags":
+    if target.record.spaced:
         raise KitError(f"{train_path.name}: metric {spec.metric} scores label sets, which the tabular template does "
                        "not predict; give each label a 0/1 column in the sample submission")
     sources = list(target.sources) if target.by_column else [spec.target_column]
@@ -176,8 +177,7 @@ class TabularPipeline(base.Pipeline):
         counted = {k: sum(1 for v in kinds if v.split(":")[0] == k) for k in plural}
         what = ", ".join(f"{n} {k if n == 1 else plural[k]}" for k, n in counted.items() if n)
         t = data.target
-        kind = f"{t.kind} ({', '.join(map(str, t.classes[:4]))}{' ...' if len(t.classes) > 4 else ''})" if t.classes \
-            else "a value" if t.kind == "value" else f"{len(t.columns)} values"
+        kind = classes_text(t) if t.classes else t.record.describe(t)  # an ordinal's scores as classes
         rows = f"{len(data.train.numbers):,} rows" if data.train is not None else "predict mode: no training data here"
         return (f"train          {rows}\ntest           {len(data.test.numbers):,} rows\n"
                 f"features       {len(kinds)} columns: {what}; {len(data.test.names)} model inputs\n"
@@ -272,7 +272,7 @@ class BoosterPipeline(TabularPipeline):
     def columns(self, data: TableData, rows: np.ndarray) -> list[np.ndarray]:
         """The target of each booster on `rows`: a column each for several, log1p(y) under rmsle."""
         y = data.y[rows]
-        if data.target.by_column and data.target.kind != "onehot":
+        if data.target.by_column and not data.target.classification:  # values, or labels: a booster a column
             y_columns = [y[:, k] for k in range(y.shape[1])]
         else:
             y_columns = [y]

@@ -267,7 +267,7 @@ class TextPipeline(base.Pipeline):
         """Folds: [data] fold_column's, or grouped by group_column, stratified by class (by whole score under
         qwk, by label for multi-label) where they can be."""
         t = data.target
-        classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.kind == "ordinal" else None
+        classes = data.y if t.classification else np.rint(data.y).astype(np.int64) if t.record.scores else None
         return cv.make_folds(len(data.y), self.p.folds, self.p.seed, classes=classes, groups=data.groups,
                              labels=data.y if t.multilabel else None, assigned=data.assigned)
 
@@ -294,7 +294,7 @@ class TextPipeline(base.Pipeline):
             return Classification(input_key="input_ids")
         if t.multilabel:
             return MultiLabel(input_key="input_ids")
-        mean, std = (r["y_mean"][0], r["y_std"][0]) if t.kind != "values" else (r["y_mean"], r["y_std"])
+        mean, std = (r["y_mean"][0], r["y_std"][0]) if not t.by_column else (r["y_mean"], r["y_std"])  # "values": a pair a column
         return Regression(mean, std, self.spec.metric, input_key="input_ids", limits=t.limits)
 
     # -- batches ----------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def transform(pred: np.ndarray | TopK, how: str, target: Target) -> np.ndarray |
     if how != "rank":
         return np.asarray(pred, dtype=np.float32)  # float32, as kept (a float64 copy of iMet's rows is 3.4 GB)
     pred = np.asarray(pred, dtype=np.float64)
-    if target.kind == "binary":
+    if target.record.positive:
         r = stats.rankdata(pred[:, 1]) / len(pred)
         return np.stack([1.0 - r, r], axis=1)
     return stats.rankdata(pred, axis=0) / len(pred)

@@ -1,4 +1,4 @@
-"""The notebook's submission step, and the inference kernel's blend: in predict mode with `blend`, each run
+"""The inference kernel's blend (kit.run.submission's step where `blend` names runs): in predict mode with `blend`, each run
 predicts the test set with its own folds, as one run's inference kernel does (a run of this notebook's
 template through its pipeline, any other through a set-up and a pipeline of its own template, its model's
 settings from its checkpoints), and the runs are blended with the weights their out-of-fold rows give
@@ -19,7 +19,8 @@ from kit.errors import KitError
 from kit.params import TrainParams
 from kit.pipelines import create_pipeline
 from kit.pipelines.base import Pipeline, csv_text, validate
-from kit.run import blend, fallback, kept, predictions, submission
+from kit.run import blend, kept, predictions
+from kit.run.ensemble import ensemble
 from kit.run.start import start
 from kit.runtime import checkpoint, trained
 from kit.runtime.run_folder import RunFolder
@@ -27,17 +28,6 @@ from kit.runtime.session import Session
 from kit.runtime.trained import Trained
 
 BLEND_RECORD, SUBMISSION = "blend.json", "submission.csv"
-
-
-def write_submission(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
-    """Write submission.csv: the blend of the runs in `blend` (predict mode), else this run's folds' mean
-    (kit.run.submission.write_submission: whatever training did, or the prior with none); where the data could
-    not be read for training, the training labels' prior (kit.run.fallback)."""
-    if isinstance(data, fallback.LabelsOnly):
-        return fallback.write(session, data)
-    if not session.blend:
-        return submission.write_submission(session, pipe, data)
-    return write_blend(session, pipe, data)
 
 
 def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
@@ -99,7 +89,7 @@ def predict_time(p: TrainParams, template: str) -> dict[str, Any]:
 def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run: Trained):
     """(test rows, outputs) the mean of `run`'s folds' test predictions, in the sample submission's row order."""
     if run is session.trained:  # the run this notebook's own steps read
-        return submission.ensemble(session, pipe, data, run.folder)[0]
+        return ensemble(session, pipe, data, run.folder)[0]
     session.log(f"blend: {source}: a {run.template} run; its own set-up and data, then its folds")
     competition = checkpoint.load_json(RunFolder(run.folder).record)["competition"]  # its files and columns, as it read them
     namespace = {**predict_time(session.params, run.template), "model_dir": str(run.folder), "blend": (),
@@ -107,7 +97,7 @@ def run_prediction(session: Session, pipe: Pipeline, data: Any, source: str, run
     theirs = start(run.template, namespace)
     other = create_pipeline(theirs)
     other_data = other.load()
-    pred, _ = submission.ensemble(theirs, other, other_data, run.folder)
+    pred, _ = ensemble(theirs, other, other_data, run.folder)
     id_column = session.spec.id_column
     same = (other_data.sample[id_column].astype(str).tolist() == data.sample[id_column].astype(str).tolist()
             if id_column in data.sample.columns and id_column in other_data.sample.columns

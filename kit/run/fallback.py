@@ -122,14 +122,7 @@ def describe(session: Session, data: Any) -> str:
     if t.record.masks:  # segmentation's masks (kit.pipelines.segmentation)
         return "the training masks' prior (no mask, or the mean page)"
     name, known = targets.prior_name(t, session.spec.metric), base.prior(data)
-    if t.kind == "label":
-        ranked = [str(t.classes[i]) for i in np.argsort(-known, kind="stable")[: t.top]]
-        return f"{name}'s likeliest class{'es' if t.top > 1 else ''}, {' '.join(ranked)}"
-    if t.kind == "binary":
-        return f"{name}, {known[1]:.4g} for {t.classes[1]}"
-    if t.kind in ("value", "ordinal"):
-        return f"{name}, {known[0]:.4g}"
-    return name
+    return t.record.prior_text(t, name, known)
 
 
 def write(session: Session, data: LabelsOnly) -> pd.DataFrame:

@@ -35,11 +35,11 @@ from kit.runtime.collective import Collective, main_only, sync_batchnorm
 from kit.runtime.monitor import Monitor
 from kit.runtime.precision import InForce
 from kit.runtime.recovery import free_memory
-from kit.runtime.run_folder import RunFolder
+from kit.runtime.run_folder import FoldFiles, RunFolder
 from kit.runtime.session import Session, maybe_compile, seed_everything
 from kit.train import metrics
 from kit.train.loop import fit
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FitResult, FoldFit
 
 RAM_SHARE = 0.8  # parallel workers start only if their copies of the data fit in this share of free RAM
 
@@ -192,6 +192,26 @@ def train_in_worker(rank: int, job: workers.Job, collective: Collective, peers: 
     print(f"worker {rank} done in {time.time() - payload['started']:.0f} s since the notebook started")
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every fold this process trains shares: the settings, the batch size (and the gradient accumulation's
+    multiple of it), the time budget, the monitor, the data-parallel peers and this process's shard of the rows,
+    the stamp its checkpoints carry, and whether BatchNorm is synchronised across the peers."""
+
+    cfg: FitConfig
+    size: int
+    accumulate: int
+    budget: Budget
+    monitor: Monitor
+    collective: Collective
+    stamped: dict
+    sync_bn: bool = False
+
+    @property
+    def shard(self) -> tuple[int, int]:
+        return self.collective.rank, self.collective.world
+
+
 def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds: list[int] | None = None,
                 collective: Collective | None = None, peers: Collective | None = None, writes_s: float = 0.0) -> CVResult:
     """Train `folds` (default: all) of the run in `folder` in this process, one after the other. In a DDP
@@ -204,8 +224,66 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     folder.mkdir(parents=True, exist_ok=True)
     run = RunFolder(folder)
     mine = [f for f in range(len(splits)) if (folds is None or f in folds) and not run.finished(f)]
-    peers = peers or collective
-    if not pipe.fits_folds:  # a pipeline that trains its folds its own way (boosters) has no batches
+    shared = share(session, pipe, data, folder, splits, mine, collective, peers or collective, writes_s)
+    result = CVResult(metric=shared.cfg.metric, planned=len(splits), monitor=shared.monitor, folder=folder)
+    try:
+        for fold, (train_idx, val_idx) in enumerate(splits):
+            saved = replace(run.fold(fold), stamp=shared.stamped)
+            desc = f"fold {fold + 1}/{len(splits)}"
+            if run.finished(fold):
+                summary = checkpoint.load_json(saved.done)
+                if folds is None:
+                    say(f"{desc}: finished earlier ({shared.cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
+                result.folds.append(summary)
+                continue
+            if fold not in mine:
+                continue
+            position = mine.index(fold)  # the budget plans this process's folds
+            # rank 0's plan: ranks that skipped on their own clocks would leave the others waiting
+            budget = shared.budget
+            room = budget.epoch_s <= 0 or position < budget.replan(position, len(mine), 0, shared.cfg.epochs).folds
+            if not collective.broadcast(room):
+                say(f"{desc}: skipped, and the folds after it here: the time budget has no room for them")
+                break
+            if session.worker is not None:
+                workers.worker_faults(session.worker)
+            seed_everything(session.params.seed + fold)
+            say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
+            try:
+                fitted = train_fold(session, pipe, data, shared, fold, (train_idx, val_idx), saved, (position, len(mine)), desc)
+            except Exception as e:  # noqa: BLE001
+                # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
+                # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
+                # re-raises: its peers must stop too, and the notebook then predicts.
+                if not run.checkpoints() or collective.world > 1 or session.worker is not None:
+                    raise
+                session.log("".join(traceback.format_exception(e)).rstrip())
+                session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold "
+                             "checkpoints that exist")
+                result.error = f"{type(e).__name__}: {e}"
+                break
+            free_memory()
+            if not fitted.best_epoch:
+                no_room = fitted.stopped == "time budget"  # a pipeline's own fit_fold found no time left to train
+                session.warn(f"{desc}: the time budget has no room for it; it is left out, and the folds after it" if no_room
+                             else f"{desc}: no epoch gave a finite {shared.cfg.metric}; this fold is left out")
+                break
+            result.folds.append(finish_fold(fold, fitted, saved, collective))
+            if fitted.stopped == "time budget":
+                if position + 1 < len(mine):
+                    say(f"time budget: training stops after {desc}; predicting with the folds that exist")
+                break
+    finally:
+        shared.monitor.stop()
+    return summarize(session, data, result, pipe)
+
+
+def share(session: Session, pipe: Pipeline, data: Any, folder: Path, splits: list, mine: list[int],
+          collective: Collective, peers: Collective, writes_s: float) -> Shared:
+    """What this process's folds share: the batch size (after the preflight, agreed with `peers`; a pipeline that
+    trains its folds its own way, the boosters, has no batches), the settings at its rate, the time budget, and the
+    monitor, started."""
+    if not pipe.fits_folds:
         probe = preflight.Probe(session, pipe, data)  # one model for the preflight and the batch trials
         if mine:
             preflight.run(session, pipe, data, probe, peers)
@@ -222,92 +300,55 @@ def train_local(session: Session, pipe: Pipeline, data: Any, folder: Path, folds
     monitor = Monitor("cuda" if session.setup.monitor else "cpu",
                       device_index=torch.cuda.current_device() if session.hardware.device == "cuda" else 0)
     monitor.start()
-    result = CVResult(metric=cfg.metric, planned=len(splits), monitor=monitor, folder=folder)
-    shard = (collective.rank, collective.world)
     stamped = stamp(session, data)
     sync_bn = False
     if collective.world > 1 and hasattr(session.params, "sync_bn"):  # the BatchNorm templates under DDP
         sync_bn, why = sync_batchnorm(session.params.sync_bn, size)
-        say(f"sync_bn        {'on' if sync_bn else 'off'} ({why})")
-    try:
-        for fold, (train_idx, val_idx) in enumerate(splits):
-            saved = replace(run.fold(fold), stamp=stamped)
-            desc = f"fold {fold + 1}/{len(splits)}"
-            if run.finished(fold):
-                summary = checkpoint.load_json(saved.done)
-                if folds is None:
-                    say(f"{desc}: finished earlier ({cfg.metric} {summary['best_score']:.4f}), reusing its checkpoint")
-                result.folds.append(summary)
-                continue
-            if fold not in mine:
-                continue
-            position = mine.index(fold)  # the budget plans this process's folds
-            # rank 0's plan: ranks that skipped on their own clocks would leave the others waiting
-            room = budget.epoch_s <= 0 or position < budget.replan(position, len(mine), 0, cfg.epochs).folds
-            if not collective.broadcast(room):
-                say(f"{desc}: skipped, and the folds after it here: the time budget has no room for them")
-                break
-            if session.worker is not None:
-                workers.worker_faults(session.worker)
-            seed_everything(session.params.seed + fold)
-            say(f"{desc}: {len(train_idx)} train / {len(val_idx)} validation")
-            precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
-            try:
-                if pipe.fits_folds:
-                    fitted = pipe.fit_fold(data, train_idx, val_idx, cfg, saved, budget, (position, len(mine)), session.log, desc)
-                else:
-                    built = time.time()
-                    model = pipe.model(data, fit_rows=train_idx)
-                    budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
-                    fitted = fit(
-                        maybe_compile(session, collective.wrap(model, sync_bn)),
-                        pipe.objective(data),
-                        pipe.batches(data, train_idx, train=True, batch_size=size * accumulate, seed=session.params.seed + fold,
-                                     shard=shard, precision=precision),
-                        pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
-                        cfg,
-                        precision,
-                        saved,
-                        log=session.log,
-                        desc=desc,
-                        budget=budget,
-                        fold=(position, len(mine)),
-                        monitor=monitor,
-                        collective=collective,
-                        val_rows=len(val_idx),
-                    )
-            except Exception as e:  # noqa: BLE001
-                # With a fold checkpoint on disk, a submission from it beats none: log, stop training, predict.
-                # Without one, nothing is lost by failing now, and a mistake is best seen at once. A worker
-                # re-raises: its peers must stop too, and the notebook then predicts.
-                if not run.checkpoints() or collective.world > 1 or session.worker is not None:
-                    raise
-                session.log("".join(traceback.format_exception(e)).rstrip())
-                session.warn(f"{desc} failed ({type(e).__name__}: {e}); training stops, predicting with the fold "
-                             "checkpoints that exist")
-                result.error = f"{type(e).__name__}: {e}"
-                break
-            free_memory()
-            if not fitted.best_epoch:
-                no_room = fitted.stopped == "time budget"  # a pipeline's own fit_fold found no time left to train
-                session.warn(f"{desc}: the time budget has no room for it; it is left out, and the folds after it" if no_room
-                             else f"{desc}: no epoch gave a finite {cfg.metric}; this fold is left out")
-                break
-            summary = {"fold": fold, "best_score": fitted.best_score, "best_epoch": fitted.best_epoch,
-                       "epochs_run": fitted.epochs_run, "stopped": fitted.stopped, "precision": fitted.precision,
-                       "history": fitted.history, "unit": fitted.unit}  # fmt: skip
-            if collective.main:
-                checkpoint.save_json(summary, saved.done)
-                saved.last.unlink(missing_ok=True)  # the fold is finished: its resume state is no longer needed
-            collective.barrier()
-            result.folds.append(summary)
-            if fitted.stopped == "time budget":
-                if position + 1 < len(mine):
-                    say(f"time budget: training stops after {desc}; predicting with the folds that exist")
-                break
-    finally:
-        monitor.stop()
-    return summarize(session, data, result, pipe)
+        main_only(session.log, collective)(f"sync_bn        {'on' if sync_bn else 'off'} ({why})")
+    return Shared(cfg, size, accumulate, budget, monitor, collective, stamped, sync_bn)
+
+
+def train_fold(session: Session, pipe: Pipeline, data: Any, shared: Shared, fold: int, rows: tuple, saved: FoldFiles,
+               place: tuple[int, int], desc: str) -> FitResult:
+    """One fold through the one loop (or the pipeline's own `fit_fold`): its (train, validation) `rows`, its files,
+    its `place` in this process's plan (this fold, folds in all)."""
+    train_idx, val_idx = rows
+    precision = InForce(session.precision)  # what this fold trains with: the loop may switch it
+    if pipe.fits_folds:
+        return pipe.fit_fold(data, train_idx, val_idx, shared.cfg, saved, shared.budget, place, session.log, desc)
+    built = time.time()
+    model = pipe.model(data, fit_rows=train_idx)
+    shared.budget.model_s = time.time() - built  # prediction builds each fold's model too, and loads its weights
+    size, shard = shared.size, shared.shard
+    return fit(FoldFit(
+        maybe_compile(session, shared.collective.wrap(model, shared.sync_bn)),
+        pipe.objective(data),
+        pipe.batches(data, train_idx, train=True, batch_size=size * shared.accumulate, seed=session.params.seed + fold,
+                     shard=shard, precision=precision),
+        pipe.batches(data, val_idx, train=False, batch_size=size, shard=shard, precision=precision),
+        shared.cfg,
+        precision,
+        saved,
+        log=session.log,
+        desc=desc,
+        budget=shared.budget,
+        fold=place,
+        monitor=shared.monitor,
+        collective=shared.collective,
+        val_rows=len(val_idx),
+    ))
+
+
+def finish_fold(fold: int, fitted: FitResult, saved: FoldFiles, collective: Collective) -> dict:
+    """A finished fold's summary, written (by rank 0) beside its checkpoint; its resume state is no longer needed."""
+    summary = {"fold": fold, "best_score": fitted.best_score, "best_epoch": fitted.best_epoch,
+               "epochs_run": fitted.epochs_run, "stopped": fitted.stopped, "precision": fitted.precision,
+               "history": fitted.history, "unit": fitted.unit}  # fmt: skip
+    if collective.main:
+        checkpoint.save_json(summary, saved.done)
+        saved.last.unlink(missing_ok=True)
+    collective.barrier()
+    return summary
 
 
 def trained_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:

@@ -5,6 +5,7 @@ it before training, from the data it read, and refuses in one line only where no
 at a competition's real size from the config's [sizes]; the kernel's last line sets what it took beside it."""
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import asdict, replace
 from typing import Any
@@ -46,7 +47,8 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     val_row, test_row = 8 * k_val or 4 * s.outputs, 8 * k_test or 4 * s.outputs
     kept_row = 8 * k_val or s.outputs * topk.stored_dtype(s.outputs, 4 * s.outputs * oof).itemsize
     # its truth as a checkpoint keeps it: 0/1 labels of many outputs as bytes (kit.train.topk.stored), values, a class
-    truth_row = s.outputs * (1 if s.outputs >= topk.WIDE else 4) if labels else 4 * s.outputs if s.kind == "values" else 8
+    values = bool(kind and kind.by_column and not kind.classification and not labels)  # a float32 a column
+    truth_row = s.outputs * (1 if s.outputs >= topk.WIDE else 4) if labels else 4 * s.outputs if values else 8
     if masks:  # validation keeps overlap counts of each image and class; prediction whole masks, float16 when large
         val_row = kept_row = 32 * s.outputs
         truth_row = 0
@@ -92,7 +94,10 @@ def plan(template: str, sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits
          headline: str = "") -> Plan:
     """The run's plan: every template's needs and its own (its record's `footprint`), the model's parameters
     counted where the sizes do not give them."""
-    own = templates.load(templates.get(template).footprint)
+    record = templates.get(template)
+    if record.kinds:  # its own kinds of target ([sizes] kind "rle"), which the shared table does not list
+        importlib.import_module(record.kinds)
+    own = templates.load(record.footprint)
     if not sizes.model_size:
         sizes = replace(sizes, model_size=own.parameters(p, sizes))
     if getattr(p, "train_rows", 0):  # a table read to train_rows (the rest sampled away)
@@ -122,7 +127,8 @@ def workers_on(machine_shape: str, p: TrainParams) -> int:
 
 def describe(sizes: Sizes, name: str = "") -> str:
     s = sizes
-    what = f"{s.outputs:,} {'classes' if s.kind in ('probs', 'label', 'onehot', 'binary') else 'outputs'}"
+    kind = targets.KINDS.get(s.kind)
+    what = f"{s.outputs:,} {'classes' if kind and kind.classification else 'outputs'}"
     return f"{name + ' at ' if name else ''}{s.train_rows:,} training and {s.test_rows:,} test rows, {what}"
 
 

@@ -153,7 +153,7 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
     importance = {n: float(np.mean([share[n] for share in shares])) for n in names}
     checkpoint.save({"model": {"boosters": [b.state() for b in boosters]}}, files.best)  # the models, then what is read
     checkpoint.save({"epoch": best, "score": score, "rows": rows, "ema": False, "precision": "fp32", "kit": files.stamp,
-                     "importance": importance, "unit": "round"}, files.meta)  # without them (kit.run.submission)
+                     "importance": importance, "unit": "round"}, files.meta)  # without them (kit.run.ensemble)
     if any(p.stopped for p in plans):  # not "time budget", which ends the training (kit.run.folds): the next fold has its share
         stopped = SHARE
     elif any(b.rounds < cfg.rounds for b in boosters):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterable, Sized
+from collections.abc import Sized
 
 import torch
 from torch import nn
@@ -20,20 +20,16 @@ from torch import nn
 from kit.data.batch import Batch
 from kit.errors import KitError
 from kit.runtime import checkpoint, progress
-from kit.runtime.budget import Budget
 from kit.runtime.collective import Collective, main_only
-from kit.runtime.monitor import Monitor
-from kit.runtime.precision import InForce, Precision, fresh_scaler, in_force
+from kit.runtime.precision import Precision, fresh_scaler, in_force
 from kit.runtime.recovery import describe_error, free_memory, halving, is_compile_error, is_oom
-from kit.runtime.run_folder import FoldFiles
 from kit.train import best, metrics, topk
 from kit.train import ema as averaging
 from kit.train.evaluate import evaluate, unwrap
-from kit.train.objectives import Objective
-from kit.train.results import FitConfig, FitResult
-from kit.train.resume import ResumeState
+from kit.train.results import FitResult, FoldFit
+from kit.train.resume import ResumeState, host_state, on_host
 from kit.train.step import batch_size_of, make_optimizer, train_step, warmup_cosine
-from kit.train.tracking import Losses, epoch_line
+from kit.train.tracking import Losses, StepClock, epoch_line
 
 NONFINITE_PATIENCE = 5  # consecutive non-finite steps before mixed precision is given up for fp32
 CHECK_EVERY = 8  # steps between looks at the device's loss figures (a host sync; under DDP, an all-reduce)
@@ -47,46 +43,29 @@ class _Fallback(Exception):
     """Non-finite losses persisted under mixed precision."""
 
 
-def fit(
-    model: nn.Module,
-    objective: Objective,
-    train: Iterable[Batch],
-    val: Iterable[Batch],
-    cfg: FitConfig,
-    precision: Precision | InForce,
-    files: FoldFiles,
-    log: Callable[[str], None] = print,
-    desc: str = "",
-    budget: Budget | None = None,  # None: no deadline
-    fold: tuple[int, int] = (0, 1),  # (this fold, folds in all), for the budget's plan
-    monitor: Monitor | None = None,
-    collective: Collective | None = None,  # the data-parallel peers, if any
-    val_rows: int = 0,  # the fold's validation rows, for the plan's line (0: not said)
-) -> FitResult:
-    """Train for `cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `files.best`
-    and the latest at `files.last`; a `files.last` left by an interrupted run is resumed. `precision` is
+def fit(job: FoldFit) -> FitResult:
+    """Train for `job.cfg.epochs` (or fewer: early stopping, the budget), keeping the best epoch at `job.files.best`
+    and the latest at `job.files.last`; a `files.last` left by an interrupted run is resumed. `job.precision` is
     switched in place on a fall-back to fp32 or a resume (pass the `InForce` the data path reads). Under DDP
     every rank runs this; rank 0 alone logs, writes and plans, and every decision (stop, fall back, the plan)
     is taken together."""
-    loop = _Loop(model, objective, train, val, cfg, in_force(precision), files, log, desc, budget, fold, monitor,
-                 collective or Collective(), val_rows)
-    return loop.run()
+    return _Loop(job).run()
 
 
 class _Loop:
-    def __init__(self, model, objective, train, val, cfg, precision: InForce, files, log, desc, budget, fold, monitor,
-                 collective, val_rows: int = 0):
-        self.model, self.objective, self.train, self.val, self.cfg = model, objective, train, val, cfg
-        self.files, self.desc, self.budget, self.fold, self.monitor = files, desc, budget, fold, monitor
-        self.dist, self.val_rows = collective, val_rows
-        self.log = main_only(log, collective)
-        self.precision = precision
+    def __init__(self, job: FoldFit):
+        model, train, cfg, budget = job.model, job.train, job.cfg, job.budget
+        self.model, self.objective, self.train, self.val, self.cfg = model, job.objective, train, job.val, cfg
+        self.files, self.desc, self.budget, self.fold, self.monitor = job.files, job.desc, budget, job.fold, job.monitor
+        self.dist, self.val_rows = job.collective or Collective(), job.val_rows
+        self.log = main_only(job.log, self.dist)
+        self.precision = precision = in_force(job.precision)
         self.optimizer = make_optimizer(unwrap(model), cfg.lr, cfg.weight_decay, cfg.layer_decay)  # the names timm's groups know
         self.stepped = False  # whether the optimizer has its state: Adam allocates it in its first step
         self.ema = averaging.create(unwrap(model)) if cfg.ema else None
         self.val_passes = 2 if self.ema else 1  # the average of the weights is validated too
         self.scaler = precision.grad_scaler()
-        self.resume = ResumeState(files.last, collective, self.log)
+        self.resume = ResumeState(job.files.last, self.dist, self.log)
         self.last_lr = math.inf  # the rate of the latest step after the warm-up: the schedule never rises above it
         self.last_save_s = 0.0  # how long the latest resume state took to write
         self.steps_per_epoch = len(train) if isinstance(train, Sized) else 0
@@ -102,9 +81,9 @@ class _Loop:
     def save_last(self) -> None:
         started = time.time()
         self.resume.save(lambda: {
-            "model": _state_dict(self.model),
-            "ema": _state_dict(self.ema.module) if self.ema else None,
-            "optimizer": _on_host(self.optimizer.state_dict()),
+            "model": host_state(self.model),
+            "ema": host_state(self.ema.module) if self.ema else None,
+            "optimizer": on_host(self.optimizer.state_dict()),
             "scaler": self.scaler.state_dict(),
             "step": self.step,
             "micro": self.micro,
@@ -177,14 +156,53 @@ class _Loop:
         return lr
 
     def epoch(self, epoch: int) -> None:
-        r, cfg = self.result, self.cfg
         started = time.time()
         if self.monitor:
             self.monitor.epoch_begin()
-        seen, wait_s, step_s, deadline_hit, steps, first_s = 0, 0.0, 0.0, False, 0, 0.0
-        losses = Losses()
+        losses, clock, deadline_hit = self.train_steps(epoch)
+        skipped = int(losses.bad) if losses.bad is not None else 0
+        steps = clock.steps
+        if self.dist.any(steps > 0 and (skipped == steps or losses.worst_streak() >= NONFINITE_PATIENCE)):
+            raise _Fallback()  # not one finite step this epoch, or a streak of them at its end
+        if skipped:
+            self.log(f"WARNING: {self.desc} epoch {epoch}: skipped {skipped} steps with a non-finite loss")
+        one_off = clock.one_off_s()  # happens once per fold: the budget does not plan for it
+        self.warm = True
+        # DDP ranks keep their own BatchNorm statistics while they train (kit.runtime.collective): one mean for all
+        for module in (unwrap(self.model), self.ema.module if self.ema else None):
+            if module is not None:
+                self.dist.average_norm_statistics(module)
+        train_s = time.time() - started - one_off
+        v0 = time.time()
+        val_loss, rows, judged, kept, averaged = self.validate()
+        val_s = time.time() - v0
+        improved, save_s = self.keep_best(epoch, judged, kept, rows)
+        record = {
+            "epoch": epoch,
+            "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),
+            "val_loss": val_loss,
+            self.cfg.metric: judged.score,  # the better of the weights and their average, when both were validated
+            **averaged,
+            "lr": max(g["lr"] for g in self.optimizer.param_groups),  # the top layer's, under layer-wise decay
+            "samples_per_s": clock.seen / max(clock.step_s - one_off, 1e-9),
+            "seconds": time.time() - started,
+            "steps": steps,
+        }
+        self.end_epoch(epoch, record, clock, improved, deadline_hit)
+        if self.budget and self.result.stopped == "completed":
+            # rows val_s covers, gathered from every rank; one process predicts the test set on one GPU
+            validated = len(rows.get("target", [])) * self.val_passes / self.dist.world
+            self.budget.measure_epoch(train_s, val_s, validated, save_s)
+            self.replan(epoch)
+        self.save_last()
+        self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them
+
+    def train_steps(self, epoch: int) -> tuple[Losses, StepClock, bool]:
+        """The epoch's training steps, until the batches run out or the deadline comes (True): their losses and
+        clock. Its first steps are timed for the budget's first plan."""
+        clock, losses, deadline_hit = StepClock(), Losses(), False
         deadline = self.deadline()
-        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{r.epochs_planned}",
+        bar = progress.bar(total=self.steps_per_epoch, desc=f"{self.desc} epoch {epoch}/{self.result.epochs_planned}",
                            unit="steps", leave=False)
         batches = iter(self.train)
         while True:
@@ -193,9 +211,9 @@ class _Loop:
             t1 = time.time()
             if batch is None:
                 break
-            wait_s += t1 - t0
+            clock.waited(t1 - t0)
             # one process reads its clock every step; DDP ranks agree every few steps (an all-reduce)
-            if (self.dist.world == 1 or steps % CHECK_EVERY == 0) and self.dist.any(t1 > deadline):
+            if (self.dist.world == 1 or clock.steps % CHECK_EVERY == 0) and self.dist.any(t1 > deadline):
                 deadline_hit = True
                 break
             lr = self.lr_at(self.step)
@@ -205,38 +223,26 @@ class _Loop:
             self.step += 1
             if self.ema:
                 self.ema.update(unwrap(self.model), step=self.step)
-            steps += 1
-            seen += batch_size_of(batch)
-            first = not self.warm and steps == 1  # this run's first step of the fold: compiling, cuDNN's search
-            planning = self.budget is not None and not self.planned and steps == self.first_plan_at()
+            clock.stepped(batch_size_of(batch))
+            first = not self.warm and clock.steps == 1  # this run's first step of the fold: compiling, cuDNN's search
+            planning = self.budget is not None and not self.planned and clock.steps == self.first_plan_at()
             if first or planning:
                 float(losses.sum)  # wait for the device: these steps are timed
-            step_s += time.time() - t1
+            clock.timed(time.time() - t1, first)
             bar.update(1)
-            if first:
-                first_s = step_s
-            elif planning:
-                usual = (step_s - first_s) / (steps - (1 if first_s else 0))
-                self.first_plan(usual, seen / max(usual * steps, 1e-9))
+            if planning and not first:
+                usual = clock.usual_step_s()
+                self.first_plan(usual, clock.rows_per_s(usual))
                 deadline = self.deadline()
-            if steps % CHECK_EVERY == 0 and self.dist.any(losses.worst_streak() >= NONFINITE_PATIENCE):
+            if clock.steps % CHECK_EVERY == 0 and self.dist.any(losses.worst_streak() >= NONFINITE_PATIENCE):
                 bar.close()
                 raise _Fallback()
         bar.close()
-        skipped = int(losses.bad) if losses.bad is not None else 0
-        if self.dist.any(steps > 0 and (skipped == steps or losses.worst_streak() >= NONFINITE_PATIENCE)):
-            raise _Fallback()  # not one finite step this epoch, or a streak of them at its end
-        if skipped:
-            self.log(f"WARNING: {self.desc} epoch {epoch}: skipped {skipped} steps with a non-finite loss")
-        # the first step's time beyond a usual step's happens once per fold: the budget does not plan for it
-        one_off = max(first_s - (step_s - first_s) / (steps - 1), 0.0) if first_s and steps > 1 else 0.0
-        self.warm = True
-        # DDP ranks keep their own BatchNorm statistics while they train (kit.runtime.collective): one mean for all
-        for module in (unwrap(self.model), self.ema.module if self.ema else None):
-            if module is not None:
-                self.dist.average_norm_statistics(module)
-        train_s = time.time() - started - one_off
-        v0 = time.time()
+        return losses, clock, deadline_hit
+
+    def validate(self) -> tuple[float, dict, best.Judged, nn.Module, dict]:
+        """The validation loss, rows and judgement of the weights kept this epoch (the weights, or their average
+        where it judges better), those weights, and both scores where the average was validated too."""
         val_loss, rows = evaluate(self.model, self.objective, self.val, self.precision, self.dist, self.log)
         judged = best.Judged(self.score(rows), val_loss)
         kept, averaged = self.model, {}
@@ -244,31 +250,30 @@ class _Loop:
             ema_loss, ema_rows = evaluate(self.ema.module, self.objective, self.val, self.precision, self.dist, self.log)
             ema = best.Judged(self.score(ema_rows), ema_loss)
             averaged = {"weights": judged.score, "ema": ema.score, "ema_loss": ema_loss}
-            if best.verdict(cfg.metric, ema, judged):  # the same rule as between epochs: ties go to the lower loss
+            if best.verdict(self.cfg.metric, ema, judged):  # the same rule as between epochs: ties go to the lower loss
                 kept, rows, judged = self.ema.module, ema_rows, ema
-        val_s = time.time() - v0
-        score = judged.score
-        improved = best.verdict(cfg.metric, judged, best.Judged(r.best_score, r.best_loss) if r.best_epoch else None)
+        return val_loss, rows, judged, kept, averaged
+
+    def keep_best(self, epoch: int, judged: best.Judged, kept: nn.Module, rows: dict) -> tuple[str, float]:
+        """Save `kept` as the fold's best where `judged` beats the best so far: the verdict, and the seconds the
+        epoch's writes took (its best and the previous epoch's resume state)."""
+        r = self.result
+        improved = best.verdict(self.cfg.metric, judged, best.Judged(r.best_score, r.best_loss) if r.best_epoch else None)
         saving = time.time()
         if improved:
-            r.best_score, r.best_loss, r.best_epoch = score, judged.loss, epoch
+            r.best_score, r.best_loss, r.best_epoch = judged.score, judged.loss, epoch
             if self.dist.main:  # the weights, then what is read without them
-                checkpoint.save({"model": _state_dict(kept)}, self.files.best)
-                checkpoint.save({"epoch": epoch, "score": score, "rows": topk.stored(rows), "ema": kept is not self.model,
-                                 "precision": self.precision.name, "kit": self.files.stamp}, self.files.meta)
-        save_s = time.time() - saving + self.last_save_s  # this epoch's best and the previous epoch's resume state
-        record = {
-            "epoch": epoch,
-            "train_loss": float(losses.sum) / max(steps - skipped, 1) if steps > skipped else float("nan"),
-            "val_loss": val_loss,
-            cfg.metric: score,  # the better of the weights and their average, when both were validated
-            **averaged,
-            "lr": max(g["lr"] for g in self.optimizer.param_groups),  # the top layer's, under layer-wise decay
-            "samples_per_s": seen / max(step_s - one_off, 1e-9),
-            "seconds": time.time() - started,
-            "steps": steps,
-        }
-        stats = self.monitor.epoch_end(wait_s, step_s, self._batch_size()) if self.monitor else None
+                checkpoint.save({"model": host_state(kept)}, self.files.best)
+                checkpoint.save({"epoch": epoch, "score": judged.score, "rows": topk.stored(rows),
+                                 "ema": kept is not self.model, "precision": self.precision.name, "kit": self.files.stamp},
+                                self.files.meta)
+        return improved, time.time() - saving + self.last_save_s
+
+    def end_epoch(self, epoch: int, record: dict, clock: StepClock, improved: str, deadline_hit: bool) -> None:
+        """The epoch's record in the history and its line in the log (with the monitor's figures), and whether the
+        fold stops: the deadline, or early stopping."""
+        r, cfg = self.result, self.cfg
+        stats = self.monitor.epoch_end(clock.wait_s, clock.step_s, self._batch_size()) if self.monitor else None
         if stats:
             record.update(gpu_util=stats.util, gpu_mem_gb=stats.mem_gb, data_wait=stats.data_wait)
         r.history.append(record)
@@ -282,13 +287,6 @@ class _Loop:
             r.stopped = "time budget"
         elif cfg.patience and r.best_epoch and epoch - r.best_epoch >= cfg.patience and epoch >= self.patient_until():
             r.stopped = f"early stop: no better {cfg.metric} (nor a tie at a lower val loss) for {cfg.patience} epochs"
-        if self.budget and r.stopped == "completed":
-            # rows val_s covers, gathered from every rank; one process predicts the test set on one GPU
-            validated = len(rows.get("target", [])) * self.val_passes / self.dist.world
-            self.budget.measure_epoch(train_s, val_s, validated, save_s)
-            self.replan(epoch)
-        self.save_last()
-        self.dist.barrier()  # rank 0's checkpoints are on disk before any rank might read them
 
     def score(self, rows: dict) -> float:
         if not len(rows.get("target", [])):
@@ -387,19 +385,3 @@ class _Loop:
 
 def _compiled(model: nn.Module) -> bool:
     return isinstance(getattr(model, "_orig_mod", None), nn.Module)
-
-
-def _state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
-    return _on_host(unwrap(model).state_dict())
-
-
-def _on_host(state):
-    """A nested state with its tensors copied to host memory: copies, even of tensors already there, so that a
-    state held in memory (kit.train.resume) does not change with the model."""
-    if isinstance(state, torch.Tensor):
-        return state.detach().to("cpu", copy=True)
-    if isinstance(state, dict):
-        return {k: _on_host(v) for k, v in state.items()}
-    if isinstance(state, list):
-        return [_on_host(v) for v in state]
-    return state

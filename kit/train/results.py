@@ -1,9 +1,20 @@
-"""What a fold's training is asked (FitConfig) and what it returns (FitResult): shared by the one loop (kit.train.loop)
-and the boosters' fold (kit.train.boosting), and read by kit.run. The files it writes are the run folder's
-(kit.runtime.run_folder.FoldFiles)."""
+"""What a fold's training is asked (FitConfig), what the one loop is handed (FoldFit), and what it returns
+(FitResult): shared by the one loop (kit.train.loop) and the boosters' fold (kit.train.boosting), and read by
+kit.run. The files it writes are the run folder's (kit.runtime.run_folder.FoldFiles)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from torch import nn
+
+from kit.data.batch import Batch
+from kit.runtime.budget import Budget
+from kit.runtime.collective import Collective
+from kit.runtime.monitor import Monitor
+from kit.runtime.precision import InForce, Precision
+from kit.runtime.run_folder import FoldFiles
+from kit.train.objectives import Objective
 
 
 @dataclass(frozen=True)
@@ -32,3 +43,25 @@ class FitResult:
     precision: str = ""
     unit: str = "epoch"  # what best_epoch and epochs_run count: epochs, or a booster's rounds (kit.train.boosting)
 
+
+
+@dataclass(frozen=True)
+class FoldFit:
+    """One fold's training, as kit.train.loop.fit is handed it: the model and how a batch becomes its loss, the
+    batches, the settings, and the fold's surroundings (its files, its budget and place in the plan, the monitor,
+    the data-parallel peers)."""
+
+    model: nn.Module
+    objective: Objective
+    train: Iterable[Batch]
+    val: Iterable[Batch]
+    cfg: FitConfig
+    precision: Precision | InForce  # switched in place on a fall-back to fp32 or a resume: the InForce the data path reads
+    files: FoldFiles
+    log: Callable[[str], None] = print
+    desc: str = ""
+    budget: Budget | None = None  # None: no deadline
+    fold: tuple[int, int] = (0, 1)  # (this fold, folds in all), for the budget's plan
+    monitor: Monitor | None = None
+    collective: Collective | None = None  # the data-parallel peers, if any
+    val_rows: int = 0  # the fold's validation rows, for the plan's line (0: not said)

@@ -17,6 +17,7 @@ import torch
 
 from kit.runtime import checkpoint, paths
 from kit.runtime.collective import Collective
+from kit.train.evaluate import unwrap
 
 
 def nbytes(state: Any) -> int:
@@ -69,3 +70,20 @@ class ResumeState:
         self.memory = None
         if self.collective.main:
             self.path.unlink(missing_ok=True)
+
+
+def host_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's weights (unwrapped from DDP and torch.compile), copied to host memory."""
+    return on_host(unwrap(model).state_dict())
+
+
+def on_host(state):
+    """A nested state with its tensors copied to host memory: copies, even of tensors already there, so that a
+    state held in memory (ResumeState) does not change with the model."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().to("cpu", copy=True)
+    if isinstance(state, dict):
+        return {k: on_host(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [on_host(v) for v in state]
+    return state

@@ -24,62 +24,20 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
 from kit.spec import metrics_where, top_k
-from kit.train.metrics import LABEL_SETS, VALUE_METRICS, likeliest, ranked, whole_scores
+from kit.train.kinds import KINDS, Kind, Target, clip, encode, prior, prior_name, register, to_columns
+from kit.train.metrics import LABEL_SETS, VALUE_METRICS
 
 # views of kit.spec.METRICS: one-hot columns scored by these are written as class probabilities
 PROBABILITY_METRICS = tuple(sorted(metrics_where(family="probability", multilabel=True)))
 MULTI_METRICS = (*PROBABILITY_METRICS, *LABEL_SETS)  # what scores a multi-label target
 BINARY_METRICS = metrics_where(family="probability")  # one column scored by these: the positive class's probability
 
-
-@dataclass(frozen=True)
-class Target:
-    kind: str  # a key of KINDS, whose record says what the kind asks (its outputs, columns, submission check, blend)
-    columns: tuple[str, ...]  # the submission's target columns
-    # class values in model-output order; "ordinal": the whole scores; "value(s)": empty; "multi": the training
-    # columns it learns (bias_auc: the target column and the identity columns)
-    classes: tuple[Any, ...] = ()
-    top: int = 1  # "label": how many labels a row lists, best first (map@k)
-    limits: tuple[tuple[float, float], ...] = ()  # "value(s)": each column's [low, high] its predictions are clipped to
-
-    @property
-    def record(self) -> Kind:
-        return KINDS[self.kind]
-
-    @property
-    def outputs(self) -> int:
-        if self.record.one_output:
-            return 1
-        return len(self.classes) if self.classes else len(self.columns)
-
-    @property
-    def classification(self) -> bool:
-        """One class per row (a class index per row, softmax outputs)."""
-        return self.record.classification
-
-    @property
-    def by_column(self) -> bool:
-        """The training table holds one column per output (labels, one-hot classes, or values)."""
-        return self.record.by_column
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        """by_column: the training table's columns the targets are read from."""
-        return tuple(self.classes) if self.kind == "multi" else self.columns
-
-    @property
-    def multilabel(self) -> bool:
-        """Any number of labels per row (a 0/1 vector per row, sigmoid outputs)."""
-        return self.record.multilabel
+__all__ = ["KINDS", "Kind", "Target", "clip", "encode", "prior", "prior_name", "register", "to_columns"]
 
 
 def infer(metric: str, labels: pd.Series, sample_columns: list[str], where: str,
@@ -212,152 +170,3 @@ def identity_target(table: pd.DataFrame, sample_columns: list[str], target_colum
     probabilities(table, [target_column], where)
     probabilities(table, list(identities), where, empty=True)
     return Target("multi", (sample_columns[0],), (target_column, *identities))
-
-
-def encode(target: Target, labels: pd.Series | pd.DataFrame) -> np.ndarray:
-    """Class indices (int64) for classification, float32 values for regression, (rows, labels) float32 0/1
-    (or probabilities) for multi-label: `labels` is then the label columns ("multi", "onehot") or the tags column.
-    An empty identity cell (bias_auc) is 0, as the grader reads it."""
-    if target.kind == "onehot":
-        return labels[list(target.columns)].to_numpy(dtype=np.float64).argmax(1).astype(np.int64)
-    if target.by_column:
-        return labels[list(target.sources)].fillna(0.0).to_numpy(dtype=np.float32)
-    if target.kind == "tags":
-        index = {t: i for i, t in enumerate(target.classes)}
-        out = np.zeros((len(labels), len(index)), np.float32)
-        for row, tags in enumerate(labels.fillna("").astype(str)):
-            out[row, [index[t] for t in tags.split()]] = 1.0
-        return out
-    if not target.classification:
-        return labels.to_numpy(dtype=np.float32)
-    codes = pd.Categorical(labels.astype(str), categories=[str(c) for c in target.classes]).codes
-    return codes.astype(np.int64)  # every label is a class (infer checked it): no -1 here
-
-
-def clip(target: Target, values: np.ndarray) -> np.ndarray:
-    """(N, K) values within each column's limits (as they are where the target has none)."""
-    if not target.limits:
-        return values
-    low, high = np.array(target.limits, dtype=np.float64).T
-    return np.clip(values, low, high)
-
-
-def to_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Model predictions (N, outputs): probabilities (a "label" target's may keep each row's likeliest classes:
-    kit.train.topk), values in target units, or (multi-label under a metric of label sets) 0/1 decisions ->
-    submission columns, as the target's kind writes them."""
-    return target.record.to_columns(target, pred)
-
-
-def tag_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """The tags whose decision is 1, space-separated."""
-    names = np.asarray(target.classes, dtype=object)
-    return {target.columns[0]: np.array([" ".join(names[row > 0.5]) for row in pred], dtype=object)}
-
-
-def distribution_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Class probabilities, rows summing to 1 in float64 (float32 softmax rows miss by 1e-6)."""
-    pred = np.asarray(pred, dtype=np.float64)
-    pred = pred / pred.sum(1, keepdims=True)
-    return {c: pred[:, i] for i, c in enumerate(target.columns)}
-
-
-def output_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Each output as its column (per-label probabilities or decisions)."""
-    return {c: pred[:, i] for i, c in enumerate(target.columns)}
-
-
-def value_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """Each column's value within its limits."""
-    values = clip(target, pred)
-    return {c: values[:, i] for i, c in enumerate(target.columns)}
-
-
-def ordinal_column(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """The nearest whole score the training scores span."""
-    return {target.columns[0]: whole_scores(pred[:, 0], target.classes[0], target.classes[-1])}
-
-
-def binary_column(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """The second (sorted) class's probability."""
-    return {target.columns[0]: pred[:, 1]}
-
-
-def label_column(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """The likeliest class, or the `top` likeliest space-separated, best first."""
-    names = np.asarray([str(c) for c in target.classes], dtype=object)
-    if target.top == 1:
-        return {target.columns[0]: np.asarray(target.classes, dtype=object)[likeliest(pred)]}
-    return {target.columns[0]: np.array([" ".join(row) for row in names[ranked(pred, target.top)]], dtype=object)}
-
-
-def value_column(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
-    """One value within its limits."""
-    return {target.columns[0]: clip(target, pred[:, :1])[:, 0]}
-
-
-@dataclass(frozen=True)
-class Kind:
-    """One kind of target: what kit asks of a target by its kind, read from this one record. The mask kinds are
-    made by kit.pipelines.segmentation_data; their submission checks live in the mask rooms, named by dotted
-    path so that no other template imports them."""
-
-    name: str
-    to_columns: Callable[[Target, np.ndarray], dict[str, np.ndarray]]  # predictions -> the submission's columns
-    # what kit.pipelines.base.validate checks of the submission's columns: "names" (classes, or tags), "distribution"
-    # (in [0, 1], rows summing to 1), "probability" (in [0, 1]), "numbers" (finite), or a mask kind's "module:function"
-    # of (cells, the sample's cells, output folder or None)
-    check: str
-    one_output: bool = False  # one output, whatever its classes (a value; an ordinal's regressed score)
-    classification: bool = False  # one class per row: blends average its rows as distributions
-    by_column: bool = False  # the training table holds one column per output
-    multilabel: bool = False  # any number of labels per row
-    ranks: bool = False  # blends rank each column where the metric ranks them (a binary or per-label probability)
-    masks: bool = False  # segmentation's: masks (or pages) of every test image, not a row of outputs
-
-
-KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("probs", distribution_columns, "distribution", classification=True),
-    Kind("onehot", distribution_columns, "distribution", classification=True, by_column=True),
-    Kind("binary", binary_column, "probability", classification=True, ranks=True),
-    Kind("label", label_column, "names", classification=True),
-    Kind("value", value_column, "numbers", one_output=True),
-    Kind("ordinal", ordinal_column, "numbers", one_output=True),
-    Kind("values", value_columns, "numbers", by_column=True),
-    Kind("multi", output_columns, "probability", by_column=True, multilabel=True, ranks=True),
-    Kind("tags", tag_columns, "names", multilabel=True),
-    Kind("pixels", value_column, "numbers", masks=True),
-    Kind("files", value_column, "kit.data.masks:check_submission", masks=True),
-    Kind("rle", value_column, "kit.data.rle:check_submission", masks=True),
-)}
-
-
-def prior(target: Target, encoded: np.ndarray, metric: str = "") -> np.ndarray:
-    """(outputs,) the prediction that knows only the training labels, the constant `metric` scores best: class
-    frequencies (whose likeliest class, or k classes, a label metric writes: the mode), each label's frequency,
-    each value column's mean (mae: its median; rmsle: its mean in log space), the most frequent score (qwk)."""
-    if target.multilabel:  # each label's frequency
-        return encoded.mean(0).astype(np.float64) if len(encoded) else np.full(target.outputs, 0.5)
-    if target.kind == "ordinal" and len(encoded):  # the whole score most rows hold
-        scores, counts = np.unique(np.rint(encoded), return_counts=True)
-        return np.array([scores[counts.argmax()]], np.float64)
-    if not target.classification:  # each value column's centre, as the metric measures distance
-        values = np.asarray(encoded, np.float64)
-        if metric == "mae":
-            return np.atleast_1d(np.median(values, axis=0))
-        if metric == "rmsle":
-            return np.atleast_1d(np.expm1(np.mean(np.log1p(np.maximum(values, 0.0)), axis=0)))
-        return np.atleast_1d(np.mean(values, axis=0))
-    counts = np.bincount(encoded, minlength=target.outputs).astype(np.float64)
-    return counts / counts.sum()
-
-
-def prior_name(target: Target, metric: str) -> str:
-    """What `prior` predicts, in words."""
-    if target.multilabel:
-        return "each label's frequency"
-    if target.kind == "ordinal":
-        return "the most frequent score"
-    if not target.classification:
-        return {"mae": "the training median", "rmsle": "the training mean in log space"}.get(metric, "the training mean")
-    return "the class prior"

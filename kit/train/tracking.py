@@ -1,5 +1,8 @@
-"""What an epoch keeps track of and reports: its training losses, on the device, and its one line of log."""
+"""What an epoch keeps track of and reports: its training losses, on the device, its steps' clock, and its one line
+of log."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -28,6 +31,45 @@ class Losses:
         worst = int(self.worst)
         self.worst = self.streak.clone()
         return worst
+
+
+@dataclass
+class StepClock:
+    """One epoch's clock of its training steps: the rows they saw, the time spent waiting for batches and stepping,
+    and the first step's time where it is this run's first of the fold (compiling, cuDNN's search: a one-off the
+    budget does not plan for)."""
+
+    steps: int = 0
+    seen: int = 0  # rows
+    wait_s: float = 0.0  # waiting for the loader's next batch
+    step_s: float = 0.0  # stepping, up to the last look at the device (steps do not wait for it)
+    first_s: float = 0.0  # step_s after a fold's first step, timed; 0: not this epoch
+
+    def waited(self, seconds: float) -> None:
+        self.wait_s += seconds
+
+    def stepped(self, rows: int) -> None:
+        self.steps += 1
+        self.seen += rows
+
+    def timed(self, seconds: float, first: bool) -> None:
+        """`seconds` more of stepping; `first`: they end the fold's first step."""
+        self.step_s += seconds
+        if first:
+            self.first_s = self.step_s
+
+    def usual_step_s(self) -> float:
+        """A usual step's time: the steps after the first, when it was timed."""
+        return (self.step_s - self.first_s) / (self.steps - (1 if self.first_s else 0))
+
+    def rows_per_s(self, usual_s: float) -> float:
+        return self.seen / max(usual_s * self.steps, 1e-9)
+
+    def one_off_s(self) -> float:
+        """The first step's time beyond a usual step's."""
+        if not self.first_s or self.steps < 2:
+            return 0.0
+        return max(self.first_s - (self.step_s - self.first_s) / (self.steps - 1), 0.0)
 
 
 def epoch_line(desc: str, r: dict, epochs: int, metric: str, improved: str, stats, loss_is_metric: bool,

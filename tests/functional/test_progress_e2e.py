@@ -22,7 +22,7 @@ from kit.runtime import progress
 from kit.runtime.precision import Precision
 from kit.train.loop import fit
 from kit.runtime.run_folder import FoldFiles
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 from kit.train.objectives import Classification
 
 
@@ -37,8 +37,8 @@ torch.manual_seed(0)
 x = torch.randn(96, 4)
 batches = Slow({{"x": x[i : i + 8], "target": (x[i : i + 8, 0] > 0).long()}} for i in range(0, 96, 8))
 cfg = FitConfig(epochs=1, lr=0.01, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
-fit(nn.Linear(4, 2), Classification("x"), batches, batches[:2], cfg, Precision("fp32", "cpu"),
-    FoldFiles(Path({out!r}) / "best.pt", Path({out!r}) / "last.pt"), desc="fold 1/1")
+fit(FoldFit(nn.Linear(4, 2), Classification("x"), batches, batches[:2], cfg, Precision("fp32", "cpu"),
+            FoldFiles(Path({out!r}) / "best.pt", Path({out!r}) / "last.pt"), desc="fold 1/1"))
 bar = progress.bar(total=10, desc="fold 2/2 epoch 3/25", leave=False)  # a fold that stops part-way
 for _ in range(6):
     time.sleep(0.5)

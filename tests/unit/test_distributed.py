@@ -17,7 +17,7 @@ from kit.runtime.run_folder import FoldFiles
 from kit.runtime.workers import choose, free_port
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 
 
 @pytest.mark.parametrize(
@@ -80,8 +80,9 @@ def train(rank, world, folder):
         model = collective.wrap(model)
     cfg = FitConfig(epochs=4, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss")
     files = FoldFiles(folder / f"best{world}.pt", folder / f"last{world}.pt")
-    result = fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world), batches(x[64:], y[64:], 32, rank, world),
-                 cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective)
+    result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
+                         batches(x[64:], y[64:], 32, rank, world),
+                         cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
     weights = getattr(model, "module", model)[0].weight.detach().flatten().tolist()
     return {"val_loss": [h["val_loss"] for h in result.history], "score": result.best_score, "weights": weights}
 
@@ -127,9 +128,9 @@ def _planning_worker(rank, world, port, folder):
         budget = Budget(started, total_s=100.0, predict_rows=10, clock=lambda: time.time() + ahead)
         cfg = FitConfig(epochs=4, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss")
         files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
-        result = fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
-                     batches(x[64:], y[64:], 32, rank, world),
-                     cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective)
+        result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
+                             batches(x[64:], y[64:], 32, rank, world),
+                             cfg, Precision("fp32", "cpu"), files, log=lambda m: None, budget=budget, collective=collective))
         collective.barrier()
         (folder / f"rank{rank}.json").write_text(json.dumps({"epochs": result.epochs_run, "planned": result.epochs_planned}))
     finally:
@@ -198,8 +199,9 @@ def _buffers_worker(rank, world, port, folder):
         x = x + 3.0 * rank  # each rank's rows have their own mean: their BatchNorm statistics differ while training
         cfg = FitConfig(epochs=2, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss", ema=False)
         files = FoldFiles(folder / f"best{rank}.pt", folder / f"last{rank}.pt")
-        fit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world), batches(x[64:], y[64:], 32, rank, world),
-            cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective)
+        fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16, rank, world),
+                    batches(x[64:], y[64:], 32, rank, world),
+                    cfg, Precision("fp32", "cpu"), files, log=lambda m: None, collective=collective))
         with warnings.catch_warnings(record=True) as caught:
             warnings.warn("Grad strides do not match bucket view strides. This may indicate grad was not created "
                           "according to the gradient layout contract", UserWarning, stacklevel=1)
@@ -242,6 +244,7 @@ def test_the_loop_averages_batchnorm_statistics_of_the_weights_and_their_average
     x, y = data()
     peers = Recording()
     cfg = FitConfig(epochs=2, lr=0.02, weight_decay=0.0, warmup_epochs=0, patience=0, metric="log_loss", ema=True)
-    fit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 32), cfg, Precision("fp32", "cpu"),
-        FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt"), log=lambda m: None, collective=peers)
+    fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 32), cfg,
+                Precision("fp32", "cpu"), FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt"), log=lambda m: None,
+                collective=peers))
     assert len(peers.averaged) == 4 and peers.averaged[0] is model and peers.averaged[1] is not model

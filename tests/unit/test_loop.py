@@ -12,7 +12,7 @@ from kit.runtime.precision import Precision
 from kit.runtime.run_folder import FoldFiles
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 from kit.train.step import split_batch, train_step, warmup_cosine
 
 CPU = Precision("fp32", "cpu")
@@ -65,8 +65,8 @@ def test_fit_learns_keeps_best_and_stops_early(tmp_path):
     cfg = FitConfig(epochs=30, lr=0.01, weight_decay=0.0, warmup_epochs=1, patience=3, metric="log_loss")
     lines = []
     files = FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt")
-    result = fit(model, Classification("x"), batches(x[:192], y[:192], 32), batches(x[192:], y[192:], 64), cfg, CPU,
-                 files, log=lines.append, desc="toy")
+    result = fit(FoldFit(model, Classification("x"), batches(x[:192], y[:192], 32), batches(x[192:], y[192:], 64), cfg, CPU,
+                 files, log=lines.append, desc="toy"))
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"] * 0.5
     assert result.best_score == min(r["log_loss"] for r in result.history)
     saved = checkpoint.load(files.meta)  # the epoch, score and rows, apart from the weights
@@ -106,7 +106,8 @@ def run_toy(tmp_path, task, precision=CPU, epochs=3, name="a", metric="accuracy"
     cfg = FitConfig(epochs=epochs, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric=metric)
     lines = []
     files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
-    result = fit(model, task, batches(x[:96], y[:96], 32), batches(x[96:], y[96:], 32), cfg, precision, files, log=lines.append)
+    result = fit(FoldFit(model, task, batches(x[:96], y[:96], 32), batches(x[96:], y[96:], 32), cfg, precision, files,
+                         log=lines.append))
     return model, result, lines
 
 
@@ -207,8 +208,8 @@ def test_a_tie_on_the_metric_goes_to_the_lower_validation_loss_and_patience_coun
     cfg = FitConfig(epochs=8, lr=0.2, weight_decay=0.0, warmup_epochs=0, patience=2, metric="accuracy")
     lines = []
     files = FoldFiles(tmp_path / "best.pt", tmp_path / "last.pt")
-    result = fit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
-                 log=lines.append, desc="toy", budget=Budget(time.time(), 3600.0, predict_rows=10), val_rows=10)
+    result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
+                 log=lines.append, desc="toy", budget=Budget(time.time(), 3600.0, predict_rows=10), val_rows=10))
     plan = [line for line in "\n".join(lines).splitlines() if line.startswith("plan: ")]
     assert plan[0].endswith("; the best epoch is judged on 10 validation rows: the best accuracy, ties broken by the lower "
                             "validation loss"), plan
@@ -235,7 +236,7 @@ def test_a_resume_state_of_another_model_is_not_loaded_and_the_fold_trains_afres
                      "micro": 0, "precision": "fp32", "lr": 0.1, "result": {}}, files.last)
     lines = []
     model = nn.Sequential(nn.Linear(8, 4), nn.Tanh(), nn.Linear(4, 2))
-    result = fit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
-                 log=lines.append, desc="toy")
+    result = fit(FoldFit(model, Classification("x"), batches(x[:64], y[:64], 16), batches(x[64:], y[64:], 10), cfg, CPU, files,
+                 log=lines.append, desc="toy"))
     assert result.epochs_run == 2
     assert any("holds another model's weights; training the fold afresh" in line for line in lines), lines

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from kit.pipelines.base import label_cut, submission_frame
-from kit.run import blend, kept, predictions, submission
+from kit.run import blend, ensemble, kept, predictions
 from kit.runtime import checkpoint
 from kit.runtime.precision import Precision
 from kit.runtime.run_folder import OOF_PRED
@@ -53,7 +53,7 @@ def test_a_fold_ensemble_holds_one_folds_predictions_beside_the_sum(tmp_path):
                               warn=lambda m: None, precision=Precision("fp32", "cpu"), template="segmentation")
     tracemalloc.start()
     try:
-        pred, used = submission.ensemble(session, pipe, None, tmp_path)
+        pred, used = ensemble.ensemble(session, pipe, None, tmp_path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -99,8 +99,8 @@ def test_the_mean_of_folds_kept_so_is_the_dense_mean_where_a_fold_kept_the_class
     kept_rows = [topk.of(d, 32) for d in dense]
     total = None
     for part in kept_rows:
-        total = submission.accumulate(total, part)
-    mean = submission.mean(total, 3)
+        total = ensemble.accumulate(total, part)
+    mean = ensemble.mean(total, 3)
     exact = sum(p.dense() for p in kept_rows) / 3  # each fold's kept classes, the rest 0
     assert np.array_equal(mean.argmax(), exact.argmax(1))
     assert np.allclose(mean.dense(), exact, atol=1e-6)  # every class some fold kept, none let go on the way
@@ -275,7 +275,7 @@ def test_the_submissions_rows_hold_what_the_plan_counts_for_them(tmp_path):
     oof: list = []
     tracemalloc.start()
     try:
-        pred, used = submission.ensemble(session, LabelsPipe(test, labels), None, tmp_path, oof)
+        pred, used = ensemble.ensemble(session, LabelsPipe(test, labels), None, tmp_path, oof)
         label_cut(session, oof)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -19,7 +19,7 @@ from kit.runtime.run_folder import FoldFiles
 from kit.train import autobatch
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 from tests.toys import ToyPipeline, session
 
 CPU = Precision("fp32", "cpu")
@@ -42,8 +42,8 @@ def fit_toy(tmp_path, name="a", log=None, budget=None, **cfg):
     settings = dict(epochs=4, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy") | cfg
     files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
     lines = []
-    result = fit(model, Classification("x"), batches(x[:96], y[:96], 16), batches(x[96:], y[96:], 32), FitConfig(**settings),
-                 CPU, files, log=log or lines.append, desc="toy", budget=budget)
+    result = fit(FoldFit(model, Classification("x"), batches(x[:96], y[:96], 16), batches(x[96:], y[96:], 32),
+                         FitConfig(**settings), CPU, files, log=log or lines.append, desc="toy", budget=budget))
     return result, files, lines
 
 

@@ -12,7 +12,7 @@ from kit.runtime.precision import Precision
 from kit.runtime.run_folder import FoldFiles
 from kit.train.loop import fit
 from kit.train.objectives import Classification
-from kit.train.results import FitConfig
+from kit.train.results import FitConfig, FoldFit
 
 FP16 = Precision("fp16", "cpu")
 
@@ -32,7 +32,7 @@ def run(tmp_path, precision=FP16, epochs=2, size=16, model=None, name="a", budge
     val = [{"x": x[96:], "target": y[96:]}]
     lines = []
     files = FoldFiles(tmp_path / f"{name}.pt", tmp_path / f"{name}.last.pt")
-    result = fit(model, task or Classification("x"), train, val, cfg, precision, files, log=lines.append, budget=budget)
+    result = fit(FoldFit(model, task or Classification("x"), train, val, cfg, precision, files, log=lines.append, budget=budget))
     return model, result, lines
 
 

@@ -6,7 +6,7 @@ import pytest
 from toys import ToyPipeline, session
 
 from kit.run import train_folds
-from kit.run.submission import ensemble
+from kit.run.ensemble import ensemble
 from kit.runtime import runs
 
 

@@ -13,7 +13,7 @@ from kit.errors import KitError
 from kit.pipelines import base
 from kit.pipelines.base import submission_frame, validate
 from kit.spec import Spec
-from kit.train import metrics, targets
+from kit.train import mask_kinds, metrics, targets  # mask_kinds: segmentation's kinds, registered as its run registers them
 from kit.train.objectives import Regression, moments
 
 
@@ -197,12 +197,13 @@ def test_a_ranking_metric_is_not_clipped_unless_a_range_is_stated():
 
 def test_every_target_kind_is_one_record_whose_check_resolves():
     """One table (kit.train.targets.KINDS): each kind's submission check is one validate knows or a function its
-    mask room holds; the mask kinds are the three the segmentation template makes, the others its to_columns writes
-    as the sample's columns."""
+    mask room holds; the mask kinds are the three the segmentation template makes (and registers from its own rooms,
+    kit.train.mask_kinds), the others its to_columns writes as the sample's columns."""
     for kind in targets.KINDS.values():
         assert kind.check in ("names", "distribution", "probability", "numbers") or callable(templates.load(kind.check))
-    assert {k.name for k in targets.KINDS.values() if k.masks} == {"pixels", "files", "rle"}
+    assert {k.name for k in targets.KINDS.values() if k.masks} == {"pixels", "files", "rle"} == {
+        k.name for k in (mask_kinds.PIXELS, mask_kinds.FILES, mask_kinds.RLE)}
     made = (Path(__file__).resolve().parents[2] / "kit" / "pipelines" / "segmentation_data.py").read_text()
-    assert all(f'Target("{name}"' in made for name in ("pixels", "files", "rle"))
+    assert all(f'Target(mask_kinds.{name.upper()}.name' in made for name in ("pixels", "files", "rle"))
     target = targets.Target("binary", ("p",), (0, 1))
     assert list(targets.to_columns(target, np.array([[0.3, 0.7]]))) == ["p"] and target.record.ranks

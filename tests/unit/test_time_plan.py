@@ -44,13 +44,13 @@ def test_the_prediction_reserve_uses_one_gpus_rate(tmp_path, monkeypatch):
     from kit.runtime.run_folder import FoldFiles
     from kit.train.loop import fit
     from kit.train.objectives import Classification
-    from kit.train.results import FitConfig
+    from kit.train.results import FitConfig, FoldFit
 
     x, y = toy()
     budget = Budget(time.time(), total_s=1e6, predict_rows=10)
     cfg = FitConfig(epochs=2, lr=0.05, weight_decay=0.0, warmup_epochs=0, patience=0, metric="accuracy")
-    fit(torch.nn.Linear(8, 3), Classification("x"), batches(x[:96], y[:96], 16), batches(x[96:], y[96:], 32), cfg, CPU,
-        FoldFiles(tmp_path / "b.pt", tmp_path / "l.pt"), log=lambda m: None, budget=budget, collective=TwoRanks())
+    fit(FoldFit(torch.nn.Linear(8, 3), Classification("x"), batches(x[:96], y[:96], 16), batches(x[96:], y[96:], 32), cfg, CPU,
+        FoldFiles(tmp_path / "b.pt", tmp_path / "l.pt"), log=lambda m: None, budget=budget, collective=TwoRanks()))
     assert seen and all(rows == 32 for rows in seen)  # the 32 validation rows one rank holds, not both ranks' 64
 
 

@@ -82,7 +82,7 @@ def test_the_output_folder_holds_no_resume_state(out, monkeypatch):
 def test_summaries_and_predict_mode_read_no_weights_and_prediction_reads_each_fold_once(out, monkeypatch):
     """Fold weights (1.7 GB each for large encoders) are read once, to predict; the fold table, the stamp and
     the thresholds come from each fold's small .meta.pt."""
-    from kit.run.submission import ensemble
+    from kit.run.ensemble import ensemble
     from kit.runtime import trained
 
     s, pipe = session(out), ToyPipeline()
@@ -101,7 +101,7 @@ def test_summaries_and_predict_mode_read_no_weights_and_prediction_reads_each_fo
 def test_prediction_after_an_interrupted_training_cell_uses_the_folds_it_left(out):
     """Interrupting the training cell (as the notebook suggests when time runs short) leaves no CV result, but
     the submission cell finds the session's run from its settings and data, and predicts with its folds."""
-    from kit.run.submission import ensemble
+    from kit.run.ensemble import ensemble
     from kit.run.this_run import run_folder
 
     s, pipe = session(out), ToyPipeline()
