@@ -98,8 +98,15 @@ $(KAGGLE_VENV)/.installed: kaggle-image.txt
 kaggle-env: $(KAGGLE_VENV)/.installed ## create .venv-kaggle: Kaggle's GPU image's library versions on Python 3.12
 
 kaggle-smoke: venv kaggle-env ## a shipped config per template and library on Kaggle's versions (KAGGLE_SMOKE), and fp16 with two workers
-	@for c in $(KAGGLE_SMOKE); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
-	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
+	@$(MAKE) --no-print-directory -j $(TEST_WORKERS) --output-sync=target $(addprefix kaggle-smoke/,$(KAGGLE_SMOKE))
+
+# one smoke of kaggle-smoke's (TEST_WORKERS at a time, each log printed whole as it ends), its kernel's torch on one
+# thread: two OpenMP threads each spin for a core the other run holds. dog-breed's fp16 DDP run follows its first in
+# the same lane: both write .smoke/dog-breed
+kaggle-smoke/%:
+	@OMP_NUM_THREADS=1 $(PY) -m kit smoke $* --kernel-python $(KAGGLE_PY)
+	@$(if $(filter dog-breed,$*),OMP_NUM_THREADS=1 $(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) \
+		-p precision=fp16 -p parallel=ddp -p world_size=2,:)
 
 run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output] [P="epochs=2 ..."])
 	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)" $(foreach p,$(P),-p '$(p)')
