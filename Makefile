@@ -115,7 +115,7 @@ bench: venv ## measure kit's data path against the naive loader, side by side (B
 	@$(PY) bench/bench.py --out "$(or $(BENCH_OUT),output/bench.json)"
 
 quality: venv ## kit's default recipe against plain training loops, per template: one table (QUALITY_OUT=output/quality.json)
-	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)"
+	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)" --jobs $(TEST_WORKERS)
 
 gpu-report: venv ## on a CUDA GPU, under 8 min: the training arms against the ceiling, pytest -m gpu, one table (REPORT_OUT=output; DRY=1: toy sizes on the CPU)
 	@$(PY) bench/gpu_report.py --out-dir "$(or $(REPORT_OUT),output)" $(if $(filter 1 yes true,$(DRY)),--device cpu --dry-run,)
