@@ -98,8 +98,15 @@ $(KAGGLE_VENV)/.installed: kaggle-image.txt
 kaggle-env: $(KAGGLE_VENV)/.installed ## create .venv-kaggle: Kaggle's GPU image's library versions on Python 3.12
 
 kaggle-smoke: venv kaggle-env ## a shipped config per template and library on Kaggle's versions (KAGGLE_SMOKE), and fp16 with two workers
-	@for c in $(KAGGLE_SMOKE); do $(PY) -m kit smoke $$c --kernel-python $(KAGGLE_PY) || exit 1; done
-	@$(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) -p precision=fp16 -p parallel=ddp -p world_size=2
+	@$(MAKE) --no-print-directory -j $(TEST_WORKERS) --output-sync=target $(addprefix kaggle-smoke/,$(KAGGLE_SMOKE))
+
+# one smoke of kaggle-smoke's (TEST_WORKERS at a time, each log printed whole as it ends), its kernel's torch on one
+# thread: two OpenMP threads each spin for a core the other run holds. dog-breed's fp16 DDP run follows its first in
+# the same lane: both write .smoke/dog-breed
+kaggle-smoke/%:
+	@OMP_NUM_THREADS=1 $(PY) -m kit smoke $* --kernel-python $(KAGGLE_PY)
+	@$(if $(filter dog-breed,$*),OMP_NUM_THREADS=1 $(PY) -m kit smoke dog-breed --kernel-python $(KAGGLE_PY) \
+		-p precision=fp16 -p parallel=ddp -p world_size=2,:)
 
 run: venv ## run the built notebook locally on real data  (COMP=... DATA=folder [OUT=output] [P="epochs=2 ..."])
 	@$(PY) -m kit run "$(COMP)" --data "$(DATA)" --output "$(or $(OUT),output)" $(foreach p,$(P),-p '$(p)')
@@ -108,7 +115,7 @@ bench: venv ## measure kit's data path against the naive loader, side by side (B
 	@$(PY) bench/bench.py --out "$(or $(BENCH_OUT),output/bench.json)"
 
 quality: venv ## kit's default recipe against plain training loops, per template: one table (QUALITY_OUT=output/quality.json)
-	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)"
+	@$(PY) bench/quality.py --out "$(or $(QUALITY_OUT),output/quality.json)" --jobs $(TEST_WORKERS)
 
 gpu-report: venv ## on a CUDA GPU, under 8 min: the training arms against the ceiling, pytest -m gpu, one table (REPORT_OUT=output; DRY=1: toy sizes on the CPU)
 	@$(PY) bench/gpu_report.py --out-dir "$(or $(REPORT_OUT),output)" $(if $(filter 1 yes true,$(DRY)),--device cpu --dry-run,)

@@ -30,8 +30,18 @@ def test_digit_recognizer_reads_pixel_tables_and_numbers_rows_from_one(tmp_path)
     assert "decode" not in log  # no image file anywhere
 
 
-def test_planet_chooses_its_threshold_on_the_out_of_fold_predictions(tmp_path):
-    result = smoke.run(PLANET, root=tmp_path)
+@pytest.fixture(scope="module")
+def planet_pair(tmp_path_factory):
+    """Planet's shipped config as a code competition's pair: the training kernel's run is the shipped config's
+    (an [inference] table adds the second kernel and changes no training value), so one run serves both tests."""
+    root = tmp_path_factory.mktemp("planet")
+    path = root / "planet.toml"
+    path.write_text(config.resolve(PLANET).read_text() + "\n[inference]\n")
+    return smoke.run(str(path), root=root / "run")  # fails unless both submissions agree
+
+
+def test_planet_chooses_its_threshold_on_the_out_of_fold_predictions(planet_pair):
+    result = planet_pair
     log = log_of(result)
     oof = re.search(r"out-of-fold f2_samples over 2 of 2 folds: ([0-9.]+) at threshold ([0-9.]+) \(predicting each "
                     r"label's frequency: ([0-9.]+)\)", log)
@@ -122,12 +132,11 @@ def test_kit_run_stops_at_a_label_probability_outside_0_1(tmp_path, capsys):
     assert np.isin(wide[tags].to_numpy(), [0, 1, 2]).all()
 
 
-def test_planets_inference_kernel_writes_the_training_kernels_tags(tmp_path):
+def test_planets_inference_kernel_writes_the_training_kernels_tags(planet_pair):
     """As a code competition's pair: the inference kernel chooses the threshold again on the out-of-fold rows
     its checkpoints carry, and predicts with the views training made (flips and quarter turns)."""
-    path = tmp_path / "planet.toml"
-    path.write_text(config.resolve(PLANET).read_text() + "\n[inference]\n")
-    result = smoke.run(str(path), root=tmp_path / "run")  # fails unless both submissions agree
+    result = planet_pair
+    assert result.inference is not None  # smoke.run ran the inference kernel and found its submission the same
     cut = re.compile(r"labels above [0-9.]+ \(at least the likeliest one\)")
     inferred = (result.inference.parent / "kit.log").read_text()
     assert cut.search(log_of(result)).group() == cut.search(inferred).group()
