@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, photos, signals, texts
+from kit.smoke.gallery import catalogues, graders, photos, scans, signals, texts, writings
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -37,6 +37,11 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "stanford-covid-vaccine": signals.stanford_covid,
     "invasive-species-monitoring": photos.invasive_species,
     "movie-review-sentiment-analysis-kernels-only": texts.movie_reviews,
+    "jigsaw-toxic-comment-classification-challenge": writings.jigsaw_toxic,
+    "spooky-author-identification": writings.spooky,
+    "us-patent-phrase-to-phrase-matching": writings.patents,
+    "ranzcr-clip-catheter-line-classification": scans.ranzcr,
+    "siim-isic-melanoma-classification": scans.siim_isic,
 }
 
 

@@ -192,6 +192,57 @@ def stanford_covid(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
         require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
 
 
+TOXIC = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+
+
+def jigsaw_toxic(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """The id and the six labels, the length, the id set (its keep mask indexes the submission by id), and no other
+    column (it scores the submission's every column against the six). Beside the grader: the labels in the
+    answers' order, else each is scored against another label's truth."""
+    has_columns(sub, "id", *TOXIC)
+    require(len(sub.columns) == len(TOXIC) + 1, f"{len(sub.columns) - 1} columns beside id, not the 6 labels")
+    same_length(sub, sample)
+    same_id_set(sub, sample, "id")
+    require([c for c in sub.columns if c != "id"] == TOXIC, f"labels in another order than {', '.join(TOXIC)}")
+    for column in TOXIC:
+        require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
+
+
+AUTHORS = ["EAP", "HPL", "MWS"]
+
+
+def spooky(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Exactly id and the three authors, id first (it sums each row's columns after the first), each row's
+    probabilities in [0, 1] summing to 1 within 1e-6, and the sorted ids."""
+    require(sub.shape == (len(sample), len(AUTHORS) + 1), f"shape {sub.shape}, not ({len(sample)}, 4)")
+    has_columns(sub, "id", *AUTHORS)
+    require(sub.columns[0] == "id", f"first column {sub.columns[0]!r}: the grader sums the columns after the first")
+    values = sub[AUTHORS]
+    require(bool(((values >= 0) & (values <= 1)).all().all()), "an author column holds values outside [0, 1]")
+    require(bool(np.isclose(values.sum(axis=1), 1, atol=1e-6).all()), "a row's three probabilities do not sum to 1")
+    sorted_ids_equal(sub, sample, "id")
+
+
+def patents(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """The length, id and score, the sorted ids; beside the grader: a constant score's Pearson correlation is NaN."""
+    same_length(sub, sample)
+    has_columns(sub, "id", "score")
+    sorted_ids_equal(sub, sample, "id")
+    require(numeric(sub, "score").nunique() > 1, "score is constant: its Pearson correlation, and so the score, is NaN")
+
+
+RANZCR = ["ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
+          "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline"]
+
+
+def ranzcr(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its nine scored labels, the length, then each label as an AUROC column (numbers in [0, 1], sorted ids)."""
+    has_columns(sub, *RANZCR)
+    same_length(sub, sample)
+    for column in RANZCR:
+        auroc("StudyInstanceUID", column)(sub, sample)
+
+
 CHECKS: dict[str, Check] = {
     "aerial-cactus-identification": auroc("id", "has_cactus"),
     "dogs-vs-cats-redux-kernels-edition": probability("id", "label"),
@@ -216,6 +267,11 @@ CHECKS: dict[str, Check] = {
     "stanford-covid-vaccine": stanford_covid,
     "invasive-species-monitoring": auroc("name", "invasive"),
     "movie-review-sentiment-analysis-kernels-only": accuracy("PhraseId", "Sentiment"),
+    "jigsaw-toxic-comment-classification-challenge": jigsaw_toxic,
+    "spooky-author-identification": spooky,
+    "us-patent-phrase-to-phrase-matching": patents,
+    "ranzcr-clip-catheter-line-classification": ranzcr,
+    "siim-isic-melanoma-classification": auroc("image_name", "target"),
 }
 
 
