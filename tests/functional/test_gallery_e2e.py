@@ -28,6 +28,14 @@ READ = {
     "lmsys-chatbot-arena": ["target         onehot (winner_model_a, winner_model_b, winner_tie), metric log_loss"],
     "movie-review-sentiment-analysis-kernels-only": ["unpack         train.tsv.zip: 1 entries",
                                                      "(columns Phrase; 1 such rows, 0.7% of 140); they are left out of training"],
+    "jigsaw-toxic-comment-classification-challenge": ["train          200 texts",
+                                                      "target         multi (toxic, severe_toxic, obscene, threat ...)"],
+    "spooky-author-identification": ["train          150 texts", "target         probs (EAP, HPL, MWS), metric log_loss"],
+    "us-patent-phrase-to-phrase-matching": ["train          160 texts", "target         a value, metric pearson"],
+    "ranzcr-clip-catheter-line-classification": ["train          120 images, 9 labels",
+                                                 "submission     multi: ETT - Abnormal, ETT - Borderline"],
+    "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
+                                          "train          96 images, 2 classes"],
 }
 
 
