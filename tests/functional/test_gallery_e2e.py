@@ -31,7 +31,7 @@ READ = {
     "jigsaw-toxic-comment-classification-challenge": ["train          200 texts",
                                                       "target         multi (toxic, severe_toxic, obscene, threat ...)"],
     "spooky-author-identification": ["train          150 texts", "target         probs (EAP, HPL, MWS), metric log_loss"],
-    "us-patent-phrase-to-phrase-matching": ["train          160 texts", "target         a value, metric pearson"],
+    "us-patent-phrase-to-phrase-matching": ["train          320 texts", "target         a value, metric pearson"],
     "ranzcr-clip-catheter-line-classification": ["train          120 images, 9 labels",
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],
     "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs

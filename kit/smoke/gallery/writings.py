@@ -64,7 +64,7 @@ CONTEXTS = ("A47", "B60", "C07", "G06", "H04", "F16")  # CPC classes: a section 
 CLOSE = "same similar equivalent identical matching corresponding".split()
 
 
-def patents(folder: Path, seed: int = 0, train: int = 160, test: int = 40) -> None:
+def patents(folder: Path, seed: int = 0, train: int = 320, test: int = 40) -> None:
     """train.csv id,anchor,target,context,score (ids 16 hex digits; scores 0, 0.25, 0.5, 0.75 or 1; an anchor
     repeats over many targets; a target of one to three words, two on average as on Kaggle, so kit init reads the
     three columns as short texts), test.csv id,anchor,target,context, sample_submission.csv id,score=0. A target's
