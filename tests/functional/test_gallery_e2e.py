@@ -30,7 +30,7 @@ READ = {
                                                      "(columns Phrase; 1 such rows, 0.7% of 140); they are left out of training"],
     "jigsaw-toxic-comment-classification-challenge": ["train          200 texts",
                                                       "target         multi (toxic, severe_toxic, obscene, threat ...)"],
-    "spooky-author-identification": ["train          150 texts", "target         probs (EAP, HPL, MWS), metric log_loss"],
+    "spooky-author-identification": ["train          300 texts", "target         probs (EAP, HPL, MWS), metric log_loss"],
     "us-patent-phrase-to-phrase-matching": ["train          320 texts", "target         a value, metric pearson"],
     "ranzcr-clip-catheter-line-classification": ["train          120 images, 9 labels",
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],

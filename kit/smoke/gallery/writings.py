@@ -45,7 +45,7 @@ AUTHORS = {"EAP": "raven chamber ghastly", "HPL": "eldritch cyclopean abyss", "M
 AUTHOR_PRIOR = {"EAP": 0.403493538995863, "HPL": 0.287808366106543, "MWS": 0.308698094897594}
 
 
-def spooky(folder: Path, seed: int = 0, train: int = 150, test: int = 30) -> None:
+def spooky(folder: Path, seed: int = 0, train: int = 300, test: int = 30) -> None:
     """train.csv id,text,author (ids "id" and 5 digits, rows shuffled as train_test_split leaves them; texts with
     commas and quotes), test.csv id,text, sample_submission.csv id,EAP,HPL,MWS at Kaggle's constants."""
     rng = np.random.default_rng(seed)
