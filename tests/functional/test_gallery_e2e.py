@@ -35,6 +35,14 @@ READ = {
                                    "submission     onehot: healthy, multiple_diseases, rust, scab"],
     "cassava-leaf-disease-classification": ["train          80 images, 5 classes", "submission     label: label"],
     "petfinder-pawpularity-score": ["train          90 images, target mean", "submission     value: Pawpularity"],
+    "jigsaw-toxic-comment-classification-challenge": ["train          200 texts",
+                                                      "target         multi (toxic, severe_toxic, obscene, threat ...)"],
+    "spooky-author-identification": ["train          300 texts", "target         probs (EAP, HPL, MWS), metric log_loss"],
+    "us-patent-phrase-to-phrase-matching": ["train          320 texts", "target         a value, metric pearson"],
+    "ranzcr-clip-catheter-line-classification": ["train          120 images, 9 labels",
+                                                 "submission     multi: ETT - Abnormal, ETT - Borderline"],
+    "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
+                                          "train          96 images, 2 classes"],
 }
 
 

@@ -34,6 +34,7 @@ EVALUATION = {
     "mae": "Submissions are scored on the mean absolute error between the predicted and the actual values.",
     "map@5": "Submissions are evaluated on the Mean Average Precision @ 5 (MAP@5) of the five labels given a row.",
     "map_iou": "The score is the mean average precision at different intersection over union (IoU) thresholds.",
+    "pearson": "Submissions are evaluated on the Pearson correlation coefficient between the predicted and actual scores.",
     "qwk": "Submissions are scored on the quadratic weighted kappa between the predicted and the actual scores.",
     "rmse": "Submissions are scored on the root mean squared error.",
     "rmsle": "The score is the root mean squared logarithmic error of the predictions.",

@@ -52,6 +52,11 @@ LISTINGS = {
     "cassava-leaf-disease-classification": "label_num_to_disease_map.json sample_submission.csv test_images "
                                            "test_tfrecords train.csv train_images train_tfrecords",
     "petfinder-pawpularity-score": "sample_submission.csv test test.csv train train.csv",
+    "jigsaw-toxic-comment-classification-challenge": "sample_submission.csv test.csv train.csv",
+    "spooky-author-identification": "sample_submission.csv test.csv train.csv",
+    "us-patent-phrase-to-phrase-matching": "sample_submission.csv test.csv train.csv",
+    "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
+    "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -90,6 +95,24 @@ HEADERS = {
     "petfinder-pawpularity-score": {"sample_submission.csv": "Id,Pawpularity",
                                     "train.csv": "Id,Subject Focus,Eyes,Face,Near,Action,Accessory,Group,Collage,Human,"
                                                  "Occlusion,Info,Blur,Pawpularity"},
+    "jigsaw-toxic-comment-classification-challenge": {
+        "train.csv": "id,comment_text,toxic,severe_toxic,obscene,threat,insult,identity_hate", "test.csv": "id,comment_text",
+        "sample_submission.csv": "id,toxic,severe_toxic,obscene,threat,insult,identity_hate"},
+    "spooky-author-identification": {"train.csv": "id,text,author", "test.csv": "id,text",
+                                     "sample_submission.csv": "id,EAP,HPL,MWS"},
+    "us-patent-phrase-to-phrase-matching": {"train.csv": "id,anchor,target,context,score",
+                                            "test.csv": "id,anchor,target,context", "sample_submission.csv": "id,score"},
+    "ranzcr-clip-catheter-line-classification": {
+        "train.csv": "StudyInstanceUID,ETT - Abnormal,ETT - Borderline,ETT - Normal,NGT - Abnormal,NGT - Borderline,"
+                     "NGT - Incompletely Imaged,NGT - Normal,CVC - Abnormal,CVC - Borderline,CVC - Normal,"
+                     "Swan Ganz Catheter Present,PatientID",
+        "train_annotations.csv": "StudyInstanceUID,label,data",
+        "sample_submission.csv": "StudyInstanceUID,ETT - Abnormal,ETT - Borderline,ETT - Normal,NGT - Abnormal,"
+                                 "NGT - Borderline,NGT - Incompletely Imaged,NGT - Normal,CVC - Abnormal,CVC - Borderline"},
+    "siim-isic-melanoma-classification": {
+        "train.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge,diagnosis,benign_malignant,target",
+        "test.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge",
+        "sample_submission.csv": "image_name,target"},
 }
 
 
@@ -228,6 +251,60 @@ def test_each_graders_own_traps(written, tmp_path):
     refused("aerial-cactus-identification", cactus.assign(has_cactus="yes"), cactus, "not numbers")
     wild = answers("iwildcam-2019-fgvc6")  # its blank-headed index column is an extra column, which it allows
     assert graders.CHECKS["iwildcam-2019-fgvc6"](wild, wild) is None and "Unnamed: 0" in wild.columns
+
+
+def test_labels_ids_and_side_files_of_the_text_and_scan_competitions(written):
+    read = pd.read_csv
+    toxic = read(written["jigsaw-toxic-comment-classification-challenge"] / "train.csv")
+    assert toxic["id"].str.fullmatch(r"[0-9a-f]{16}").all() and toxic["comment_text"].str.contains("\n").any()
+    assert set(toxic.iloc[:, 2:].stack()) == {0, 1}
+    assert read(written["spooky-author-identification"] / "train.csv")["id"].str.fullmatch(r"id\d{5}").all()
+    assert set(read(written["us-patent-phrase-to-phrase-matching"] / "train.csv")["score"]) <= {0, 0.25, 0.5, 0.75, 1}
+    ranzcr = written["ranzcr-clip-catheter-line-classification"]
+    rows = read(ranzcr / "train.csv")
+    assert rows["StudyInstanceUID"].str.fullmatch(r"1\.2\.826\.0\.1\.3680043\.8\.498\.\d+").all()
+    assert all((ranzcr / "train" / f"{uid}.jpg").is_file() for uid in rows["StudyInstanceUID"])
+    assert rows["PatientID"].nunique() < len(rows)  # patients with several x-rays: the folds' groups
+    assert set(read(ranzcr / "train_annotations.csv")["StudyInstanceUID"]) <= set(rows["StudyInstanceUID"])
+    siim = written["siim-isic-melanoma-classification"]
+    rows = read(siim / "train.csv")
+    assert rows["image_name"].str.fullmatch(r"ISIC_\d{7}").all() and rows["patient_id"].str.fullmatch(r"IP_\d{7}").all()
+    for name in rows["image_name"]:  # the JPEG kit reads, the DICOM it does not
+        assert (siim / "jpeg" / "train" / f"{name}.jpg").is_file()
+        assert (siim / "train" / f"{name}.dcm").read_bytes()[128:132] == b"DICM"
+    assert sorted(p.name.split("-")[0] for p in (siim / "tfrecords").iterdir()) == ["test00", "train00", "train01"]
+
+
+def test_the_text_and_scan_graders_traps(written, tmp_path):
+    def answers(slug):
+        return graders.read(sample(slug, written[slug], tmp_path / slug))
+
+    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
+        frame.to_csv(tmp_path / "sub.csv", index=False)
+        with pytest.raises(graders.Invalid, match=match):
+            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
+
+    slug = "jigsaw-toxic-comment-classification-challenge"
+    toxic = answers(slug)
+    refused(slug, toxic.assign(extra=0.5), toxic, "not the 6 labels")  # roc_auc_score: y_score of 7 columns
+    refused(slug, toxic[["id", *graders.TOXIC[::-1]]], toxic, "another order")
+    refused(slug, toxic.drop(columns="threat"), toxic, "threat")
+    slug = "spooky-author-identification"
+    spooky = answers(slug)
+    refused(slug, spooky.assign(EAP=0.9), spooky, "sum to 1")
+    refused(slug, spooky[["EAP", "id", "HPL", "MWS"]], spooky, "first column")
+    refused(slug, spooky.assign(extra=0), spooky, "shape")
+    slug = "us-patent-phrase-to-phrase-matching"
+    patents = answers(slug)
+    refused(slug, patents.assign(score="close"), patents, "not numbers")
+    slug = "ranzcr-clip-catheter-line-classification"
+    ranzcr = answers(slug)
+    refused(slug, ranzcr.drop(columns="CVC - Borderline"), ranzcr, "CVC - Borderline")
+    refused(slug, ranzcr.assign(**{"NGT - Normal": 1.5}), ranzcr, r"outside \[0, 1\]")
+    assert graders.CHECKS[slug](ranzcr.assign(**{"CVC - Normal": 0.5}), ranzcr) is None  # unscored columns may ride along
+    slug = "siim-isic-melanoma-classification"
+    siim = answers(slug)
+    refused(slug, siim.assign(target=-0.1), siim, r"outside \[0, 1\]")
 
 
 @pytest.mark.parametrize("name", config.shipped())

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, grades, photos, plants, signals, texts
+from kit.smoke.gallery import catalogues, graders, grades, photos, plants, scans, signals, texts, writings
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -43,6 +43,11 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "plant-pathology-2020-fgvc7": plants.plant_pathology_2020,
     "cassava-leaf-disease-classification": plants.cassava,
     "petfinder-pawpularity-score": grades.petfinder,
+    "jigsaw-toxic-comment-classification-challenge": writings.jigsaw_toxic,
+    "spooky-author-identification": writings.spooky,
+    "us-patent-phrase-to-phrase-matching": writings.patents,
+    "ranzcr-clip-catheter-line-classification": scans.ranzcr,
+    "siim-isic-melanoma-classification": scans.siim_isic,
 }
 
 

@@ -3,9 +3,11 @@ it, written anew: a submission that fails one is what the grader calls invalid (
 counts as invalid). The submission and the sample submission are read as the grader reads CSVs (pandas'
 defaults); the sample stands for the answers, whose ids and row count it shares.
 
-Beside the graders' own checks, three that leave a submission valid but worthless: a constant column under
-google-quest's Spearman (the score is NaN), rows out of the sample's order under stanford-covid-vaccine
-(its grader aligns its `keep` mask by row label), and grades that are not whole numbers under aptos2019's kappa."""
+Beside the graders' own checks, four that leave a submission valid but worthless: a constant column under
+google-quest's Spearman (the score is NaN), rows out of the sample's order under stanford-covid-vaccine (its
+grader aligns its `keep` mask by row label), grades that are not whole numbers under aptos2019's kappa, and label
+columns out of the answers' order under jigsaw-toxic-comment-classification-challenge (its grader scores the
+columns by position)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -240,6 +242,56 @@ def bounded_values(id_column: str, target: str, low: float, high: float) -> Chec
         require(bool(numeric(sub, target).between(low, high).all()), f"{target} holds values outside [{low:g}, {high:g}]")
         sorted_ids_equal(sub, sample, id_column)
     return check
+TOXIC = ["toxic", "severe_toxic", "obscene", "threat", "insult", "identity_hate"]
+
+
+def jigsaw_toxic(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """The id and the six labels, the length, the id set (its keep mask indexes the submission by id), and no other
+    column (it scores the submission's every column against the six). Beside the grader: the labels in the
+    answers' order, else each is scored against another label's truth."""
+    has_columns(sub, "id", *TOXIC)
+    require(len(sub.columns) == len(TOXIC) + 1, f"{len(sub.columns) - 1} columns beside id, not the 6 labels")
+    same_length(sub, sample)
+    same_id_set(sub, sample, "id")
+    require([c for c in sub.columns if c != "id"] == TOXIC, f"labels in another order than {', '.join(TOXIC)}")
+    for column in TOXIC:
+        require(bool(np.isfinite(numeric(sub, column)).all()), f"{column} is empty or infinite in some rows")
+
+
+AUTHORS = ["EAP", "HPL", "MWS"]
+
+
+def spooky(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Exactly id and the three authors, id first (it sums each row's columns after the first), each row's
+    probabilities in [0, 1] summing to 1 within 1e-6, and the sorted ids."""
+    require(sub.shape == (len(sample), len(AUTHORS) + 1), f"shape {sub.shape}, not ({len(sample)}, 4)")
+    has_columns(sub, "id", *AUTHORS)
+    require(sub.columns[0] == "id", f"first column {sub.columns[0]!r}: the grader sums the columns after the first")
+    values = sub[AUTHORS]
+    require(bool(((values >= 0) & (values <= 1)).all().all()), "an author column holds values outside [0, 1]")
+    require(bool(np.isclose(values.sum(axis=1), 1, atol=1e-6).all()), "a row's three probabilities do not sum to 1")
+    sorted_ids_equal(sub, sample, "id")
+
+
+def patents(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """The length, id and score, the sorted ids, and numbers (pearsonr fails on text). A constant score passes, as the
+    sample's zeros do, and scores NaN: the smoke's out-of-fold check is what refuses a constant prediction."""
+    same_length(sub, sample)
+    has_columns(sub, "id", "score")
+    sorted_ids_equal(sub, sample, "id")
+    numeric(sub, "score")
+
+
+RANZCR = ["ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
+          "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline"]
+
+
+def ranzcr(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its nine scored labels, the length, then each label as an AUROC column (numbers in [0, 1], sorted ids)."""
+    has_columns(sub, *RANZCR)
+    same_length(sub, sample)
+    for column in RANZCR:
+        auroc("StudyInstanceUID", column)(sub, sample)
 
 
 CHECKS: dict[str, Check] = {
@@ -272,6 +324,11 @@ CHECKS: dict[str, Check] = {
     "plant-pathology-2020-fgvc7": column_aucs("image_id"),
     "cassava-leaf-disease-classification": accuracy("image_id", "label"),
     "petfinder-pawpularity-score": bounded_values("Id", "Pawpularity", 1, 100),
+    "jigsaw-toxic-comment-classification-challenge": jigsaw_toxic,
+    "spooky-author-identification": spooky,
+    "us-patent-phrase-to-phrase-matching": patents,
+    "ranzcr-clip-catheter-line-classification": ranzcr,
+    "siim-isic-melanoma-classification": auroc("image_name", "target"),
 }
 
 
