@@ -5,6 +5,7 @@ import tomllib
 
 import layouts
 import pandas as pd
+import pytest
 import unseen
 
 from kit import cli, config
@@ -142,3 +143,29 @@ def test_number_columns_the_kernel_would_not_read_as_pixels_are_one_line(tmp_pat
     assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks (run on the tables' first " \
                                     "10,000 rows): train.csv: 192 pixel columns (all but id, species) do not make a " \
                                     "square image" in err, err
+
+
+def test_a_phase_column_is_drafted_as_the_score_mask(tmp_path):
+    """ventilator-pressure-prediction: u_out is 0 while air goes in, then 1, in every breath; MLE-bench's grader
+    scores the rows where u_out == 0 alone ("the expiratory phase is not scored"), as kit's config does. The draft
+    guesses it, and says it is a guess."""
+    text = init.draft(unseen.ventilator(tmp_path / "ventilator-pressure-prediction"), metric="mae")
+    raw = tomllib.loads(text)["data"]
+    assert (raw["sequence_column"], raw["task"], raw["score_mask"]) == ("breath_id", "per_step", "u_out == 0")
+    assert "# cannot tell: whether the metric scores only the rows where u_out == 0" in text
+
+
+@pytest.mark.parametrize("maker, slug, metric, why", [
+    # the sample's label is P(dog): MLE-bench grades it by log loss (aerial-cactus' 0/1 has_cactus stays auc: test_init)
+    (layouts.dogs_vs_cats, "dogs-vs-cats-redux-kernels-edition", "log_loss",
+     "the sample asks for a number a row, the probability of one of the two named classes (cat, dog)"),
+    (unseen.herbarium_2021, "herbarium-2021-fgvc8", "macro_f1", "2,500 classes"),  # train/metadata.json's categories
+    (unseen.plant_pathology_2021, "plant-pathology-2021-fgvc8", "f1_micro", "rows hold several space-separated labels"),
+])
+def test_the_metric_without_a_description_follows_the_datas_shape(tmp_path, maker, slug, metric, why):
+    """The guesses that went wrong on MLE-bench's folders without description.md: a probability of one of two
+    named classes is log loss, thousands of classes macro F1, label sets micro F1 (imet's too); each still says
+    it is a guess and what else it may be."""
+    text = init.draft(maker(tmp_path / slug))
+    assert tomllib.loads(text)["competition"]["metric"] == metric
+    assert f"# cannot tell: the metric from the data alone: {metric} fits ({why}" in text and "pass --metric" in text
