@@ -3,7 +3,7 @@ the tables, the COCO label files and the image folders (plain or archived: kit.b
 template, the [data] keys and the metric (kit.build.guesses, image_guesses, metric_guess), and prints a TOML
 config whose every guessed line says what it was read from (`# guessed: ...`), with a `# cannot tell: ...`
 line for what the files cannot say. The draft is loaded as `make kernel` loads a config before it is shown, and
-goes through the kernel's own data checks where they can run on the tables (kit.build.draft_check)."""
+goes through the kernel's own data step (kit.build.draft_check)."""
 from __future__ import annotations
 
 import json
