@@ -116,3 +116,57 @@ def google_quest(folder: Path) -> Path:
     layouts.csv({"qa_id": frame["qa_id"].iloc[7:], **{s: 0.5 for s in scores}}, folder / "sample_submission.csv")
     return folder
 
+
+
+def ventilator(folder: Path, breaths: int = 6, steps: int = 6) -> Path:
+    """ventilator-pressure-prediction as MLE-bench splits it by breath: train.csv id,breath_id,R,C,time_step,u_in,
+    u_out,pressure (u_out 0 while air goes in, then 1), test.csv without pressure, the sample id,pressure (0)."""
+    rows = [{"breath_id": b + 1, "R": [5, 20, 50][b % 3], "C": [10, 20, 50][b % 3], "time_step": round(0.03 * s, 4),
+             "u_in": round(10.0 * (b + 1) / (s + 1), 3), "u_out": int(s >= steps // 2), "pressure": 5.0 + b + s / 10}
+            for b in range(breaths) for s in range(steps)]
+    frame = pd.DataFrame(rows)
+    cut = (breaths - 2) * steps  # the last two breaths are the test's
+    train, test = frame.iloc[:cut].copy(), frame.iloc[cut:].drop(columns=["pressure"])
+    train.insert(0, "id", range(1, len(train) + 1))
+    test.insert(0, "id", range(1, len(test) + 1))
+    layouts.csv(train, folder / "train.csv")
+    layouts.csv(test, folder / "test.csv")
+    layouts.csv({"id": test["id"], "pressure": 0}, folder / "sample_submission.csv")
+    return folder
+
+
+def herbarium_2021(folder: Path, species: int = 2500) -> Path:
+    """herbarium-2021-fgvc8 as MLE-bench splits it: train/metadata.json (annotations, categories: every species,
+    images at images/<category // 100>/<category % 100>/<id>.jpg), test/metadata.json (images at
+    images/<k // 1000>/<k>.jpg, no annotations), the sample Id,Predicted."""
+    categories = [{"id": k, "name": f"Species {k}", "family": "Asteraceae", "order": "Asterales"} for k in range(species)]
+    images, annotations = [], []
+    for k in range(12):
+        category = (k % 4) * 600 + 3
+        images.append({"id": 1000 + k, "file_name": f"images/{category // 100:03d}/{category % 100:02d}/{1000 + k}.jpg",
+                       "height": 1000, "width": 680})
+        annotations.append({"id": 1000 + k, "image_id": 1000 + k, "category_id": category, "institution_id": 0})
+    hidden = [{"id": str(k), "file_name": f"images/{k // 1000:03d}/{k}.jpg", "height": 1000, "width": 680} for k in range(4)]
+    for split, records in (("train", images), ("test", hidden)):
+        for record in records:
+            layouts.touch(folder / split / record["file_name"])
+    (folder / "train" / "metadata.json").write_text(json.dumps(
+        {"annotations": annotations, "categories": categories, "images": images, "info": {}, "licenses": [],
+         "institutions": [{"id": 0, "name": "New York Botanical Garden"}]}))
+    (folder / "test" / "metadata.json").write_text(json.dumps({"images": hidden, "info": {}, "licenses": []}))
+    layouts.csv({"Id": [h["id"] for h in hidden], "Predicted": 0}, folder / "sample_submission.csv")
+    return folder
+
+
+def plant_pathology_2021(folder: Path) -> Path:
+    """plant-pathology-2021-fgvc8: train.csv image,labels (space-separated diseases: "scab frog_eye_leaf_spot"),
+    train_images/ and test_images/ of <image>, the sample image,labels ("healthy")."""
+    train, test = [f"{k}.jpg" for k in layouts.hexes(12, 16)], [f"{k}.jpg" for k in layouts.hexes(4, 16, 1)]
+    for split, names in (("train", train), ("test", test)):
+        for name in names:
+            layouts.touch(folder / f"{split}_images" / name)
+    labels = ["healthy", "scab", "frog_eye_leaf_spot", "scab frog_eye_leaf_spot", "rust", "complex",
+              "powdery_mildew", "rust frog_eye_leaf_spot", "healthy", "scab", "complex", "frog_eye_leaf_spot complex"]
+    layouts.csv({"image": train, "labels": labels}, folder / "train.csv")
+    layouts.csv({"image": test, "labels": "healthy"}, folder / "sample_submission.csv")
+    return folder

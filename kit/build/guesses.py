@@ -1,14 +1,14 @@
 """`kit init`'s readings of a competition's tables: the sample submission, its id and target columns, the
 training and test tables, and the templates that read tables (text, sequences, tabular). Each guess carries
 the reason it was made, which becomes its line's comment; what the data cannot say is a "cannot tell" line.
-The image layouts are kit.build.image_guesses'."""
+The image layouts are kit.build.image_guesses', the sequences
+kit.build.sequence_guesses'."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from kit.build.survey import Survey
@@ -25,7 +25,6 @@ PHRASE_WORDS = 2.0  # a column of short texts holds this many words a cell on av
 LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
 HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
 UNSURE = "the first of the columns the test table lacks"  # label_column's reason when it cannot tell
-CATEGORIES = (3, 32)  # a sequence feature of whole numbers with this many distinct values is categorical
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,7 @@ class Guess:
     labels: pd.DataFrame | pd.Series | None = None  # the training labels: one column, or the target columns
     cannot: list[str] = field(default_factory=list)
     metric: tuple[str, str, str] | tuple[()] = ()  # (metric, why, what else it may be) where the reading itself tells it
+    classes: int = 0  # how many classes the files name where the labels read show fewer (a COCO file's categories)
 
 
 def columns(sample: pd.DataFrame) -> list[str]:
@@ -267,130 +267,3 @@ def tabular_guess(survey: Survey, sample_file: str, names: list[str], template: 
                                                 "them in the test rows"))
     return Guess(template, "tables of features, and no images, texts or sequences", lines, targets,
                  labels_of(train_frame, targets, lines), cannot)
-
-
-def sequence_guess(survey: Survey, sample_file: str, names: list[str], template: str) -> Guess | None:
-    """The sequence templates: a long table (rows of time steps grouped by a sequence column), or rows holding
-    whole sequences in list or string columns (step_columns)."""
-    sample = survey.read(sample_file)
-    test = test_table(survey, names, sample)
-    if not test:
-        return None
-    test_frame = survey.read(test)
-    return _steps(survey, sample_file, sample, names, test, test_frame, template) or \
-        _long(survey, sample_file, sample, names, test, test_frame, template)
-
-
-def _steps(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[str], test: str, frame: pd.DataFrame,
-           template: str) -> Guess | None:
-    """stanford-covid-vaccine: the sample's ids are "<sequence>_<step>" and the test rows hold each step's
-    values in strings (a character a step) or lists as long as the sample's steps."""
-    key = columns(sample)[0]
-    ids = text(sample[key])
-    split = ids.str.rsplit("_", n=1)
-    if not (split.str.len() == 2).all() or not split.str[1].str.isdigit().all():
-        return None
-    prefixes = split.str[0]
-    sequence = next((c for c in frame.columns if holds_ids(frame, c, prefixes)), "")
-    if not sequence:
-        return None
-    steps = prefixes.value_counts()
-    head = frame.head(HEAD_IDS)
-    want = text(head[sequence]).map(steps)
-    stepped = [c for c in frame.columns if c != sequence and _lengths(head[c]).eq(want).all()]
-    if not stepped:
-        return None
-    train = train_table(survey, names, test, sequence)
-    if not train:
-        return None
-    train_frame = survey.read(train)
-    targets = [c for c in columns(sample) if c != key and c not in frame.columns]
-    listed = [c for c in targets if c in train_frame.columns and train_frame[c].map(lambda v: isinstance(v, list)).all()]
-    order = key[len(sequence) + 1:] if key.startswith(f"{sequence}_") and key[len(sequence) + 1:] not in frame.columns \
-        else "step"
-    strings = [c for c in stepped if head[c].map(lambda v: isinstance(v, str)).all()]
-    lines = [Line("train", train, "the training rows"), Line("test", test, f"its {sequence} values start the sample's ids"),
-             Line("sample_submission", sample_file, "the sample submission, by its name"),
-             Line("id_column", key, f"<{sequence}>_<step>: one row per step of each sequence"),
-             Line("sequence_column", sequence, "the part of the sample's ids before the step"),
-             Line("order_column", order, "made: the steps numbered from 0"),
-             Line("step_columns", [*stepped, *listed], "a string or list as long as the sequence's steps in the sample "
-                                                         "(the targets' lists in the training table)"),
-             Line("features", [order], "the step's position"),
-             Line("categorical", strings, "one character a step: a code, embedded"),
-             Line("task", "per_step", "one sample row per step")]
-    if len(targets) == 1:
-        lines.insert(4, Line("target_column", targets[0], "the sample's"))
-    labels = _exploded(train_frame, listed)
-    return Guess(template, f"each row of {test} holds whole sequences ({', '.join(stepped[:3])})", lines, targets,
-                 labels, [])
-
-
-def _lengths(values: pd.Series) -> pd.Series:
-    return values.map(lambda v: len(v) if isinstance(v, (str, list)) else -1)
-
-
-def _exploded(train: pd.DataFrame, listed: list[str]) -> pd.DataFrame | None:
-    """The first rows' per-step targets, one row a step: what the metric is guessed from."""
-    if not listed:
-        return None
-    rows = train.head(200)
-    return pd.DataFrame({c: pd.Series([x for cell in rows[c] for x in cell]) for c in listed})
-
-
-def _long(survey: Survey, sample_file: str, sample: pd.DataFrame, names: list[str], test: str, frame: pd.DataFrame,
-          template: str) -> Guess | None:
-    """ventilator-pressure-prediction: a long table whose rows are time steps, grouped by a sequence column
-    whose values each fill one run of rows; the sample names the rows (per step) or the sequences."""
-    key = id_of(sample, frame)
-    groups = [c for c in frame.columns if c != key and _grouping(frame[c])]
-    if not groups:
-        return None
-    per_step = bool(key) and unique(frame[key])
-    if not per_step:
-        key = next((c for c in columns(sample) if c in groups and holds_ids(frame, c, sample[c])), "")
-        if not key:
-            return None
-    sequence = key if not per_step else min(groups, key=lambda c: (not str(c).lower().endswith("id"), frame[c].nunique()))
-    numeric = {c: numbers(frame[c]) for c in frame.columns if c not in (key, sequence)}
-    numeric = {c: v for c, v in numeric.items() if v is not None and len(v) == len(frame)}
-    orders = [c for c, v in numeric.items() if _increasing(v, frame[sequence])]
-    if not orders:
-        return None
-    order = min(orders, key=lambda c: (not re.search(r"time|step|order|pos|seq", str(c), re.I), orders.index(c)))
-    train = train_table(survey, names, test, sequence)
-    if not train:
-        return None
-    train_frame = survey.read(train)
-    targets = [c for c in columns(sample) if c != key and c not in frame.columns]
-    categorical = [c for c, v in numeric.items() if (v == v.round()).all() and CATEGORIES[0] <= v.nunique() <= CATEGORIES[1]]
-    lines = [Line("train", train, "the training steps"), Line("test", test, "the test steps"),
-             Line("sample_submission", sample_file, "the sample submission, by its name"),
-             Line("id_column", key, "the sample's ids are the test rows'" if per_step else "the sample's ids are the sequences'")]
-    cannot: list[str] = []
-    lines += target_lines(train_frame, targets, key, frame, cannot)
-    lines += [Line("sequence_column", sequence, "its values each fill one run of rows"),
-              Line("order_column", order, "rises within each sequence"),
-              Line("features", list(numeric), "the test table's numeric columns"),
-              Line("categorical", categorical, f"whole numbers of {CATEGORIES[0]} to {CATEGORIES[1]} values: embedded"),
-              Line("task", "per_step" if per_step else "per_sequence",
-                   "one sample row per step" if per_step else "one sample row per sequence")]
-    cannot.append("which rows the metric scores: every row is trained on and scored; set score_mask (such as "
-                  "\"u_out == 0\") where the competition scores only some")
-    return Guess(template, f"{test}'s rows are steps of sequences ({sequence}, ordered by {order})", lines, targets,
-                 labels_of(train_frame, targets, lines), cannot)
-
-
-def _grouping(values: pd.Series) -> bool:
-    """Each value fills one run of rows, of two rows or more on average, and there are several."""
-    as_text = text(values)
-    runs = int((as_text != as_text.shift()).sum())
-    distinct = as_text.nunique()
-    return values.notna().all() and 1 < distinct == runs and len(values) >= 2 * distinct
-
-
-def _increasing(values: pd.Series, groups: pd.Series) -> bool:
-    """Rising within each group (and not everywhere the same)."""
-    frame = pd.DataFrame({"v": values.to_numpy(dtype=np.float64), "g": text(groups).to_numpy()})
-    rises = frame.groupby("g", sort=False)["v"].apply(lambda v: bool((np.diff(v.to_numpy()) > 0).all()))
-    return bool(rises.all()) and frame["v"].nunique() > frame["g"].nunique()

@@ -96,7 +96,9 @@ def coco_guess(survey: Survey, sample_file: str) -> Guess | None:
         cannot.append("where the test images are (no test JSON): set test_images and image_ext")
     value = survey.labels[train]
     labels = pd.Series([a.get("category_id") for a in value["annotations"][:5000]], name="category_id")
-    return Guess("cnn", f"a COCO-style label file ({train})", lines, targets, labels, cannot)
+    categories = value.get("categories")
+    return Guess("cnn", f"a COCO-style label file ({train})", lines, targets, labels, cannot,
+                 classes=len(categories) if isinstance(categories, list) else 0)
 
 
 def _coco_folder(survey: Survey, json_name: str, file_names: pd.Series, role: str) -> str:

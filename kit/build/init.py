@@ -3,7 +3,7 @@ the tables, the COCO label files and the image folders (plain or archived: kit.b
 template, the [data] keys and the metric (kit.build.guesses, image_guesses, metric_guess), and prints a TOML
 config whose every guessed line says what it was read from (`# guessed: ...`), with a `# cannot tell: ...`
 line for what the files cannot say. The draft is loaded as `make kernel` loads a config before it is shown, and
-goes through the kernel's own data checks where they can run on the tables (kit.build.draft_check)."""
+goes through the kernel's own data step (kit.build.draft_check)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ from slugify import slugify
 
 from kit import config as kit_config
 from kit import files, spec, templates
-from kit.build import draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess
+from kit.build import draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess, sequence_guesses
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
@@ -100,7 +100,7 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
     readers = {
         "segmentation": lambda: mask_guesses.segmentation_guess(survey, sample_file, names),
         "cnn": lambda: image_guesses.cnn_guess(survey, sample_file, metric),
-        "sequence": lambda: guesses.sequence_guess(survey, sample_file, names, template or "lstm"),
+        "sequence": lambda: sequence_guesses.sequence_guess(survey, sample_file, names, template or "lstm"),
         "text": lambda: guesses.text_guess(survey, sample_file, names),
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }

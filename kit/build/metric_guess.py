@@ -37,6 +37,9 @@ SAID = (
 # a target named as a grade on a scale (essay-scoring's score, aptos' diagnosis, petfinder's AdoptionSpeed), not
 # a class or a sentiment (movie-review's Sentiment 0-4 is graded by accuracy)
 SCORES = re.compile(r"score|grade|rating|diagnosis|severity|speed", re.I)
+# this many classes or more are scored class by class (herbarium's tens of thousands of species: macro F1), where
+# inaturalist-2019's 1,010 and iwildcam-2020's 267 are scored by accuracy
+MANY = 2000
 SECTION = 1500  # characters of the description read from its first mention of evaluation
 
 
@@ -82,15 +85,24 @@ def from_data(guess: Guess, sample: pd.DataFrame) -> tuple[str, str, str]:
     tokens = text(labels).str.split()
     vocabulary = {t for row in tokens for t in row}
     if tokens.str.len().max() > 1 and len(vocabulary) < text(labels).nunique():  # a few labels, combined: tags
-        return "f1_samples", "rows hold several space-separated labels", "f2_samples or f1_micro"
+        # imet's and plant-pathology-2021's label sets are graded by micro F1 (MLE-bench), planet's by F2
+        return "f1_micro", "rows hold several space-separated labels", "f1_samples or f2_samples"
     k = int(text(column).str.split().str.len().max()) if len(column) else 1
     if k > 1 and not text(column).isin(set(text(labels))).all():  # k labels, not one label with a space ("Sugar beet")
         return f"map@{k}", f"the sample lists {k} labels a row, best first", "another k"
     distinct = text(labels).nunique()
     numeric_sample = numbers(column) is not None
+    values = numbers(labels)
+    if distinct == 2 and numeric_sample and values is None and not _booleans(labels):  # dogs-vs-cats' P(dog)
+        classes = sorted(text(labels).unique())
+        return "log_loss", (f"the sample asks for a number a row, the probability of one of the two named classes "
+                            f"({classes[0]}, {classes[1]})"), "auc"
     if distinct == 2 and numeric_sample:
         return "auc", "two classes in one column: the second class's probability", "log_loss"
-    values = numbers(labels)
+    classes = max(distinct, guess.classes)
+    whole = values is None or (values == values.round()).all()
+    if classes >= MANY and whole and (values is None or guess.template == "cnn"):  # herbarium's species
+        return "macro_f1", f"{classes:,} classes: a long tail, each class counted alike", "accuracy"
     if values is not None and (distinct > 20 or not (values == values.round()).all()):
         return "rmse", "a number per row", "mae, rmsle, pearson or spearman"
     if values is not None and numeric_sample and 3 <= distinct <= 10:
@@ -100,3 +112,8 @@ def from_data(guess: Guess, sample: pd.DataFrame) -> tuple[str, str, str]:
                 "accuracy or macro_f1"
         return "accuracy", "a whole score per row", "qwk for ordered scores, or macro_f1"
     return "accuracy", "a class per row", "macro_f1"
+
+
+def _booleans(labels: pd.Series) -> bool:
+    """True/False labels (random-acts-of-pizza's): a yes or no, whose probability is ranked, not two named classes."""
+    return bool(text(labels).str.lower().isin(["true", "false"]).all())

@@ -66,6 +66,12 @@ class Pipeline(abc.ABC):
         """Read and check the competition's files and log what was found (predict mode: the test files and
         the sample submission only, read as the training run read its own)."""
 
+    def check_data(self) -> None:
+        """What `load` reads and checks of the competition's files, without what is slow or needs the model
+        (decoding images, tokenizing, the model folder): a KitError where `load` would stop on the files.
+        `kit init` runs it on a draft. Default: `load` itself."""
+        self.load()
+
     @abc.abstractmethod
     def show_samples(self, data: Any, n: int = 12) -> Any:
         """A figure of a few rows (training rows; test rows in predict mode), saved as samples.png."""

@@ -56,6 +56,33 @@ class CnnPipeline(base.Pipeline):
         s, spec = self.session, self.session.spec
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
+        sample, table, target, (groups, assigned), train, test = self._read()
+        train_cache, test_cache = self._decode({"train": train, "test": test})
+        images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
+        images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
+        y = targets.encode(target, table if target.by_column else table[spec.target_column])
+        ids = table[spec.id_column].to_numpy(dtype=str)
+        usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
+        identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
+        flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
+        recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable),
+                  # rows of many classes keep their likeliest, out of fold and in the test alike (kit.train.topk)
+                  "kept": topk.kept(target.kind, target.outputs, spec.metric, max(len(usable), test_cache.count))}
+        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
+        s.log(self.describe(data))
+        if self.p.hflip == "auto":
+            s.log(f"hflip auto     {flip:g}: {why}")
+        if target.multilabel and (self.p.mixup or self.p.cutmix):
+            s.warn("mixup and cutmix mix one class per image; they are off for this multi-label target")
+        return data
+
+    def check_data(self) -> None:
+        self._read()
+
+    def _read(self) -> tuple[pd.DataFrame, pd.DataFrame, Target, tuple, layouts.Source, layouts.Source]:
+        """The sample submission, the training rows, their target, their fold keys and both splits' images,
+        read and checked (each image file found, none decoded)."""
+        s, spec = self.session, self.session.spec
         if not spec.id_column:
             raise KitError("[data] id_column is empty; the cnn template finds each test image by the sample "
                            "submission's id: name that column")
@@ -79,24 +106,7 @@ class CnnPipeline(base.Pipeline):
         if train.form.channels != test.form.channels:
             raise KitError(f"the test images have {test.form.channels} channels and the training images "
                            f"{train.form.channels}; they must be alike")
-        train_cache, test_cache = self._decode({"train": train, "test": test})
-        images.check_bad(train_cache, train.names, "train", "are left out of training", MAX_BAD_SHARE, s.log)
-        images.check_bad(test_cache, test.names, "test", "are predicted with the training prior", MAX_BAD_SHARE, s.log)
-        y = targets.encode(target, table if target.by_column else table[spec.target_column])
-        ids = table[spec.id_column].to_numpy(dtype=str)
-        usable = np.array([i for i in range(len(ids)) if i not in train_cache.bad], dtype=np.int64)
-        identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
-        flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
-        recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable),
-                  # rows of many classes keep their likeliest, out of fold and in the test alike (kit.train.topk)
-                  "kept": topk.kept(target.kind, target.outputs, spec.metric, max(len(usable), test_cache.count))}
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
-        s.log(self.describe(data))
-        if self.p.hflip == "auto":
-            s.log(f"hflip auto     {flip:g}: {why}")
-        if target.multilabel and (self.p.mixup or self.p.cutmix):
-            s.warn("mixup and cutmix mix one class per image; they are off for this multi-label target")
-        return data
+        return sample, table, target, (groups, assigned), train, test
 
     def _load_test(self, recipe: dict) -> ImageData:
         """Predict mode: the sample submission and the test images, read as the training run read its own;

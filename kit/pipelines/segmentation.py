@@ -86,6 +86,18 @@ class SegmentationPipeline(base.Pipeline):
         s.log(segmentation_data.describe(data))
         return data
 
+    def check_data(self) -> None:
+        """The sample submission's output, the training images and their masks found and matched (none decoded),
+        and the fold keys: what load reads before it decodes."""
+        s, spec = self.session, self.session.spec
+        if not spec.id_column:
+            raise KitError("[data] id_column is empty; the segmentation template finds each test image by the sample "
+                           "submission's ids: name that column")
+        segmentation_data.read_output(s)
+        found = layouts.training(spec, s.data_dir, s.log)
+        if found.table is not None:
+            base.fold_keys(spec, found.table, s.data_dir / spec.train)
+
     def _load_test(self, recipe: dict, sample: pd.DataFrame, output: layouts.Output) -> SegmentationData:
         """Predict mode: the sample submission and the test images, read as the training run read its own."""
         s = self.session

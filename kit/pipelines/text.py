@@ -103,11 +103,7 @@ class TextPipeline(base.Pipeline):
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> TextData:
         s, spec, p = self.session, self.spec, self.p
-        if not spec.text_columns:
-            raise KitError("[data] text_columns is empty; name the column(s) holding the texts, such as "
-                           "text_columns = [\"full_text\"]")
-        if not spec.test:
-            raise KitError("[data] test is empty: the text template needs the test table's file name")
+        self._required()
         if not p.model_path:
             raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
                            "that an attached dataset or model holds")
@@ -123,23 +119,8 @@ class TextPipeline(base.Pipeline):
             raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
                            f"(its config.json); set max_length to {limit} or less")
         cut = min(limit or AUTO_LENGTH, AUTO_LENGTH) if p.max_length == "auto" else p.max_length
-        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
-        train = tables.read_table(train_path, spec.id_column or None)
-        tables.require_columns(train, spec.text_columns, train_path)
-        train = without_empty_texts(train, spec.text_columns, train_path, s.warn)
-        sample, sample_path = base.read_sample(s)
-        test, test_path = self._test_table()
-        columns = base.sample_targets(sample, spec, sample_path, test.columns)
-        where = f"{train_path.name}"
-        target = targets.multi(spec.metric, train, columns, spec.target_column, where, spec.identity_columns,
-                               spec.target_range)
-        if target is None:
-            tables.require_columns(train, [spec.target_column], train_path)
-            tables.require_filled(train, spec.target_column, train_path)
-            target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'",
-                                   spec.target_range)
+        train, train_path, sample, sample_path, test, test_path, target, (groups, assigned) = self._read()
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
-        groups, assigned = base.fold_keys(spec, train, train_path)
         texts = self._texts(train, train_path, tokenizer)
         data_test, test_positions, sample = self._test(test, test_path, sample, sample_path, tokenizer, cut, key)
         tokens = text.tokenize(tokenizer, texts, cut, key, log=s.log, what="train")
@@ -161,6 +142,38 @@ class TextPipeline(base.Pipeline):
                         groups, assigned, ids.to_numpy())
         s.log(self.describe(data))
         return data
+
+    def check_data(self) -> None:
+        self._required()
+        self._read()
+
+    def _required(self) -> None:
+        if not self.spec.text_columns:
+            raise KitError("[data] text_columns is empty; name the column(s) holding the texts, such as "
+                           "text_columns = [\"full_text\"]")
+        if not self.spec.test:
+            raise KitError("[data] test is empty: the text template needs the test table's file name")
+
+    def _read(self) -> tuple:
+        """The training table, the sample, the test table (each with its path), the target and the fold keys,
+        read and checked: what load reads before the texts are tokenized."""
+        s, spec = self.session, self.spec
+        train_path = archives.find_file(s.data_dir, spec.train, "training table", log=s.log)
+        train = tables.read_table(train_path, spec.id_column or None)
+        tables.require_columns(train, spec.text_columns, train_path)
+        train = without_empty_texts(train, spec.text_columns, train_path, s.warn)
+        sample, sample_path = base.read_sample(s)
+        test, test_path = self._test_table()
+        columns = base.sample_targets(sample, spec, sample_path, test.columns)
+        where = f"{train_path.name}"
+        target = targets.multi(spec.metric, train, columns, spec.target_column, where, spec.identity_columns,
+                               spec.target_range)
+        if target is None:
+            tables.require_columns(train, [spec.target_column], train_path)
+            tables.require_filled(train, spec.target_column, train_path)
+            target = targets.infer(spec.metric, train[spec.target_column], columns, f"{where}, column '{spec.target_column}'",
+                                   spec.target_range)
+        return train, train_path, sample, sample_path, test, test_path, target, base.fold_keys(spec, train, train_path)
 
     def _target_columns(self, target: Target) -> list[str]:
         return list(target.sources) if target.by_column else [self.spec.target_column]

@@ -18,7 +18,7 @@ from kit.spec import Spec
 DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
-           "submission_columns", "train_masks", "mask_ext")
+           "submission_columns", "train_masks", "mask_ext", "score_mask")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
 # how a Kaggle evaluation page names each shipped metric (in our words): the description.md MLE-bench writes beside
 # the data, from which kit init reads the metric

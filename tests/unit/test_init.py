@@ -89,7 +89,7 @@ def test_each_layout_is_read_as_the_competition_ships_it(tmp_path, name):
     config.parse(raw, tmp_path / "x.toml")  # loads as make kernel loads it
 
 
-@pytest.mark.parametrize("name, metric", [("aerial_cactus", "auc"), ("whale", "map@5"), ("imet", "f1_samples"),
+@pytest.mark.parametrize("name, metric", [("aerial_cactus", "auc"), ("whale", "map@5"), ("imet", "f1_micro"),
                                           ("lmsys", "log_loss"), ("stanford_covid", "rmse"), ("movie_review", "accuracy"),
                                           ("hubmap", "dice")])
 def test_the_metric_is_guessed_from_the_target_and_says_what_else_it_may_be(tmp_path, name, metric):
@@ -172,10 +172,10 @@ def test_what_it_cannot_tell_is_one_line_each(tmp_path):
     assert "# cannot tell: which class folders are which class: Cover is taken as class 0" in text
     folder = tmp_path / "ventilator-pressure-prediction"
     layouts.csv({"id": range(1, 13), "breath_id": [1] * 6 + [2] * 6, "R": [5] * 6 + [20] * 6, "C": 10,
-                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 0, 0, 1, 1, 1] * 2,
-                 "pressure": 5.0}, folder / "train.csv")
+                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 1, 0, 1, 0, 1] * 2,
+                 "pressure": 5.0}, folder / "train.csv")  # u_out no phase: 0 and 1 by turns (test_init_unseen: one)
     layouts.csv({"id": range(13, 25), "breath_id": [3] * 6 + [4] * 6, "R": 5, "C": 10,
-                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 0, 0, 1, 1, 1] * 2},
+                 "time_step": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5] * 2, "u_in": 1.5, "u_out": [0, 1, 0, 1, 0, 1] * 2},
                 folder / "test.csv")
     layouts.csv({"id": range(13, 25), "pressure": 0.0}, folder / "sample_submission.csv")
     text = init.draft(folder, metric="mae")

@@ -1,14 +1,18 @@
 """kit init on competitions no shipped config covers (issue 37), each folder built as MLE-bench's prepare.py
 writes it (tiny, images of a few bytes): files that are not tables, images beside look-alike folders, an
 image folder beside number columns, short texts, and drafts the kernel's own data checks would refuse."""
+import re
 import tomllib
 
 import layouts
 import pandas as pd
+import pytest
 import unseen
 
 from kit import cli, config
-from kit.build import init
+from kit.build import draft_check, init
+from kit.build.survey import Survey
+from kit.errors import KitError
 from kit.pipelines import tabular
 
 
@@ -139,6 +143,69 @@ def test_number_columns_the_kernel_would_not_read_as_pixels_are_one_line(tmp_pat
     (folder / "images").rmdir()
     assert cli.main(["init", str(folder), "--metric", "log_loss"]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks (run on the tables' first " \
-                                    "10,000 rows): train.csv: 192 pixel columns (all but id, species) do not make a " \
-                                    "square image" in err, err
+    assert err.count("\n") == 1 and "(template cnn) would stop at the kernel's data checks: train.csv: 192 pixel " \
+                                    "columns (all but id, species) do not make a square image" in err, err
+
+
+def test_a_phase_column_is_drafted_as_the_score_mask(tmp_path):
+    """ventilator-pressure-prediction: u_out is 0 while air goes in, then 1, in every breath; MLE-bench's grader
+    scores the rows where u_out == 0 alone ("the expiratory phase is not scored"), as kit's config does. The draft
+    guesses it, and says it is a guess."""
+    text = init.draft(unseen.ventilator(tmp_path / "ventilator-pressure-prediction"), metric="mae")
+    raw = tomllib.loads(text)["data"]
+    assert (raw["sequence_column"], raw["task"], raw["score_mask"]) == ("breath_id", "per_step", "u_out == 0")
+    assert "# cannot tell: whether the metric scores only the rows where u_out == 0" in text
+
+
+@pytest.mark.parametrize("maker, slug, metric, why", [
+    # the sample's label is P(dog): MLE-bench grades it by log loss (aerial-cactus' 0/1 has_cactus stays auc: test_init)
+    (layouts.dogs_vs_cats, "dogs-vs-cats-redux-kernels-edition", "log_loss",
+     "the sample asks for a number a row, the probability of one of the two named classes (cat, dog)"),
+    (unseen.herbarium_2021, "herbarium-2021-fgvc8", "macro_f1", "2,500 classes"),  # train/metadata.json's categories
+    (unseen.plant_pathology_2021, "plant-pathology-2021-fgvc8", "f1_micro", "rows hold several space-separated labels"),
+])
+def test_the_metric_without_a_description_follows_the_datas_shape(tmp_path, maker, slug, metric, why):
+    """The guesses that went wrong on MLE-bench's folders without description.md: a probability of one of two
+    named classes is log loss, thousands of classes macro F1, label sets micro F1 (imet's too); each still says
+    it is a guess and what else it may be."""
+    text = init.draft(maker(tmp_path / slug))
+    assert tomllib.loads(text)["competition"]["metric"] == metric
+    assert f"# cannot tell: the metric from the data alone: {metric} fits ({why}" in text and "pass --metric" in text
+
+
+def _set(text: str, key: str, value: str) -> str:
+    """The draft with `key = value` in [data], in place of its own line or added after the first line of [data]."""
+    lines = text.splitlines()
+    own = [k for k, line in enumerate(lines) if re.match(rf"{key} = ", line)]
+    if own:
+        lines[own[0]] = f"{key} = {value}"
+    else:
+        lines.insert(lines.index("[data]") + 1, f"{key} = {value}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("maker, slug, key, value, said", [
+    (unseen.cassava, "cassava-leaf-disease-classification", "image_ext", '".png"',
+     "the ids already end in their extension: set image_ext"),
+    (unseen.siim_isic, "siim-isic-melanoma-classification", "image_path", '"{patient_id}.jpg"', "image_path"),
+    (unseen.herbarium_2021, "herbarium-2021-fgvc8", "test_images", '"train"', "test_images"),
+    (layouts.alaska2, "alaska2-image-steganalysis", "test_images", '"Tests"', "Tests"),
+    (unseen.us_patent, "us-patent-phrase-to-phrase-matching", "text_columns", '["anchor", "target", "context", "score"]',
+     "test.csv: no column 'score'"),
+    (unseen.ventilator, "ventilator-pressure-prediction", "features", '["R", "C", "time_step", "u_in", "pressure"]',
+     "pressure"),
+    (layouts.mask_files, "carvana-image-masking-challenge", "mask_ext", '".gif"', "train_masks"),
+])
+def test_a_draft_the_kernels_data_step_refuses_is_one_line_in_every_template(tmp_path, maker, slug, key, value, said):
+    """A draft whose files the kernel's data step would refuse (as kit init might draft it, or a user edit it: an
+    image extension or path that finds no file, a text column the test table lacks, a training-only feature, the
+    wrong masks' suffix) is refused in one line naming what to set, for every template's reading, not just the
+    tables'; the kernel's own checks say it (each pipeline's check_data)."""
+    folder = maker(tmp_path / slug)
+    metric = {"carvana-image-masking-challenge": "dice", "ventilator-pressure-prediction": "mae"}.get(slug, "")
+    text = _set(init.draft(folder, metric=metric), key, value)
+    spec = config.parse(tomllib.loads(text), tmp_path / "x.toml").spec
+    with pytest.raises(KitError) as refused:
+        draft_check.check(spec, Survey.of(folder, tmp_path / "scratch"))
+    line = str(refused.value)
+    assert "\n" not in line and "would stop at the kernel's data checks: " in line and said in line, line
