@@ -67,7 +67,7 @@ class CnnPipeline(base.Pipeline):
         flip, why = flip_probability(self.p.hflip, train_cache.read, usable, y[usable] if target.classification else None)
         recipe = {**self.recipe_of(target, y[usable], flip), **self.input_of(train.form, train_cache, usable),
                   # rows of many classes keep their likeliest, out of fold and in the test alike (kit.train.topk)
-                  "kept": topk.kept(target.kind, target.outputs, spec.metric, max(len(usable), test_cache.count))}
+                  "kept": topk.kept(target.record.likeliest, target.outputs, spec.metric, max(len(usable), test_cache.count))}
         data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
         s.log(self.describe(data))
         if self.p.hflip == "auto":

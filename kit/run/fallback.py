@@ -112,7 +112,8 @@ def constant(session: Session, data: Any, why: str) -> np.ndarray | topk.TopK:
                 f"fallback = \"none\" writes no submission instead.\n{RULE}")
     session.log(f"fallback       submission.csv holds {what} in each of its {len(data.sample)} rows: {why}")
     n, t = len(data.sample), data.target
-    k = data.recipe.get("kept") or topk.kept(t.kind, t.outputs, session.spec.metric, n)  # not 21 GB of herbarium's prior
+    # not 21 GB of herbarium's prior
+    k = data.recipe.get("kept") or topk.kept(t.record.likeliest, t.outputs, session.spec.metric, n)
     return topk.repeat_row(base.prior(data), n, k)
 
 

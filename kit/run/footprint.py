@@ -42,7 +42,8 @@ def common(sizes: Sizes, p: TrainParams, metric: str, device: str) -> list[Need]
     test_rows = s.test_rows * s.row_steps
     kind = targets.KINDS.get(s.kind)  # a [sizes] kind kit does not know: neither masks nor labels
     masks, labels = bool(kind and kind.masks), bool(kind and kind.multilabel)
-    k_val = k_test = topk.kept(s.kind, s.outputs, metric, max(s.train_rows * s.row_steps, test_rows))  # as the kernel
+    k_val = k_test = topk.kept(bool(kind and kind.likeliest), s.outputs, metric,  # as the kernel
+                               max(s.train_rows * s.row_steps, test_rows))
     # a row's predictions in memory (float32, or a (class, probability) pair each), and as kept on disk
     val_row, test_row = 8 * k_val or 4 * s.outputs, 8 * k_test or 4 * s.outputs
     kept_row = 8 * k_val or s.outputs * topk.stored_dtype(s.outputs, 4 * s.outputs * oof).itemsize

@@ -2,8 +2,8 @@
 (accuracy, macro F1, MAP@k) and a submission of labels need, at a sliver of dense rows' bytes.
 
 Herbarium 2022 has 15,501 classes: its 840,000 out-of-fold rows as dense float32 probabilities take 52 GB and its
-test rows 13 GB a fold, beyond a Kaggle session's 29 GB of RAM. `kept(target, metric, rows)` says when rows are
-kept so (`KEPT` classes a row, where dense rows would pass `DENSE_BYTES`); validation (kit.train.objectives) and
+test rows 13 GB a fold, beyond a Kaggle session's 29 GB of RAM. `kept(likeliest, outputs, metric, rows)` says when
+rows are kept so (`KEPT` classes a row, where dense rows would pass `DENSE_BYTES`); validation (kit.train.objectives) and
 prediction then reduce each batch on the device, and folds, blends and the submission read `TopK` as they read
 a dense (rows, classes) array: `argmax`, `ranked`, rows by index, a weighted sum. A class a row does not keep
 counts as probability 0 there, so a fold ensemble's mean is exact for every class some fold kept.
@@ -68,12 +68,13 @@ class TopK:
         return bool(np.isfinite(self.value).all())
 
 
-def kept(target_kind: str, outputs: int, metric: str, rows: int) -> int:
-    """How many classes each row keeps: 0 (all, dense) unless the target is one label per row, the metric reads only
+def kept(likeliest: bool, outputs: int, metric: str, rows: int) -> int:
+    """How many classes each row keeps: 0 (all, dense) unless the target's kind keeps its rows' likeliest classes
+    (`Kind.likeliest`: one label per row), the metric reads only
     the order of the likeliest classes and `rows` (a run's largest set of rows, its out-of-fold rows or its test
     rows: the decision is the run's, kept in its recipe, so that both keep rows alike) of dense float32 would pass
     DENSE_BYTES."""
-    if target_kind != "label" or metric_key(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
+    if not likeliest or metric_key(metric) not in RANKING or rows * outputs * 4 <= DENSE_BYTES:
         return 0
     return min(outputs, max(KEPT, top_k(metric)))
 

@@ -20,10 +20,9 @@ from kit.train.results import FoldFit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "kit"
 # modules whose "kind" is another idea than a target's: a booster's task, a column's, a mask's encoding (segmentation),
-# a saved model's, a blend source's; kit.train.topk sits below the kinds' records (kit.train.metrics imports it), so
-# the kind's name reaches it from its callers
+# a saved model's, a blend source's
 OTHER_KINDS = {"models/boosters.py", "data/features.py", "pipelines/segmentation_data.py", "train/segmentation.py",
-               "data/mask_augment.py", "build/weights.py", "build/metadata.py", "train/topk.py"}
+               "data/mask_augment.py", "build/weights.py", "build/metadata.py"}
 
 
 def switches(source: str, names: set[str]) -> list[str]:
