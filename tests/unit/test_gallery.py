@@ -196,6 +196,22 @@ def sample(slug: str, folder: Path, tmp_path: Path) -> Path:
     return smoke.sample_path(config.load(slug).spec, folder, tmp_path)
 
 
+@pytest.fixture
+def answers(written, tmp_path):
+    """A gallery competition's answers: its sample submission, as the grader reads it."""
+    return lambda slug: graders.read(sample(slug, written[slug], tmp_path / slug))
+
+
+@pytest.fixture
+def refused(tmp_path):
+    """Asserts that `slug`'s grader checks refuse `frame` against `truth`, with a reason matching `match`."""
+    def check(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
+        frame.to_csv(tmp_path / "sub.csv", index=False)  # as the grader reads it back
+        with pytest.raises(graders.Invalid, match=match):
+            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
+    return check
+
+
 UNCHECKED_IDS = {"google-quest-challenge"}  # its grader sorts by qa_id and checks no id (the smoke's own check does)
 
 
@@ -216,15 +232,7 @@ def test_the_sample_submission_passes_its_graders_checks_and_a_wrong_shape_does_
             pytest.fail(f"{name} passed")
 
 
-def test_each_graders_own_traps(written, tmp_path):
-    def answers(slug):
-        return graders.read(sample(slug, written[slug], tmp_path / slug))
-
-    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
-        frame.to_csv(tmp_path / "sub.csv", index=False)  # as the grader reads it back
-        with pytest.raises(graders.Invalid, match=match):
-            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
-
+def test_each_graders_own_traps(answers, refused):
     lmsys = answers("lmsys-chatbot-arena")
     refused("lmsys-chatbot-arena", lmsys.assign(winner_tie=0.5), lmsys, "do not sum to 1")  # sigmoid-like rows
     imet = answers("imet-2020-fgvc7")
@@ -275,15 +283,7 @@ def test_labels_ids_and_side_files_of_the_text_and_scan_competitions(written):
     assert sorted(p.name.split("-")[0] for p in (siim / "tfrecords").iterdir()) == ["test00", "train00", "train01"]
 
 
-def test_the_text_and_scan_graders_traps(written, tmp_path):
-    def answers(slug):
-        return graders.read(sample(slug, written[slug], tmp_path / slug))
-
-    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
-        frame.to_csv(tmp_path / "sub.csv", index=False)
-        with pytest.raises(graders.Invalid, match=match):
-            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
-
+def test_the_text_and_scan_graders_traps(answers, refused):
     slug = "jigsaw-toxic-comment-classification-challenge"
     toxic = answers(slug)
     refused(slug, toxic.assign(extra=0.5), toxic, "not the 6 labels")  # roc_auc_score: y_score of 7 columns
@@ -358,15 +358,7 @@ def test_the_one_image_a_row_tables_spell_their_ids_and_files_as_prepare_writes_
     assert sample["Pawpularity"].round(2).eq(sample["Pawpularity"]).all() and sample["Pawpularity"].nunique() > 1
 
 
-def test_the_one_image_a_row_graders_traps(written, tmp_path):
-    def answers(slug):
-        return graders.read(sample(slug, written[slug], tmp_path / slug))
-
-    def refused(slug: str, frame: pd.DataFrame, truth: pd.DataFrame, match: str) -> None:
-        frame.to_csv(tmp_path / "sub.csv", index=False)  # as the grader reads it back
-        with pytest.raises(graders.Invalid, match=match):
-            graders.CHECKS[slug](graders.read(tmp_path / "sub.csv"), truth)
-
+def test_the_one_image_a_row_graders_traps(answers, refused):
     aptos = answers("aptos2019-blindness-detection")
     refused("aptos2019-blindness-detection", aptos.assign(diagnosis=2.4), aptos, "whole grades")  # a regressed score
     leaf = answers("leaf-classification")
