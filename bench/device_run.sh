@@ -20,9 +20,10 @@
 # comm==0.2.3 debugpy==1.8.22 jedi==0.20.1 parso==0.8.7 matplotlib-inline==0.2.2 nest-asyncio2==1.7.4
 # prompt-toolkit==3.0.53 wcwidth==0.9.4 stack-data==0.6.3 asttokens==3.0.2 executing==2.3.0 pure-eval==0.2.4
 # pexpect==4.9.0 ptyprocess==0.7.0 python-slugify==9.2.0 text-unidecode==1.3 segmentation-models-pytorch==0.6.0
-# nvidia-ml-py==13.615.71
+# nvidia-ml-py==13.615.71 jupytext==1.19.6 mdit-py-plugins==0.7.0 markdown-it-py==4.3.0 mdurl==0.1.2
 # Not carried: xgboost and catboost (their CUDA wheels are hundreds of MB; their GPU tests skip and the report
-# says so in a line), lightgbm (no CUDA in its wheel), jupytext and kaggle (not on the GPU tests' paths).
+# says so in a line), lightgbm (no CUDA in its wheel) and kaggle (not on the GPU tests' paths). jupytext is on
+# them: kit.smoke builds the notebooks (the first lent run, without it, collected no GPU test).
 # A CPU rehearsal: OUT=/tmp/out PY=.venv/bin/python SITE=/tmp/site-try REPORT_ARGS="--device cpu --dry-run" bash ...
 set -u
 OUT=${OUT:?set OUT to the folder whose files come back}
@@ -48,6 +49,9 @@ else
   echo "device_run: no .whl/ here (carry it): the notebook tests will fail to import papermill"
 fi
 echo "== installed in $(( $(date +%s) - started )) s"
+# what the GPU tests import, before they are collected: a missing wheel is one line here, not 0 tests run
+"$PY" -c "import kit.smoke, papermill, ipykernel, segmentation_models_pytorch" \
+  || echo "device_run: the GPU tests cannot import what they need (above): add its wheel to .whl/"
 {
   "$PY" - <<'EOF'
 import platform, sys

@@ -8,7 +8,8 @@ with a GradScaler before).
 - kit's step (`train_step` with its guards, the augmentation on the GPU every step) on a resident uint8 batch,
   and the same with ab4f043's BatchNorm guard or ab4f043's transform put back: each fix's share;
 - the notebook's path as it runs: `fit` (EMA, loss bookkeeping, checkpoints; a one-batch validation) fed by
-  the training loader built as kit.pipelines.cnn builds it (uint8 cache, 4 workers, pinned, the loader held
+  the training loader built as kit.pipelines.cnn builds it (uint8 cache, the workers the notebook chooses on this
+  machine, pinned, the loader held
   from epoch to epoch), its epochs 32 steps long; and with the loader built anew each epoch, as ab4f043 did;
 - make bench's arm as ab4f043 measured it: the loader rebuilt every 4 steps, fp32 images, 5 warm-up steps;
 - DDP at world_size=1 around the ceiling's step: torch's defaults, and kit's wrap.
@@ -62,11 +63,11 @@ class Scale:
     steps: int  # timed steps of a resident arm, after `warmup`
     warmup: int
     epochs: int  # of the notebook's path: the first warms up, the last is profiled, the others are timed
-    workers: int
+    workers: int  # the loaders' on the CPU (dry runs); on a GPU the notebook's own choice (Workload.workers)
     profiled: int  # steps under the profiler
 
 
-GPU = Scale("efficientnet_b0", 224, 128, 1024, 4096, 30, 8, 4, 4, 5)
+GPU = Scale("efficientnet_b0", 224, 128, 1024, 4096, 30, 8, 5, 4, 5)
 DRY = Scale("test_efficientnet", 32, 8, 16, 32, 2, 1, 3, 1, 2)
 
 
@@ -109,18 +110,29 @@ def profiled(step: Callable[[], None], n: int, device: torch.device) -> dict:
     return per_step(prof.events(), n, host)
 
 
-def timed(step: Callable[[], None], scale: Scale, device: torch.device, rows: int) -> dict:
-    """samples/s and ms per step over `scale.steps` steps after `scale.warmup`, then the profiled steps."""
+def spread(rates: list[float]) -> float | None:
+    """How far apart the windows' rates of one arm lie, in % of their mean: two arms whose rates differ by less
+    than their spread are not told apart by one run (two lent H200s read the same arm 0.56 and 0.74 of the
+    ceiling)."""
+    return 100 * (max(rates) - min(rates)) / float(np.mean(rates)) if len(rates) > 1 else None
+
+
+def timed(step: Callable[[], None], scale: Scale, device: torch.device, rows: int, windows: int = 3) -> dict:
+    """samples/s and ms per step over `scale.steps` steps after `scale.warmup`, in `windows` timed windows (their
+    spread), then the profiled steps."""
     for _ in range(scale.warmup):
         step()
     sync(device)
-    started = time.perf_counter()
-    for _ in range(scale.steps):
-        step()
-    sync(device)
-    seconds = time.perf_counter() - started
-    return {"samples_per_s": rows * scale.steps / seconds, "step_ms": seconds * 1e3 / scale.steps,
-            **profiled(step, scale.profiled, device)}
+    edges, seconds = np.linspace(0, scale.steps, windows + 1).round().astype(int), []
+    for a, b in zip(edges[:-1], edges[1:]):
+        started = time.perf_counter()
+        for _ in range(b - a):
+            step()
+        sync(device)
+        seconds.append(time.perf_counter() - started)
+    rates = [rows * (b - a) / s for a, b, s in zip(edges[:-1], edges[1:], seconds) if b > a]
+    return {"samples_per_s": rows * scale.steps / sum(seconds), "step_ms": sum(seconds) * 1e3 / scale.steps,
+            "spread": spread(rates), **profiled(step, scale.profiled, device)}
 
 
 class Workload:
@@ -133,6 +145,8 @@ class Workload:
         capability = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
         self.precision = Precision(hardware.choose_precision(device.type, capability), device.type)
         self.channels_last = device.type == "cuda"
+        # as the notebook chooses them here (min(cores, 8) on a GPU: 4 on Kaggle's 4 vCPUs); the scale's at toy sizes
+        self.workers = hardware.setup(hardware.detect(device.type)).workers if device.type == "cuda" else scale.workers
         side = cache_side(scale.size)
         self.cache = ImageCache(folder / "cache.u8", scale.rows, side)
         rng = np.random.default_rng(0)
@@ -162,7 +176,7 @@ class Workload:
         """As kit.pipelines.cnn.batches builds it."""
         rows = np.resize(np.arange(self.scale.rows), epoch_rows)
         loader = host_loader(ImageRows(self.cache, rows, self.labels[rows]), self.scale.batch, shuffle=train,
-                             workers=self.scale.workers if workers is None else workers, pin=self.device.type == "cuda",
+                             workers=self.workers if workers is None else workers, pin=self.device.type == "cuda",
                              seed=seed, drop_last=train, repeat=repeat)
         transform = self.transform(train, precision)
         return DeviceLoader(loader, self.device, lambda b: {**b, "image": transform(b["image"])})
@@ -321,6 +335,7 @@ def notebook_path(w: Workload, repeat: bool = True) -> dict:
     seconds = sum(e["seconds"] for e in timed_epochs)
     steps = sum(e["rows"] for e in timed_epochs) / s.batch
     return {"samples_per_s": sum(e["rows"] for e in timed_epochs) / seconds, "step_ms": seconds * 1e3 / steps,
+            "spread": spread([e["rows"] / e["seconds"] for e in timed_epochs]),
             "gap_ms": 1e3 * float(np.median([e["first_wait"] for e in train.epochs[1:]])), **train.profile}
 
 
@@ -350,7 +365,7 @@ def arms(w: Workload, dry: bool = False) -> list[tuple[str, str, Callable[[], di
          lambda: kit_resident(w)),
         ("kit step, ab4f043's BatchNorm guard", "a where + copy_ per buffer", lambda: _with(kit_resident, w, guard=True)),
         ("kit step, ab4f043's transform", "pageable copies each batch", lambda: _with(kit_resident, w, transform=True)),
-        ("kit notebook path, loader kept", "fit(), 4 workers, EMA, 32-step epochs", lambda: notebook_path(w)),
+        ("kit notebook path, loader kept", f"fit(), {w.workers} workers, EMA, 32-step epochs", lambda: notebook_path(w)),
         ("kit notebook path, loader rebuilt each epoch", "ab4f043's epoch boundary", lambda: notebook_path(w, repeat=False)),
         ("make bench's arm at ab4f043", "loader rebuilt every 4 steps, fp32 images", lambda: bench_ab4f043(w)),
         ("DDP world_size=1, torch defaults", "ceiling's step", lambda: ddp(w, kit_wrap=False)),

@@ -48,7 +48,7 @@ def figure(section: str, name: str, value: float, unit: str, note: str = "") -> 
     return {"section": section, "name": name, "value": float(value), "unit": unit, "note": note}
 
 
-ARM_FIGURES = ("samples_per_s", "share", "step_ms", "launches_per_step", "host_ms", "gpu_ms", "gap_ms")
+ARM_FIGURES = ("samples_per_s", "spread", "share", "step_ms", "launches_per_step", "host_ms", "gpu_ms", "gap_ms")
 
 
 def arm(name: str, note: str, measured: dict, ceiling: float | None) -> dict:
@@ -78,15 +78,17 @@ def markdown(r: dict) -> str:
     t = r["tests"]
     lines = [f"GPU report: {r['gpu']}, {r['date']} (python {r['python']}; {versions}){dry}", ""]
     if r.get("arms"):
-        lines += ["| arm | samples/s | of ceiling | ms/step | launches/step | host ms/step | GPU-busy ms/step | "
-                  "epoch gap ms | note |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {a['name']} | {_cell(a['samples_per_s'])} | {_cell(a['share'], 2)} | {_cell(a['step_ms'], 1)} | "
+        lines += ["| arm | samples/s | spread % | of ceiling | ms/step | launches/step | host ms/step | GPU-busy ms/step | "
+                  "epoch gap ms | note |", "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {a['name']} | {_cell(a['samples_per_s'])} | {_cell(a.get('spread'))} | {_cell(a['share'], 2)} | "
+                  f"{_cell(a['step_ms'], 1)} | "
                   f"{_cell(a['launches_per_step'])} | {_cell(a['host_ms'], 1)} | {_cell(a['gpu_ms'], 1)} | "
                   f"{_cell(a['gap_ms'], 1)} | {a['note']} |" for a in r["arms"]]
         lines.append("")
     if t:
+        errors = f", {t['errors']} errors (not collected: see gpu-tests.txt)" if t.get("errors") else ""
         lines.append(f"`pytest -m gpu`: {t.get('passed', 0)} passed, {t.get('failed', 0)} failed, {t.get('skipped', 0)} "
-                     f"skipped in {t.get('seconds', 0):.0f} s; slowest: " +
+                     f"skipped{errors} in {t.get('seconds', 0):.0f} s; slowest: " +
                      ", ".join(f"{s['test']} {s['seconds']:.0f} s" for s in t.get("slowest", [])[:5]))
         lines.append("")
     if r["figures"]:
@@ -113,6 +115,17 @@ def slowest(output: str) -> list[dict]:
     return [{"test": name.split("/")[-1], "seconds": float(s)} for s, name in sorted(found, key=lambda f: -float(f[0]))]
 
 
+def counts(summary: str) -> dict[str, int]:
+    """pytest's summary line as counts; a module that cannot be collected is an error ("3 errors in 8.01s")."""
+    found = re.findall(r"(\d+) (passed|failed|skipped|errors?)", summary)
+    return {("errors" if k.startswith("error") else k): int(n) for n, k in found}
+
+
+def broken(tests: dict) -> bool:
+    """Whether pytest -m gpu failed: a failed test, or one that was never run (a collection error)."""
+    return bool(tests.get("failed") or tests.get("errors"))
+
+
 def gpu_tests(timeout_s: float, log: Path, workers: int = 4) -> dict:
     """`pytest -m gpu`, `workers` at a time: the counts from its summary line, each test's time, and the time it
     took; its whole output goes to `log`. At the time-out its whole process group goes (the xdist workers and
@@ -133,8 +146,7 @@ def gpu_tests(timeout_s: float, log: Path, workers: int = 4) -> dict:
         summary = ", ".join([f"stopped after {timeout_s:.0f} s"] +
                             [f"{finished.count(k)} {k.lower()}" for k in ("PASSED", "FAILED", "SKIPPED") if k in finished])
     log.write_text(output)
-    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", summary)}
-    return {**counts, "seconds": round(time.time() - started, 1), "summary": summary, "slowest": slowest(output)}
+    return {**counts(summary), "seconds": round(time.time() - started, 1), "summary": summary, "slowest": slowest(output)}
 
 
 class Report:
@@ -253,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         rep.run(name, lambda measure=measure: rep.figures.extend(measure()))
     print(markdown(rep.data()))
     print(f"wrote {rep.out / 'gpu-report.json'} and {rep.out / 'gpu-report.md'}")
-    return 0 if not rep.tests.get("failed") else 1
+    return 1 if broken(rep.tests) else 0
 
 
 def sections(device: torch.device, count: int, size: int, dry: bool) -> list[tuple[str, Callable[[], list[dict]]]]:

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 import torch
@@ -30,7 +31,7 @@ def test_without_a_gpu_it_says_so_in_one_line_and_succeeds(tmp_path):
 def test_the_report_holds_the_gpu_versions_date_tests_each_arm_and_each_figure():
     measured = {"samples_per_s": 2000.0, "step_ms": 64.0, "launches_per_step": 812.0, "host_ms": 30.5, "gpu_ms": 61.2}
     arms = [gpu_report.arm("ceiling, eager", "bare step", {**measured, "samples_per_s": 2500.0}, None),
-            gpu_report.arm("kit notebook path, loader kept", "fit()", {**measured, "gap_ms": 3.25}, 2500.0)]
+            gpu_report.arm("kit notebook path, loader kept", "fit()", {**measured, "gap_ms": 3.25, "spread": 7.4}, 2500.0)]
     figures = [gpu_report.figure("images", "kit cached epochs", 4101.2, "images/s", "15.7x naive"),
                gpu_report.figure("text", "bucketed, fp16", 4000, "samples/s", "padding 5%")]
     tests = {"passed": 8, "skipped": 2, "seconds": 347.0, "slowest": [{"test": "test_gpu.py::test_text", "seconds": 41.0}]}
@@ -44,8 +45,8 @@ def test_the_report_holds_the_gpu_versions_date_tests_each_arm_and_each_figure()
     assert r["arms"][1]["share"] == 0.8
     table = gpu_report.markdown(r)
     assert table.startswith("GPU report: Tesla T4, 2026-11-23 18:00 UTC (python ")
-    assert "| kit notebook path, loader kept | 2,000 | 0.80 | 64.0 | 812 | 30.5 | 61.2 | 3.2 | fit() |" in table
-    assert "| ceiling, eager | 2,500 |  | 64.0 | 812 | 30.5 | 61.2 |  | bare step |" in table
+    assert "| kit notebook path, loader kept | 2,000 | 7 | 0.80 | 64.0 | 812 | 30.5 | 61.2 | 3.2 | fit() |" in table
+    assert "| ceiling, eager | 2,500 |  |  | 64.0 | 812 | 30.5 | 61.2 |  | bare step |" in table
     assert "`pytest -m gpu`: 8 passed, 0 failed, 2 skipped in 347 s; slowest: test_gpu.py::test_text 41 s" in table
     assert "| images | kit cached epochs | 4101 | images/s | 15.7x naive |" in table
     assert "not measured: training: the 510 s time box was spent" in table
@@ -68,8 +69,32 @@ def test_each_section_rewrites_the_report_and_a_failing_one_is_a_line(tmp_path):
     assert written["errors"] == ["kit step: RuntimeError: CUDA error: an illegal memory access was encountered",
                                  "too late: the 0 s time box was spent"]
     assert [a["name"] for a in written["arms"]] == ["ceiling, eager", "late"] and written["arms"][1]["share"] == 1.0
-    assert "| late | 100 | 1.00 | 1.0 |" in (tmp_path / "gpu-report.md").read_text()
+    assert "| late | 100 |  | 1.00 | 1.0 |" in (tmp_path / "gpu-report.md").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu-report.json", "gpu-report.md"]
+
+
+def test_tests_that_could_not_be_collected_are_a_failure_in_the_table_and_the_exit_status():
+    """A lent GPU's first run read "0 passed, 0 failed" and exited 0: every GPU test module failed to import."""
+    assert gpu_report.counts("========= 3 errors in 8.01s =========") == {"errors": 3}
+    assert gpu_report.counts("== 1 failed, 9 passed, 1 error in 100.00s ==") == {"failed": 1, "passed": 9, "errors": 1}
+    assert gpu_report.broken({"errors": 3}) and gpu_report.broken({"failed": 1}) and not gpu_report.broken({"passed": 9})
+    r = {"gpu": "H200", "date": "d", "python": "3.12", "versions": {}, "arms": [], "figures": [], "errors": [],
+         "tests": {"errors": 3, "seconds": 8.0}}
+    assert "`pytest -m gpu`: 0 passed, 0 failed, 0 skipped, 3 errors (not collected: see gpu-tests.txt) in 8 s" \
+        in gpu_report.markdown(r)
+
+
+def test_an_arm_is_timed_in_windows_and_says_how_far_apart_they_lie():
+    """One run cannot tell apart arms closer than their spread: two lent H200s read one arm 0.56 and 0.74."""
+    clock, times = iter([0.0, 1.0, 1.0, 3.0, 3.0, 4.0]), []
+    scale = gpu_arms.Scale("m", 8, 10, 1, 1, steps=30, warmup=2, epochs=1, workers=0, profiled=1)
+    with mock.patch.object(gpu_arms.time, "perf_counter", lambda: next(clock)), \
+            mock.patch.object(gpu_arms, "profiled", lambda step, n, device: {}):
+        measured = gpu_arms.timed(lambda: times.append(1), scale, torch.device("cpu"), rows=10)
+    assert len(times) == 32  # the warm-up, then three windows of ten steps: 1 s, 2 s, 1 s
+    assert measured["samples_per_s"] == 300 / 4 and measured["step_ms"] == 4000 / 30
+    assert measured["spread"] == pytest.approx(100 * (100 - 50) / (250 / 3))
+    assert gpu_arms.spread([5.0]) is None
 
 
 def test_the_slowest_tests_are_read_from_pytests_durations():
