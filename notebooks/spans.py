@@ -70,15 +70,15 @@ accumulate: int = 1  # batches per optimizer step (an effective batch of accumul
 doc_stride: int = 128  # tokens a context's windows overlap by: an answer one window cuts is whole in the next
 max_answer_length: int = 64  # tokens a predicted span holds at most
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
-    "slug": "learning-agency-lab-automated-essay-scoring-2",
-    "template": "text",
-    "metric": "qwk",
+    "slug": "tweet-sentiment-extraction",
+    "template": "spans",
+    "metric": "jaccard",
     "train": "train.csv",
     "test": "test.csv",
     "sample_submission": "sample_submission.csv",
-    "id_column": "essay_id",
-    "target_column": "score",
-    "text_columns": ["full_text"],
+    "id_column": "textID",
+    "target_column": "selected_text",
+    "text_columns": ["sentiment", "text"],
 }
 
 # %% [markdown]
