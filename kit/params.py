@@ -145,6 +145,21 @@ class TextParams(TrainParams):
 
 
 @dataclass(frozen=True)
+class SpansParams(TextParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        **TextParams.DOCS,
+        "batch_size": "an int, or auto: the largest batch of the longest windows that fits and runs fastest",
+    }
+
+    max_length: int = setting(384, minimum=16,
+                              doc="tokens per window (question, context and special tokens); longer contexts are cut "
+                                  "into several windows")
+    doc_stride: int = setting(128, minimum=0,
+                              doc="tokens a context's windows overlap by: an answer one window cuts is whole in the next")
+    max_answer_length: int = setting(64, minimum=1, doc="tokens a predicted span holds at most")
+
+
+@dataclass(frozen=True)
 class TabularParams(TrainParams):
     DOCS: ClassVar[dict[str, str]] = {
         "epochs": "mlp: at most this many epochs per fold (the boosters count rounds)",

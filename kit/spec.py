@@ -27,7 +27,7 @@ class Metric:
     # what its rows are: "probability" (class or label probabilities), "ranking" (only the order of a row's likeliest
     # classes counts), "ordinal" (whole scores, from probabilities or a regressed value), "value" (one or several values
     # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
-    # identities), "mask" (overlap counts of masks: kit.train.mask_metrics)
+    # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans)
     family: str
     # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
     score: str
@@ -60,6 +60,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("dice", True, "mask", "kit.train.mask_metrics:score"),
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("jaccard", True, "span", "kit.train.spans:score"),
 )}
 
 
@@ -69,6 +70,7 @@ def metrics_where(**fields: Any) -> tuple[str, ...]:
 
 
 MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
+SPAN_METRICS = metrics_where(family="span")  # the spans template's
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -99,6 +101,10 @@ def metric_misfit(template: str, metric: str) -> str:
                 "rmse for image to image")
     if template != "segmentation" and metric in MASK_METRICS:
         return f"metric {metric} scores masks, which only the segmentation template predicts"
+    if template == "spans" and metric not in SPAN_METRICS:
+        return f"metric {metric} does not score spans of text: the spans template takes {', '.join(SPAN_METRICS)}"
+    if template != "spans" and metric in SPAN_METRICS:
+        return f"metric {metric} scores spans of text, which only the spans template predicts"
     return ""
 
 

@@ -188,14 +188,19 @@ class TextBatches:
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         pin = self.device.type == "cuda"
         for rows in self.plan():
-            ids = self.tokens.padded(rows, self.pad_id, cap=self.max_length) if self.bucket else self._full(rows)
-            batch = {"input_ids": torch.from_numpy(ids),
-                     "index": torch.as_tensor([self.position[int(r)] for r in rows], dtype=torch.int64)}
-            if self.targets is not None:
-                batch["target"] = torch.from_numpy(self.targets[rows])
+            batch = self.fields(rows)
             if pin:
                 batch = {k: v.pin_memory() for k, v in batch.items()}
             yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+
+    def fields(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        """A batch of `rows` on the host: its ids, each row's position in `rows`, its targets."""
+        ids = self.tokens.padded(rows, self.pad_id, cap=self.max_length) if self.bucket else self._full(rows)
+        batch = {"input_ids": torch.from_numpy(ids),
+                 "index": torch.as_tensor([self.position[int(r)] for r in rows], dtype=torch.int64)}
+        if self.targets is not None:
+            batch["target"] = torch.from_numpy(self.targets[rows])
+        return batch
 
     def _full(self, rows: np.ndarray) -> np.ndarray:
         ids = self.tokens.padded(rows, self.pad_id, multiple=1)

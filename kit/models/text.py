@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from kit.data.spans import PAD_LOGIT
 from kit.data.text import tokenizer_key
 from kit.errors import KitError
 
@@ -99,3 +100,16 @@ def positions(folder: Path) -> int:
     if getattr(config, "position_biased_input", True) is False:
         return 0  # DeBERTa-v3: relative positions, no table that a longer text would overrun
     return max(n, 0)
+
+
+class SpanModel(TextModel):
+    """input_ids (B, L) -> (B, L, 2) start and end logits of each token, padding's at PAD_LOGIT (never a span's end)."""
+
+    def __init__(self, folder: Path, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
+        super().__init__(folder, 2, pad_id, pretrained, gradient_checkpointing)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        mask = input_ids.ne(self.pad_id)  # (B, L)
+        hidden = self.backbone(input_ids=input_ids, attention_mask=mask.long()).last_hidden_state  # (B, L, H)
+        logits = self.head(hidden)  # (B, L, 2)
+        return logits.masked_fill(~mask.unsqueeze(-1), PAD_LOGIT)

@@ -32,7 +32,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability). Mask metrics take overlap counts
     (kit.train.mask_metrics, named by their records and imported only here, when scored)."""
     record = metric_record(metric)
-    if record.family == "mask":  # rows of overlap counts: no weights, no label columns
+    if record.family in ("mask", "span"):  # rows of overlap counts, of windows' spans: no weights, no label columns
         return record.scorer()(metric, pred, target)
     if weight is not None:
         keep = weight > 0

@@ -43,6 +43,8 @@ READ = {
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],
     "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
                                           "train          96 images, 2 classes"],
+    "tweet-sentiment-extraction": ["train          400 contexts in 400 windows of at most 48 tokens (stride 16)",
+                                   "target         spans of 'selected_text', metric jaccard"],
 }
 
 

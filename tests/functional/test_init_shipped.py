@@ -15,7 +15,10 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
+DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
+    "tweet-sentiment-extraction": "kit init guesses no spans template: it does not yet read a target column whose "
+                                  "texts are pieces of another column's (issue 39), so it drafts no jaccard config",
+}
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
            "submission_columns", "train_masks", "mask_ext", "score_mask")
@@ -27,6 +30,7 @@ EVALUATION = {
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
+    "jaccard": "Submissions are scored on the word-level Jaccard score of the predicted and the true selected text.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
     "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",
     "log_loss": "Submissions are evaluated with the multi-class logarithmic loss of the predicted probabilities.",

@@ -57,6 +57,7 @@ LISTINGS = {
     "us-patent-phrase-to-phrase-matching": "sample_submission.csv test.csv train.csv",
     "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
     "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
+    "tweet-sentiment-extraction": "sample_submission.csv test.csv train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -113,6 +114,8 @@ HEADERS = {
         "train.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge,diagnosis,benign_malignant,target",
         "test.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge",
         "sample_submission.csv": "image_name,target"},
+    "tweet-sentiment-extraction": {"train.csv": "textID,text,selected_text,sentiment", "test.csv": "textID,text,sentiment",
+                                   "sample_submission.csv": "textID,selected_text"},
 }
 
 

@@ -13,6 +13,7 @@ from kit import spec
 from kit.errors import KitError
 from kit.spec import Spec
 from kit.train import metrics
+from kit.train.spans import jaccard, mean_jaccard
 
 IDENTITIES = 4
 
@@ -255,7 +256,7 @@ def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
     """One table (kit.spec.METRICS): each record's scorer resolves and its family is one kit reads; the metrics
     page (docs/config.md) lists each metric but the masks' once, better in the record's direction, and the
     segmentation page names the mask metrics."""
-    families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask"}
+    families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask", "span"}
     for record in spec.METRICS.values():
         assert callable(record.scorer()) and record.family in families and record.blend in ("mean", "rank")
     docs = Path(__file__).resolve().parents[2] / "docs"
@@ -265,3 +266,37 @@ def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
     assert set(listed) == {m for m in spec.METRICS if m not in spec.MASK_METRICS}
     assert all((better == "higher") == spec.METRICS[m].greater_is_better for m, better in listed.items())
     assert all(f"`{m}`" in (docs / "templates.md").read_text() for m in spec.MASK_METRICS)
+
+
+def graders_jaccard(str1: str, str2: str) -> float:
+    """tweet-sentiment-extraction's grade.py, as MLE-bench writes it (its `jaccard`, then `mean_jaccard`)."""
+    a = set(str1.lower().split())
+    b = set(str2.lower().split())
+    c = a.intersection(b)
+    return float(len(c)) / (len(a) + len(b) - len(c))
+
+
+JACCARD_CASES = [("very good", "very good"), ("Very GOOD!", "very good"), ("i  like\tit", "I like it so"),
+                 ("", "sad"), ("sad", ""), ("a b c", "d e"), ("ok ok ok", "ok"), (" leading space", "leading"),
+                 ("it was, yes", "it was yes")]
+
+
+def test_jaccard_is_tweet_sentiments_grader_on_shared_cases():
+    """Word by word, lower-cased, split on any whitespace, punctuation kept on its word; the mean over rows. The
+    validation rows' score (one a window) keeps each example's best-scored window."""
+    for a, b in JACCARD_CASES:
+        assert jaccard(a, b) == pytest.approx(graders_jaccard(a, b)), (a, b)
+    preds, answers = [a for a, _ in JACCARD_CASES], [b for _, b in JACCARD_CASES]
+    assert mean_jaccard(preds, answers) == pytest.approx(np.mean([graders_jaccard(a, b) for a, b in JACCARD_CASES]))
+    # windows of examples 0, 0, 1, 2, 2: (score, that window's span's Jaccard); the best-scored window counts
+    pred = np.array([[1.0, 0.2], [3.0, 0.9], [0.5, 0.4], [-2.0, 1.0], [-1.0, 0.0]])
+    assert metrics.score("jaccard", pred, np.array([0, 0, 1, 2, 2])) == pytest.approx((0.9 + 0.4 + 0.0) / 3)
+    assert metrics.better("jaccard", 0.8, 0.7)
+
+
+def test_jaccard_scores_spans_only_and_spans_are_scored_by_it():
+    with pytest.raises(KitError, match=r"^competition: metric jaccard scores spans of text, which only the spans "):
+        Spec.from_dict({"slug": "s", "template": "text", "metric": "jaccard"})
+    with pytest.raises(KitError, match=r"^competition: metric rmse does not score spans of text: the spans template "
+                                       r"takes jaccard"):
+        Spec.from_dict({"slug": "s", "template": "spans", "metric": "rmse"})

@@ -282,6 +282,14 @@ def patents(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
     numeric(sub, "score")
 
 
+def tweet_sentiment(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its two columns, the length, the sorted textIDs; an empty span is read as NaN and scored as empty text, and a
+    cell that is no text (a number) is scored by its string, so neither is refused."""
+    has_columns(sub, "textID", "selected_text")
+    same_length(sub, sample)
+    sorted_ids_equal(sub, sample, "textID")
+
+
 RANZCR = ["ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
           "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline"]
 
@@ -329,6 +337,7 @@ CHECKS: dict[str, Check] = {
     "us-patent-phrase-to-phrase-matching": patents,
     "ranzcr-clip-catheter-line-classification": ranzcr,
     "siim-isic-melanoma-classification": auroc("image_name", "target"),
+    "tweet-sentiment-extraction": tweet_sentiment,
 }
 
 

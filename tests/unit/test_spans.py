@@ -1,0 +1,70 @@
+"""Span extraction's windows: a long context cut into strided windows with each token's characters, the answer's
+tokens in the window that holds it whole, and the best valid span over the windows mapped back to characters."""
+import numpy as np
+import pytest
+
+from kit.data import spans
+from kit.pipelines.text import load_tokenizer
+from kit.smoke.text import build_tiny_encoder
+
+MAX_LENGTH, STRIDE = 64, 16
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    words = [f"w{i}" for i in range(3000)]
+    folder = build_tiny_encoder([" ".join(words), "where"], tmp_path_factory.mktemp("tiny") / "model")
+    return load_tokenizer(folder)
+
+
+def test_a_long_context_is_cut_into_strided_windows_and_the_best_span_maps_back_across_a_boundary(tokenizer):
+    context = " ".join(f"w{i}" for i in range(3000))  # each word several WordPiece tokens: ~12,000 tokens
+    w = spans.windows(tokenizer, ["where"], [context], MAX_LENGTH, STRIDE)
+    assert len(w) > 200 and (w.example == 0).all() and w.tokens.lengths.max() == MAX_LENGTH
+    firsts, lasts = [], []
+    for i in range(len(w)):
+        span = w.span(i)
+        inside = span[span[:, 0] >= 0]
+        firsts.append(inside[0, 0])
+        lasts.append(inside[-1, 1])
+        if i:  # the next window starts STRIDE context tokens before the last one ended
+            before = w.span(i - 1)
+            assert (before[before[:, 0] >= 0][-STRIDE:] == inside[:STRIDE]).all()
+    assert firsts[0] == 0 and lasts[-1] == len(context)
+    # an answer that window 1 cuts (its last 2 context tokens and 3 more) and window 2 holds whole
+    one = w.span(1)
+    ctx = one[one[:, 0] >= 0]
+    start_char = int(ctx[-2, 0])
+    two = w.span(2)
+    after = np.flatnonzero(two[:, 0] >= 0)
+    k = int(np.flatnonzero(two[after, 0] == start_char)[0])
+    end_char = int(two[after[k + 4], 1])
+    answer = context[start_char:end_char]
+    chars = spans.answer_chars([context], [answer])
+    assert chars.tolist() == [[start_char, end_char]]
+    y = spans.token_targets(w, chars)
+    assert y[1].tolist() == [0, 0]  # cut: "not here"
+    assert y[2].tolist() == [after[k], after[k + 4]]
+    assert (y[np.r_[0, 3 : len(w)]] == 0).all()
+    # logits: noise, window 2 sure of the answer, window 1 less sure of the part it holds, and an invalid pair
+    # (an end before its start) scoring higher still in window 5
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=0.1, size=(len(w), MAX_LENGTH, 2)).astype(np.float32)
+    logits[2, after[k], 0] = logits[2, after[k + 4], 1] = 8.0
+    logits[1, np.flatnonzero(one[:, 0] == start_char)[0], 0] = 7.0
+    logits[1, np.flatnonzero(one[:, 0] >= 0)[-1], 1] = 7.0
+    five = np.flatnonzero(w.span(5)[:, 0] >= 0)
+    logits[5] = -20.0  # window 5: only the end before the start is sure; every valid pair scores about 0
+    logits[5, five[10], 0] = logits[5, five[3], 1] = 20.0
+    best = spans.best_spans(logits, w, max_answer=30)
+    assert best.tolist() == [[start_char, end_char]]
+    assert spans.span_texts([context], best) == [answer]
+    # a span longer than max_answer is no candidate: window 2's answer is 5 tokens
+    assert spans.best_spans(logits, w, max_answer=4).tolist() != [[start_char, end_char]]
+
+
+def test_answers_are_found_in_their_context_in_another_case_and_lost_ones_marked():
+    contexts = ["I love it", " So HAPPY today", "nothing here"]
+    chars = spans.answer_chars(contexts, ["love", "so happy ", "absent"])
+    assert chars.tolist() == [[2, 6], [1, 9], [-1, -1]]
+    assert spans.span_texts(contexts, chars) == ["love", "So HAPPY", "nothing here"]  # no span: the whole text
