@@ -329,6 +329,8 @@ CHECKS: dict[str, Check] = {
     "us-patent-phrase-to-phrase-matching": patents,
     "ranzcr-clip-catheter-line-classification": ranzcr,
     "siim-isic-melanoma-classification": auroc("image_name", "target"),
+    "the-icml-2013-whale-challenge-right-whale-redux": auroc("clip", "probability"),
+    "tensorflow-speech-recognition-challenge": accuracy("fname", "label"),
 }
 
 
