@@ -73,7 +73,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              "kit.pipelines.cnn:CnnPipeline", "kit.smoke.images:make_dataset", channels_last=True,
              footprint="kit.pipelines.footprints:Cnn"),
     Template("audio", params.AudioParams,
-             ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
+             ("layout", "train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
              (*_TABLE_READS, *_FOLD_READS, "layout", "train_images", "test_images", "image_ext", "image_path",
               "test_image_path", "label_pattern", "class_folders", "identity_columns"),
              "kit.pipelines.audio:AudioPipeline", "kit.smoke.audio:make_dataset", channels_last=True,

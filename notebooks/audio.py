@@ -82,16 +82,18 @@ mixup: float = 0.0  # mixup alpha of the spectrograms, 0 is off (one class a cli
 tta_hop: float = 0.5  # prediction windows start this share of a window apart; their predictions are averaged
 sync_bn = "auto"  # ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); auto: only below 16 rows per GPU
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
-    "slug": "dog-breed-identification",
-    "template": "cnn",
-    "metric": "log_loss",
-    "train": "labels.csv",
-    "sample_submission": "sample_submission.csv",
-    "id_column": "id",
-    "target_column": "breed",
-    "train_images": "train",
-    "test_images": "test",
-    "image_ext": ".jpg",
+    "slug": "the-icml-2013-whale-challenge-right-whale-redux",
+    "template": "audio",
+    "metric": "auc",
+    "layout": "names",
+    "train": "train.csv",
+    "sample_submission": "sampleSubmission.csv",
+    "id_column": "clip",
+    "target_column": "probability",
+    "train_images": "train2",
+    "test_images": "test2",
+    "image_ext": "",
+    "label_pattern": "_([01])\\.aif$",
 }
 
 # %% [markdown]

@@ -57,12 +57,12 @@ def read(path: Path | str) -> tuple[int, np.ndarray]:
             from scipy.io import wavfile
 
             rate, x = wavfile.read(path, mmap=False)
-            return int(rate), x.reshape(len(x), -1)
+            return int(rate), frames(x)
         if suffix in (".aif", ".aiff", ".aifc"):
             return read_aiff(path)
         if suffix == ".npy":
             x = np.load(path, allow_pickle=False)
-            return 0, x.reshape(len(x), -1)
+            return 0, frames(x)
         if suffix in SOUNDFILE and find_spec("soundfile") is not None:
             import soundfile
 
@@ -73,6 +73,11 @@ def read(path: Path | str) -> tuple[int, np.ndarray]:
     except (OSError, ValueError, EOFError, struct.error) as e:
         raise SoundError(" ".join(str(e).split()) or type(e).__name__) from None
     raise SoundError(refusal(suffix))
+
+
+def frames(x: np.ndarray) -> np.ndarray:
+    """(frames, channels): a mono array's one column (an empty clip too)."""
+    return x[:, None] if x.ndim == 1 else x.reshape(x.shape[0], -1)
 
 
 def probe(path: Path | str) -> Header:

@@ -43,6 +43,12 @@ READ = {
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],
     "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
                                           "train          96 images, 2 classes"],
+    "the-icml-2013-whale-challenge-right-whale-redux": ["unpack         train2.zip: 48 entries",
+                                                        "decode train: decoded 48 of 48 clips (0.03 h at 2000 Hz)",
+                                                        "train          48 clips, 2 classes",
+                                                        "submission     binary: probability"],
+    "tensorflow-speech-recognition-challenge": ["train          32 clips, 6 classes (2 to 6 clips per class)",  # and the noise
+                                                "decode test: decoded 11 of 11 clips", "submission     label: label"],
 }
 
 

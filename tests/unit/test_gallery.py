@@ -57,6 +57,8 @@ LISTINGS = {
     "us-patent-phrase-to-phrase-matching": "sample_submission.csv test.csv train.csv",
     "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
     "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
+    "the-icml-2013-whale-challenge-right-whale-redux": "sampleSubmission.csv test2.zip train2.zip",
+    "tensorflow-speech-recognition-challenge": "sample_submission.csv test train",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -113,6 +115,8 @@ HEADERS = {
         "train.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge,diagnosis,benign_malignant,target",
         "test.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge",
         "sample_submission.csv": "image_name,target"},
+    "the-icml-2013-whale-challenge-right-whale-redux": {"sampleSubmission.csv": "clip,probability"},
+    "tensorflow-speech-recognition-challenge": {"sample_submission.csv": "fname,label"},
 }
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from kit.smoke import packing
-from kit.smoke.audio import noise, tone, upsweep, write, write_aiff, to_int16
+from kit.smoke.audio import noise, to_int16, tone, upsweep, write, write_aiff
 
 WHALE_DATES = ("20090328", "20090329", "20090330", "20090331")  # MLE-bench: the first two train, the last two test
 
