@@ -169,3 +169,29 @@ def test_wave_rows_batch_windows_at_their_starts(tmp_path):
     assert (batch["wave"][2, 50:] == 0).all() and (batch["wave"][2, :50] == 655).all()
     train = waves.WaveRows(cache, np.array([0, 1]), 100, targets=np.array([1, 0]), train=True)
     assert train.__getitems__([0, 1])["target"].tolist() == [1, 0]
+
+
+def frontend(headers, **values):
+    """The audio pipeline's frontend for these training clips' headers under these parameters."""
+    from types import SimpleNamespace
+
+    from kit.params import AudioParams
+    from kit.pipelines.audio import AudioPipeline
+
+    session = SimpleNamespace(params=AudioParams(**values), spec=None)
+    return AudioPipeline(session).frontend(headers, [f"c{k}.wav" for k in range(len(headers))])
+
+
+def test_auto_settles_the_spectrogram_from_the_clips_headers():
+    clips16k = [audio.Header(16000, 1, 16000), audio.Header(16000, 1, 16000), audio.Header(8000, 2, 8000), None]
+    f = frontend(clips16k)
+    assert (f.rate, f.length, f.n_fft, f.hop, f.fmax, f.frames) == (16000, 16000, 512, 128, 8000.0, 126)
+    f = frontend([audio.Header(2000, 1, 4000)] * 3, n_fft=256, hop=32, fmax=1000.0)
+    assert (f.rate, f.length, f.n_fft, f.hop, f.fmax, f.frames) == (2000, 4000, 256, 32, 1000.0, 126)
+    long = frontend([audio.Header(44100, 1, 44100 * 60)], sample_rate=32000, window_s=5.0)
+    assert (long.rate, long.length, long.n_fft) == (32000, 160000, 1024)
+    assert frontend([audio.Header(44100, 1, 44100 * 60)]).length == 441000  # auto: at most 10 s
+    with pytest.raises(KitError, match="none of the 1 training clips could be read"):
+        frontend([None])
+    with pytest.raises(KitError, match=r"^\[params\] fmin = 9000 Hz is not below fmax \(8000 Hz at 16000 Hz\)"):
+        frontend(clips16k, fmin=9000.0)
