@@ -17,7 +17,7 @@ PYTHON_KAGGLE ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/p
 SHIPPED := $(basename $(notdir $(wildcard kit/competitions/*.toml)))
 # make kaggle-smoke on Kaggle's versions: a shipped config for each template and data path whose libraries differ
 # there (timm and pillow; pandas' pixel tables; transformers; each booster library; smp installed from its wheels;
-# the audio template's resampling (scipy) and torch.stft).
+# kit's AIFF reader, the wave cache and torch.stft for the audio template).
 # make test runs every shipped config's smoke on the dev versions (the gallery's, the tables', the masks')
 KAGGLE_SMOKE = dog-breed digit-recognizer planet-understanding-the-amazon-from-space ventilator-lstm ventilator-transformer \
 	learning-agency-lab-automated-essay-scoring-2 lmsys-chatbot-arena spaceship-titanic tabular-playground-series-may-2022 \

@@ -195,3 +195,11 @@ def test_auto_settles_the_spectrogram_from_the_clips_headers():
         frontend([None])
     with pytest.raises(KitError, match=r"^\[params\] fmin = 9000 Hz is not below fmax \(8000 Hz at 16000 Hz\)"):
         frontend(clips16k, fmin=9000.0)
+
+
+def test_a_wav_header_is_probed_without_reading_its_samples(tmp_path, monkeypatch):
+    path = write_wav(tmp_path / "x.wav", np.zeros(12345, np.float32), 16000)
+    monkeypatch.setattr(audio, "read", lambda p: pytest.fail("the samples were read"))
+    assert audio.probe(path) == audio.Header(16000, 1, 12345)
+    with pytest.raises(audio.SoundError, match="file not found"):
+        audio.probe(tmp_path / "none.wav")
