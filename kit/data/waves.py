@@ -244,8 +244,9 @@ class WaveRows(Dataset):
 
     def __getitems__(self, items: list[int]) -> Batch:
         items = np.asarray(items, dtype=np.int64)
-        self.draws += 1  # each batch a fresh generator: loader workers draw different crops
-        rng = np.random.default_rng([self.seed, os.getpid(), self.draws]) if self.train else None
+        self.draws += 1  # each batch a fresh generator, each loader worker its own: the same crops for the same seed
+        worker = torch.utils.data.get_worker_info()
+        rng = np.random.default_rng([self.seed, worker.id if worker else 0, self.draws]) if self.train else None
         waves = np.stack([self._window(int(i), rng) for i in items]) if len(items) else np.zeros((0, self.length), np.int16)
         batch = {"wave": torch.from_numpy(waves), "row": torch.from_numpy(self.rows[items])}
         if self.targets is not None:

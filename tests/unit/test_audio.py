@@ -203,3 +203,15 @@ def test_a_wav_header_is_probed_without_reading_its_samples(tmp_path, monkeypatc
     assert audio.probe(path) == audio.Header(16000, 1, 12345)
     with pytest.raises(audio.SoundError, match="file not found"):
         audio.probe(tmp_path / "none.wav")
+
+
+def test_training_crops_follow_the_seed(tmp_path):
+    noise = write_wav(tmp_path / "n.wav", np.random.default_rng(0).uniform(-1, 1, 4000).astype(np.float32), 8000)
+    cache = waves.build_cache([noise], 8000, tmp_path / "cache", workers=1, log=print)
+
+    def epochs(seed):
+        rows = waves.WaveRows(cache, np.zeros(4, np.int64), 100, train=True, seed=seed)
+        return [rows.__getitems__([0, 1, 2, 3])["wave"] for _ in range(3)]
+
+    a, b, c = epochs(1), epochs(1), epochs(2)
+    assert all(x.equal(y) for x, y in zip(a, b)) and not a[0].equal(c[0]) and not a[0].equal(a[1])
