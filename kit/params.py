@@ -81,6 +81,40 @@ class CnnParams(TrainParams):
 
 
 @dataclass(frozen=True)
+class AudioParams(TrainParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        "folds": "cross-validation folds of whole clips; 1 is a single holdout split",
+    }
+
+    model_name: str = setting("efficientnet_b0", doc="any timm model name: a 2-D CNN reading one log-mel channel")
+    pretrained: bool = setting(True, doc="start from ImageNet weights (timm adapts the first layer to one channel)")
+    weights_path: str = setting("", doc="local weights file (an attached dataset or model) for internet-off runs")
+    sample_rate: int | str = setting("auto", choices=("auto",), minimum=1000,
+                                     doc="Hz every clip is resampled to once, at decode; auto: the first training clip's")
+    window_s: float | str = setting("auto", choices=("auto",), minimum=0.05,
+                                    doc="seconds a training crop (and each prediction window) holds; auto: the clips' "
+                                        "median length, at most 10 s")
+    n_fft: int | str = setting("auto", choices=("auto",), minimum=16,
+                               doc="STFT size in samples; auto: the power of two nearest 32 ms")
+    hop: int | str = setting("auto", choices=("auto",), minimum=1, doc="STFT hop in samples; auto: n_fft / 4")
+    n_mels: int = setting(64, minimum=8, doc="mel bands: the spectrogram image's height")
+    fmin: float = setting(0.0, minimum=0.0, doc="lowest frequency the mel bands cover, Hz")
+    fmax: float | str = setting("auto", choices=("auto",), minimum=1.0,
+                                doc="highest frequency the mel bands cover, Hz; auto: half the sample rate")
+    top_db: float = setting(80.0, minimum=1.0, doc="decibels below each clip's peak its spectrogram is clipped at")
+    gain_db: float = setting(6.0, minimum=0.0, doc="training clips' random gain, within this many decibels either way")
+    shift: float = setting(0.0, minimum=0.0, maximum=1.0, doc="training clips rolled in time by up to this share of a window")
+    freq_masks: int = setting(2, minimum=0, doc="SpecAugment: masked bands of mel bins per training clip")
+    freq_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a frequency mask's widest share of the bins")
+    time_masks: int = setting(2, minimum=0, doc="SpecAugment: masked spans of frames per training clip")
+    time_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
+    mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha of the spectrograms, 0 is off (one class a clip only)")
+    tta_hop: float = setting(0.5, minimum=0.05, maximum=1.0,
+                             doc="prediction windows start this share of a window apart; their predictions are averaged")
+    sync_bn: bool | str = sync_bn_setting()
+
+
+@dataclass(frozen=True)
 class SequenceParams(TrainParams):
     DOCS: ClassVar[dict[str, str]] = {
         "folds": "cross-validation folds of whole sequences; 1 is a single holdout split",

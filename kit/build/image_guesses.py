@@ -19,13 +19,14 @@ import pandas as pd
 
 from kit.build import guesses
 from kit.build.guesses import HEAD_IDS, Guess, Line, columns, text
-from kit.build.survey import Folder, Survey
+from kit.build.survey import Folder, Survey, is_sound
 from kit.data import coco
 from kit.train.targets import BINARY_METRICS
 
 FEATURES = 8  # as many number columns beside the images as make a table of features worth naming
 PIXELS = 64  # at least this many numbered columns (an 8 x 8 image) make a row an image
 CLASS_TOKEN = re.compile(r"^([A-Za-z][A-Za-z_-]*?)([._-])")  # "cat" and "." of cat.123.jpg
+LAST_TOKEN = re.compile(r"_([^_.]+)(\.[^.]+)$")  # "1" and ".aif" of 20090328_000000_002s3ms_TRAIN0_1.aif
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,17 @@ class Address:
 
 
 def cnn_guess(survey: Survey, sample_file: str, metric: str) -> Guess | None:
-    """The cnn template's reading of the data, or None where it holds no images of the sample's rows."""
+    """The cnn template's reading of the data (the audio template's where the files are sounds), or None where it
+    holds no images (or sounds) of the sample's rows."""
     names = guesses.data_tables(survey, sample_file)
     found = coco_guess(survey, sample_file) or files_guess(survey, sample_file, names, metric)
     if found is None:
         return rows_guess(survey, sample_file, names)
+    folder = survey.folder(next((line.value for line in found.data if line.key == "test_images"), "") or "")
+    if folder is not None and folder.files and is_sound(folder.files[0]):  # found as images are: the audio template's
+        found.template = "audio"
+        found.why = found.why.replace("image", "sound")
+        return found
     numbers = _number_columns(survey, sample_file, names, found)
     if len(numbers) >= FEATURES:  # leaf-classification: 192 shape features beside images/<id>.jpg
         found.cannot.append(f"whether the model reads the images or the tables' {len(numbers)} number columns "
@@ -274,9 +281,10 @@ def _folders_guess(survey: Survey, sample_file: str, key: str, test_folder: Fold
     for folder in others:
         pattern, tokens = _label_pattern(folder)
         if pattern:
-            lines = [Line("layout", "names", f"{folder.source}'s file names start with their class ({', '.join(tokens[:3])})"),
+            lines = [Line("layout", "names",
+                          f"{folder.source}'s file names start (or end) with their class ({', '.join(tokens[:3])})"),
                      *common, Line("train_images", folder.name, "the training images"), test_line, *ext,
-                     Line("label_pattern", pattern, "the class at the start of each file name")]
+                     Line("label_pattern", pattern, "the class at the start (or end) of each file name")]
             return Guess("cnn", f"labels in file names ({folder.source})", lines, targets, pd.Series(tokens))
     flat = [f for f in others if f.flat and len(f.flat) == len(f.files)]
     if len(flat) < 2:
@@ -309,17 +317,23 @@ def _classes(folder: Folder) -> list[str]:
 
 
 def _label_pattern(folder: Folder) -> tuple[str, list[str]]:
-    """A regular expression whose group is the class that starts each file name ('^(cat|dog)\\.'), and the
-    classes; ("", []) where the names do not start with a few classes."""
+    """A regular expression whose group is the class that starts each file name ('^(cat|dog)\\.'), or ends it
+    before the extension ('_(0|1)\\.aif$'), and the classes; ("", []) where no few classes start or end the names."""
+    if not folder.flat or len(folder.flat) < len(folder.files):
+        return "", []
     matches = [CLASS_TOKEN.match(PurePosixPath(f).name) for f in folder.flat]
-    if not matches or any(m is None for m in matches) or len(matches) < len(folder.files):
+    tokens = sorted({m.group(1) for m in matches}) if matches and None not in matches else []
+    if matches and None not in matches and 2 <= len(tokens) <= 100 and len(tokens) <= len(matches) / 2:
+        separators = {m.group(2) for m in matches}
+        separator = re.escape(separators.pop()) if len(separators) == 1 else "[._-]"
+        return f"^({'|'.join(re.escape(t) for t in tokens)}){separator}", tokens
+    ends = [LAST_TOKEN.search(PurePosixPath(f).name) for f in folder.flat]  # whale redux's ..._TRAIN<k>_<0|1>.aif
+    if not ends or None in ends or len({m.group(2) for m in ends}) != 1:
         return "", []
-    tokens = sorted({m.group(1) for m in matches})
-    separators = {m.group(2) for m in matches}
-    if not 2 <= len(tokens) <= 100 or len(tokens) > len(matches) / 2:
+    tokens = sorted({m.group(1) for m in ends})
+    if not 2 <= len(tokens) <= 10 or len(tokens) > len(ends) / 4:
         return "", []
-    separator = re.escape(separators.pop()) if len(separators) == 1 else "[._-]"
-    return f"^({'|'.join(re.escape(t) for t in tokens)}){separator}", tokens
+    return f"_({'|'.join(re.escape(t) for t in tokens)}){re.escape(ends[0].group(2))}$", tokens
 
 
 def _test_folder(survey: Survey, sample: pd.DataFrame) -> tuple[str, Folder, Address] | None:

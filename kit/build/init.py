@@ -29,12 +29,14 @@ NOT_SLUGS = {"public", "prepared", "private", "data", "input", "raw", "files", "
 # the identities Jigsaw's unintended-bias metric scores, in its grader's order (docs/config.md)
 IDENTITIES = ("male", "female", "homosexual_gay_or_lesbian", "christian", "jewish", "muslim", "black", "white",
               "psychiatric_or_mental_illness")
-TITLES = {"cnn": "CNN", "lstm": "LSTM", "transformer": "Transformer", "text": "Text Encoder", "tabular": "Boosters",
-          "segmentation": "Unet"}
+TITLES = {"cnn": "CNN", "audio": "Log-mel CNN", "lstm": "LSTM", "transformer": "Transformer", "text": "Text Encoder",
+          "tabular": "Boosters", "segmentation": "Unet"}
 # [smoke]: a model small enough for the CPU, as the shipped configs of each template have it
 SMOKE = {
     "cnn": {"model_name": "test_efficientnet", "pretrained": False, "image_size": 64, "epochs": 8, "folds": 2,
             "batch_size": 16, "device": "cpu"},
+    "audio": {"model_name": "test_resnet", "pretrained": False, "n_mels": 32, "epochs": 6, "folds": 2, "batch_size": 16,
+              "device": "cpu"},
     "lstm": {"device": "cpu", "epochs": 25, "folds": 2, "batch_size": 32, "d_model": 48, "hidden_size": 48,
              "num_layers": 2, "dropout": 0.0, "patience": 0},
     "transformer": {"device": "cpu", "epochs": 25, "folds": 2, "batch_size": 32, "d_model": 48, "hidden_size": 96,
@@ -104,7 +106,8 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
         "text": lambda: guesses.text_guess(survey, sample_file, names),
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }
-    kinds = {"segmentation": "segmentation", "cnn": "cnn", "lstm": "sequence", "transformer": "sequence", "text": "text"}
+    kinds = {"segmentation": "segmentation", "cnn": "cnn", "audio": "cnn", "lstm": "sequence", "transformer": "sequence",
+             "text": "text"}
     if template:
         order = [kinds.get(template, "tabular")]
     else:
@@ -115,7 +118,8 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
             return found
     what = {"segmentation": "masks asked for by the sample submission (run-length codes or pixel rows) and given for the "
                             "training images (codes in a table, or mask files)",
-            "cnn": "image files named by the sample submission's ids (or images in table rows, or a COCO label file)",
+            "cnn": "image (or sound) files named by the sample submission's ids (or images in table rows, or a COCO label "
+                   "file)",
             "sequence": "a test table of sequences (rows of steps grouped by a column, or rows holding whole sequences)",
             "text": "a test table with free-text columns that the training table has too",
             "tabular": "training and test tables"}
@@ -167,8 +171,9 @@ def _identities(survey: Survey, guess: Guess) -> Line:
 def _params(template: str) -> tuple[list[Line], list[Line], list[str]]:
     """[params], [smoke] and what the params cannot tell."""
     params, cannot = [], []
-    if template == "cnn":
-        params.append(Line("model_name", "efficientnet_b0", "any timm model"))
+    if template in ("cnn", "audio"):
+        params.append(Line("model_name", "efficientnet_b0", "any timm model" + (": a 2-D CNN on log-mel spectrograms"
+                                                                               if template == "audio" else "")))
         params.append(Line("pretrained", True, "offline: attach the weights (make weights NAME=...) and set weights_path"))
     if template == "segmentation":
         params.append(Line("model_name", "Unet", "any smp architecture: Unet, UnetPlusPlus, FPN, DeepLabV3Plus, ..."))

@@ -17,6 +17,7 @@ from kit.data import archives, records
 from kit.errors import KitError
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".gif", ".webp", ".npy")
+SOUND_SUFFIXES = (".wav", ".aif", ".aiff", ".aifc", ".flac", ".ogg", ".mp3")  # read as images are: files the sample names
 TABLE_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson")
 LISTED = 200_000  # an image folder's files listed at most: enough to tell its layout, in a second or two
 HEAD = 10_000  # rows of a CSV or TSV read: enough to tell ids, targets, texts and sequences apart
@@ -24,7 +25,12 @@ DEPTH = 3  # folders deep a JSON label file is looked for (herbarium-2020's nybg
 
 
 def is_image(name: str) -> bool:
-    return name.lower().endswith(IMAGE_SUFFIXES)
+    """An image's or a sound's file: both are found, named and labelled alike (the cnn and audio templates)."""
+    return name.lower().endswith(IMAGE_SUFFIXES + SOUND_SUFFIXES)
+
+
+def is_sound(name: str) -> bool:
+    return name.lower().endswith(SOUND_SUFFIXES)
 
 
 def table_suffix(name: str) -> str:
@@ -210,11 +216,17 @@ def _images_under(root: Path) -> Iterator[str]:
 
 
 def _by_split(name: str, files: tuple[str, ...]) -> list[Folder]:
-    """The image folder `name` holding `files`; or, where its images all lie in a training and a test folder
+    """The image folder `name` holding `files` (sounds: the one folder inside it that holds them all, "test/audio"); or,
+    where its images all lie in a training and a test folder
     (siim-isic's jpeg/train/ and jpeg/test/, beside DICOM folders named train/ and test/), each of its folders,
     named as [data] names them ("jpeg/train")."""
     if not files:
         return []
+    # sounds in the one folder inside it (speech commands' train/audio/ and test/audio/): that folder (images so
+    # nested are a COCO file's, whose paths name the inner folder: herbarium's test_images/000/)
+    while is_sound(files[0]) and all("/" in f for f in files) and len({f.split("/")[0] for f in files}) == 1:
+        top = files[0].split("/")[0]
+        name, files = f"{name}/{top}", tuple(f[len(top) + 1:] for f in files)
     tops = sorted({f.split("/")[0] for f in files if "/" in f})
     if any("/" not in f for f in files) or not any("train" in t.lower() for t in tops) or \
             not any("test" in t.lower() for t in tops):

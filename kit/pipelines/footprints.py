@@ -69,6 +69,30 @@ class Cnn:
                 Need("training labels", "ram", labels, note="a 0/1 row per image" if multilabel else "")]
 
 
+class Audio:
+    """The wave cache: two bytes a sample of every clip, mono at the run's rate ([sizes] samples: a clip's mean)."""
+
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        t = data.target
+        clips = [c for c in (data.train_cache, data.test_cache) if c is not None]
+        samples = sum(int(c.lengths().sum()) for c in clips) // max(1, sum(c.count for c in clips))
+        return Sizes(len(data.usable), data.test_cache.count, t.outputs, t.kind, channels=1, samples=samples)
+
+    @staticmethod
+    def parameters(p: TrainParams, sizes: Sizes) -> int:
+        import timm
+
+        return counted(lambda: timm.create_model(p.model_name, num_classes=sizes.outputs, in_chans=1))
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s = sizes
+        cache = (s.train_rows + s.test_rows) * s.samples * 2
+        return [cache_need("wave cache", cache, limits, f"{s.samples:,} samples a clip, mono int16"),
+                Need("training labels", "ram", s.train_rows * 8)]
+
+
 class Segmentation:
     @staticmethod
     def sizes(session, data) -> Sizes:

@@ -54,6 +54,7 @@ class Sizes:
     columns: int = 0  # tables: feature columns
     steps: int = 0  # sequences: steps per sequence
     tokens: int = 0  # texts: tokens per text (the mean)
+    samples: int = 0  # sounds: samples per clip at the run's rate (the mean)
     model_size: int = 0  # the model's parameters (weights), for checkpoints and the resume state
     row_steps: int = 1  # metric rows an example yields (a sequence's steps, per step)
 

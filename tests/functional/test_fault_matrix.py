@@ -2,7 +2,8 @@
 GradScaler and under bf16: each run ends with a valid submission, every fold trained, and no process left.
 
 The run is the notebook's own sequence of calls (set-up, data, training, submission) in this process, with
-the dog-breed smoke data; the same faults through a built notebook and its workers are in
+the dog-breed smoke data (the audio template's, out of memory in a step and in prediction and NaN losses, with
+whale redux's); the same faults through a built notebook and its workers are in
 test_parallel_e2e.py and test_interrupt_e2e.py."""
 import dataclasses
 import multiprocessing
@@ -129,3 +130,43 @@ def test_an_out_of_memory_probe_keeps_the_precision(tmp_path, dog_breed_data):
         faults.arm("")
     assert "preflight:" not in log and session.precision.name == "fp16"
     assert cv.finished == [0, 1] and "fp16)" in log
+
+
+AUDIO = "the-icml-2013-whale-challenge-right-whale-redux"
+AUDIO_FAULTS = {  # the audio template's own batches (int16 windows, log-mels made on the device) through the same faults
+    "oom.step:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.predict:1": "fold 1: out of memory predicting; now batches of 16",
+    "nan.amp:1-": "non-finite losses keep coming under fp16; falling back to fp32 and redoing epoch 1",
+}
+
+
+@pytest.fixture(scope="module")
+def whale_data(tmp_path_factory):
+    from kit import config, smoke
+
+    cfg = config.load(AUDIO)
+    folder = tmp_path_factory.mktemp("whale") / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=0)
+    return cfg, folder
+
+
+@pytest.mark.parametrize("fault", list(AUDIO_FAULTS))
+def test_the_audio_template_survives_a_fault(tmp_path, whale_data, fault):
+    cfg, folder = whale_data
+    values = {**cfg.parameters(smoke=True), "epochs": 2, "folds": 2, "precision": "fp16", "data_dir": str(folder),
+              "output_dir": str(tmp_path / "out")}
+    faults.arm(fault)
+    try:
+        session = start("audio", values)
+        pipe = create_pipeline(session)
+        data = pipe.load()
+        cv = train_folds(session, pipe, data)
+        write_submission(session, pipe, data)
+    finally:
+        faults.arm("")
+    assert AUDIO_FAULTS[fault] in (session.output_dir / "kit.log").read_text()
+    assert cv.finished == [0, 1] and not cv.error
+    sample = pd.read_csv(folder / "sampleSubmission.csv")
+    written = pd.read_csv(tmp_path / "out" / "submission.csv")
+    assert written["clip"].tolist() == sample["clip"].tolist() and written["probability"].between(0, 1).all()
+    assert multiprocessing.active_children() == []

@@ -45,6 +45,12 @@ READ = {
                                           "train          96 images, 2 classes"],
     "tweet-sentiment-extraction": ["train          400 contexts in 400 windows of at most 48 tokens (stride 16)",
                                    "target         spans of 'selected_text', metric jaccard"],
+    "the-icml-2013-whale-challenge-right-whale-redux": ["unpack         train2.zip: 48 entries",
+                                                        "decode train: decoded 48 of 48 clips (0.03 h at 2000 Hz)",
+                                                        "train          48 clips, 2 classes",
+                                                        "submission     binary: probability"],
+    "tensorflow-speech-recognition-challenge": ["train          32 clips, 6 classes (2 to 6 clips per class)",  # and the noise
+                                                "decode test: decoded 11 of 11 clips", "submission     label: label"],
 }
 
 

@@ -65,7 +65,7 @@ def differences(shipped: Spec, drafted: Spec, data_dir: Path, scratch: Path) -> 
         differ(key, getattr(shipped, key), getattr(drafted, key))
     for key in SETS:
         differ(key, sorted(getattr(shipped, key)), sorted(getattr(drafted, key)))
-    images = shipped.template == "cnn"
+    images = shipped.template in ("cnn", "audio")  # sounds are found and labelled as images are
     if shipped.template == "segmentation":  # the masks' files and the images' are found by it
         differ("image_ext", shipped.image_ext, drafted.image_ext)
     if images:
@@ -104,7 +104,7 @@ def _labels(spec: Spec, data_dir: Path) -> list[tuple[str, str]]:
 
 def _several_held(spec: Spec, data_dir: Path, scratch: Path) -> bool:
     """The sample has several target columns and the training table holds each (one-hot, multi-label, values)."""
-    if (spec.template == "cnn" and spec.layout != "files") or not spec.train:
+    if (spec.template in ("cnn", "audio") and spec.layout != "files") or not spec.train:
         return False
     sample = tables.read_table(archives.find_file(data_dir, spec.sample_submission, "sample", scratch, quiet))
     train = tables.read_table(archives.find_file(data_dir, spec.train, "train", scratch, quiet))

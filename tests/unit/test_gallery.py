@@ -58,6 +58,8 @@ LISTINGS = {
     "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
     "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
     "tweet-sentiment-extraction": "sample_submission.csv test.csv train.csv",
+    "the-icml-2013-whale-challenge-right-whale-redux": "sampleSubmission.csv test2.zip train2.zip",
+    "tensorflow-speech-recognition-challenge": "sample_submission.csv test train",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -116,6 +118,8 @@ HEADERS = {
         "sample_submission.csv": "image_name,target"},
     "tweet-sentiment-extraction": {"train.csv": "textID,text,selected_text,sentiment", "test.csv": "textID,text,sentiment",
                                    "sample_submission.csv": "textID,selected_text"},
+    "the-icml-2013-whale-challenge-right-whale-redux": {"sampleSubmission.csv": "clip,probability"},
+    "tensorflow-speech-recognition-challenge": {"sample_submission.csv": "fname,label"},
 }
 
 

@@ -338,6 +338,8 @@ CHECKS: dict[str, Check] = {
     "ranzcr-clip-catheter-line-classification": ranzcr,
     "siim-isic-melanoma-classification": auroc("image_name", "target"),
     "tweet-sentiment-extraction": tweet_sentiment,
+    "the-icml-2013-whale-challenge-right-whale-redux": auroc("clip", "probability"),
+    "tensorflow-speech-recognition-challenge": accuracy("fname", "label"),
 }
 
 

@@ -1,0 +1,264 @@
+"""Every clip decoded once into one flat int16 file; epochs then read crops of it instead of decoding sound.
+
+The cache is three files under scratch, keyed by the clips' paths, sizes and times and the rate:
+`<key>.wav16` (all clips' samples end to end, mono int16 at the run's rate, memory-mapped), `<key>.off` (int64
+offsets, rows + 1: clip i is samples off[i]:off[i+1]) and `<key>.json`, written last (a cache without it is
+rebuilt). Where the disk or RAM has no room (`images.cache_refusal`), `WaveFiles` decodes each clip when read.
+
+`WaveRows` cuts a window of `length` samples from each clip on the host: a random one in training (clips
+shorter than the window are placed at random in zeros), fixed ones in prediction (`windows`: starts every
+`hop` samples, the last one flush with the clip's end), whose predictions the pipeline averages per clip.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+import kit
+from kit import files
+from kit.data import audio
+from kit.data.batch import Batch
+from kit.runtime import progress
+
+CACHE_FORMAT = 1  # bump when `audio.mono_int16` changes what it writes
+CHUNK = 64  # clips per decoding task
+
+
+def cache_key(paths: Sequence[Path], rate: int) -> str:
+    h = hashlib.sha256(f"kit-wave-cache/mono/{CACHE_FORMAT}/{kit.__version__}/{rate}/1/int16".encode())
+    for p in paths:
+        st = os.stat(p) if os.path.exists(p) else None
+        h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
+    return h.hexdigest()[:20]
+
+
+def cache_files(paths: Sequence[Path], rate: int, cache_dir: Path) -> tuple[Path, Path, Path]:
+    key = cache_key(paths, rate)
+    return cache_dir / f"{key}.wav16", cache_dir / f"{key}.off", cache_dir / f"{key}.json"
+
+
+@dataclass
+class WaveCache:
+    """Clips end to end in a memory-mapped int16 file; a bad clip is empty (no samples) and listed."""
+
+    path: Path
+    offsets: np.ndarray  # int64, count + 1
+    rate: int
+    bad: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def clip(self, row: int) -> np.ndarray:
+        if getattr(self, "_array", None) is None:  # opened per process: a pickled memmap is a full copy
+            self._array = np.memmap(self.path, dtype=np.int16, mode="r") if self.offsets[-1] else np.zeros(0, np.int16)
+        return self._array[self.offsets[row]:self.offsets[row + 1]]
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_array"}
+
+
+@dataclass
+class WaveFiles:
+    """The streaming fallback: each clip decoded (and resampled) when read."""
+
+    paths: list[str]
+    rate: int
+    bad: dict[int, str] = field(default_factory=dict)
+    frames: np.ndarray | None = None  # each clip's length at `rate`, from its header
+
+    @property
+    def count(self) -> int:
+        return len(self.paths)
+
+    def lengths(self) -> np.ndarray:
+        return self.frames
+
+    def clip(self, row: int) -> np.ndarray:
+        if row in self.bad:
+            return np.zeros(0, np.int16)
+        try:
+            rate, x = audio.read(self.paths[row])
+            return audio.mono_int16(x, rate, self.rate)
+        except audio.SoundError:
+            return np.zeros(0, np.int16)
+
+
+def headers(paths: Sequence[Path], workers: int = 1) -> tuple[list[audio.Header | None], dict[int, str]]:
+    """Each clip's header (None where it cannot be read) and why the bad ones are bad."""
+    names = [str(p) for p in paths]
+    chunks = [names[i:i + 256] for i in range(0, len(names), 256)]
+    if workers > 1 and len(chunks) > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_probe, chunks)
+    else:
+        parts = [_probe(c) for c in chunks]
+    found = [h for part in parts for h in part]
+    return [h if isinstance(h, audio.Header) else None for h in found], \
+        {i: h for i, h in enumerate(found) if isinstance(h, str)}
+
+
+def _probe(paths: list[str]) -> list[audio.Header | str]:
+    out = []
+    for p in paths:
+        try:
+            out.append(audio.probe(p))
+        except FileNotFoundError:
+            out.append("file not found")
+        except (audio.SoundError, OSError, ValueError) as e:
+            out.append(str(e) or type(e).__name__)
+    return out
+
+
+def bytes_of(found: Sequence[audio.Header | None], rate: int) -> int:
+    """The cache's size: two bytes a sample of every clip at `rate`."""
+    return 2 * sum(audio.frames_at(h, rate) for h in found if h is not None)
+
+
+def complete(paths: Sequence[Path], rate: int, cache_dir: Path) -> bool:
+    data, off, meta = cache_files(paths, rate, cache_dir)
+    return meta.exists() and data.exists() and off.exists()
+
+
+def build_cache(paths: Sequence[Path], rate: int, cache_dir: Path, workers: int, desc: str = "decode",
+                log: Callable[[str], None] = print) -> WaveCache:
+    """Decode `paths` into a cache under `cache_dir` (reused when the files, rate and code are unchanged)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data_path, off_path, meta_path = cache_files(paths, rate, cache_dir)
+    if meta_path.exists() and data_path.exists() and off_path.exists():
+        meta = json.loads(meta_path.read_text())
+        offsets = np.fromfile(off_path, np.int64)
+        log(f"{desc}: reusing the decoded cache {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
+        return WaveCache(data_path, offsets, rate, {int(k): v for k, v in meta["bad"].items()})
+    chunks = [list(range(i, min(i + CHUNK, len(paths)))) for i in range(0, len(paths), CHUNK)]
+    job = _DecodeJob([str(p) for p in paths], str(cache_dir), rate)
+    parts: dict[int, tuple[np.ndarray, dict[int, str]]] = {}
+    bar = progress.bar(total=len(paths), desc=desc, unit="clip")
+    if workers > 1 and len(chunks) > 1:
+        # fork: the children run numpy and scipy only, never CUDA
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for start, lengths, bad in pool.imap_unordered(job, chunks):
+                parts[start] = (lengths, bad)
+                bar.update(len(lengths))
+    else:
+        for chunk in chunks:
+            start, lengths, bad = job(chunk)
+            parts[start] = (lengths, bad)
+            bar.update(len(lengths))
+    bar.close()
+    lengths = np.concatenate([parts[c[0]][0] for c in chunks]) if chunks else np.zeros(0, np.int64)
+    bad = {i: why for c in chunks for i, why in parts[c[0]][1].items()}
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    with open(data_path, "wb") as out:  # the chunks' pieces end to end, in row order
+        for c in chunks:
+            piece = Path(cache_dir, f".{data_path.stem}.{c[0]}.part")
+            out.write(piece.read_bytes())
+            piece.unlink()
+    offsets.tofile(off_path)
+    files.write_text(meta_path, json.dumps({"format": "mono int16", "rate": rate, "count": len(paths), "bad": bad},
+                                           sort_keys=True))
+    log(f"{desc}: decoded {len(paths) - len(bad)} of {len(paths)} clips ({offsets[-1] / max(rate, 1) / 3600:.2f} h at "
+        f"{rate} Hz) into {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
+    return WaveCache(data_path, offsets, rate, bad)
+
+
+class _DecodeJob:
+    """Decode a chunk of clips into a piece file of its own (picklable for the pool)."""
+
+    def __init__(self, paths: list[str], cache_dir: str, rate: int):
+        self.paths, self.cache_dir, self.rate = paths, cache_dir, rate
+        self.stem = Path(cache_files([Path(p) for p in paths], rate, Path(cache_dir))[0]).stem
+
+    def __call__(self, rows: list[int]) -> tuple[int, np.ndarray, dict[int, str]]:
+        lengths, bad = np.zeros(len(rows), np.int64), {}
+        with open(Path(self.cache_dir, f".{self.stem}.{rows[0]}.part"), "wb") as out:
+            for j, i in enumerate(rows):
+                try:
+                    rate, x = audio.read(self.paths[i])
+                    y = audio.mono_int16(x, rate, self.rate)
+                except audio.SoundError as e:
+                    bad[i] = str(e)
+                    continue
+                out.write(y.tobytes())
+                lengths[j] = len(y)
+        return rows[0], lengths, bad
+
+
+# -- crops and windows ------------------------------------------------------------------------------------------
+def crop(clip: np.ndarray, length: int, rng: np.random.Generator | None) -> np.ndarray:
+    """`length` samples of `clip`: a random window (rng), or the centred one; a shorter clip placed in zeros (at
+    random, or at the start)."""
+    out = np.zeros(length, np.int16)
+    n = len(clip)
+    if n >= length:
+        start = int(rng.integers(0, n - length + 1)) if rng is not None else (n - length) // 2
+        out[:] = clip[start:start + length]
+    elif n:
+        at = int(rng.integers(0, length - n + 1)) if rng is not None else 0
+        out[at:at + n] = clip
+    return out
+
+
+def windows(n: int, length: int, hop: int) -> np.ndarray:
+    """Starts of the windows prediction reads from a clip of `n` samples: every `hop`, the last flush with the
+    end; one window (at 0) for a clip no longer than `length`."""
+    if n <= length:
+        return np.zeros(1, np.int64)
+    starts = np.arange(0, n - length + 1, max(hop, 1), dtype=np.int64)
+    return starts if starts[-1] == n - length else np.append(starts, n - length)
+
+
+def window_rows(lengths: np.ndarray, rows: np.ndarray, length: int, hop: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row, start) of every prediction window of `rows`, clip by clip in their order."""
+    pairs = [(r, s) for r in rows for s in windows(int(lengths[r]), length, hop)]
+    if not pairs:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    a = np.array(pairs, dtype=np.int64)
+    return a[:, 0], a[:, 1]
+
+
+class WaveRows(Dataset):
+    """Windows of clips, read a batch at a time: a random crop of each row in training (a fresh one each epoch),
+    else the window at `starts` (the centred one where none is given). Batches hold "wave" (B, length) int16."""
+
+    def __init__(self, source: WaveCache | WaveFiles, rows: np.ndarray, length: int, targets: np.ndarray | None = None,
+                 train: bool = False, starts: np.ndarray | None = None, seed: int = 0):
+        self.source, self.rows, self.length, self.targets = source, np.asarray(rows), length, targets
+        self.train, self.starts, self.seed, self.draws = train, starts, seed, 0
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitems__(self, items: list[int]) -> Batch:
+        items = np.asarray(items, dtype=np.int64)
+        self.draws += 1  # each batch a fresh generator, each loader worker its own: the same crops for the same seed
+        worker = torch.utils.data.get_worker_info()
+        rng = np.random.default_rng([self.seed, worker.id if worker else 0, self.draws]) if self.train else None
+        waves = np.stack([self._window(int(i), rng) for i in items]) if len(items) else np.zeros((0, self.length), np.int16)
+        batch = {"wave": torch.from_numpy(waves), "row": torch.from_numpy(self.rows[items])}
+        if self.targets is not None:
+            batch["target"] = torch.from_numpy(np.asarray(self.targets[items]))
+        return batch
+
+    def __getitem__(self, item: int) -> Batch:
+        return self.__getitems__([item])
+
+    def _window(self, i: int, rng: np.random.Generator | None) -> np.ndarray:
+        clip = self.source.clip(int(self.rows[i]))
+        if self.starts is None:
+            return crop(clip, self.length, rng)
+        s = int(self.starts[i])
+        return crop(clip[s:s + self.length], self.length, None)
