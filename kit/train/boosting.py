@@ -114,7 +114,8 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
         desc: str = "", groups: np.ndarray | None = None) -> FitResult:
     """Train each of `boosters` (one per target column) on `train`/`ys`, early-stopped on `val`/`yvs`, within the
     fold's share of the time budget; `convert` turns their validation predictions into the metric's (target is
-    the validation rows' truth, `groups` their groups under a grouped metric). The fold's checkpoint goes to `files.best`; its summary is the result."""
+    the validation rows' truth, `groups` their groups under a grouped metric). The fold's checkpoint goes to
+    `files.best`; its summary is the result."""
     started = time.time()
     if budget is not None and not budget.eval_rows_per_s:
         budget.eval_rows_per_s = ROWS_PER_S

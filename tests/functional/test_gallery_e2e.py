@@ -43,6 +43,10 @@ READ = {
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],
     "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
                                           "train          96 images, 2 classes"],
+    "champs-scalar-coupling": ["structures.csv holds no row for any of test.csv's rows, so atom_0, atom_1, distance are "
+                               "missing in every test row", "features       3 columns: 1 number, 2 categories"],
+    "osic-pulmonary-fibrosis-progression": ["test           780 rows",  # 6 patients x 130 weeks, from Patient_Week
+                                            "confidence     ", "in every row: the one that scores the 473 out-of-fold rows"],
 }
 
 

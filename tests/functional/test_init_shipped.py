@@ -15,7 +15,13 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
+DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
+    "champs-scalar-coupling": "its rows join structures.csv (join_table, join_keys, join_on) and its metric scores each "
+                              "coupling type apart (group_log_mae, which kit init reads as mae): kit init drafts "
+                              "neither a join nor score_groups",
+    "osic-pulmonary-fibrosis-progression": "its test rows are made from the sample's Patient_Week ids against each "
+                                           "patient's first visit (id_parts, baseline_key): kit init drafts neither",
+}
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
            "submission_columns", "train_masks", "mask_ext", "score_mask")
@@ -25,6 +31,9 @@ SETS = ("text_columns", "step_columns")  # the same columns in any order
 EVALUATION = {
     "accuracy": "Submissions are scored on their accuracy: the share of test rows whose predicted class is right.",
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
+    "group_log_mae": "Submissions are evaluated on the Log of the Mean Absolute Error, calculated for each scalar "
+                     "coupling type, and then averaged across types.",
+    "laplace": "Submissions are evaluated using a modified version of the Laplace Log Likelihood.",
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",

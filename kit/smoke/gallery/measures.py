@@ -87,7 +87,7 @@ def osic(folder: Path, seed: int = 0, patients: int = 66) -> None:
     A patient's FVC falls along a line of their own from their first visit, by their age and smoking."""
     rng = np.random.default_rng(seed)
     rows = []
-    for p in range(patients):
+    for _ in range(patients):
         patient = "ID" + "".join(map(str, rng.integers(0, 10, 23)))
         age, sex, smoking = int(rng.integers(49, 89)), rng.choice(["Male", "Female"], p=[0.8, 0.2]), rng.choice(SMOKING)
         start = float(rng.normal(3400 if sex == "Male" else 2400, 500))
