@@ -94,6 +94,12 @@ def metric_record(metric: str) -> Metric:
     return METRICS[metric_key(metric)]
 
 
+def absolute(metric: str) -> bool:
+    """Whether `metric` scores absolute errors (mae, group_log_mae): learnt by L1, its best constant the median; False
+    for a name kit does not know (a scorer asked for no metric)."""
+    return metric_key(metric) in METRICS and METRICS[metric_key(metric)].absolute
+
+
 def greater_is_better(metric: str) -> bool:
     return metric_record(metric).greater_is_better
 

@@ -117,11 +117,20 @@ def brought_of(spec, table: pd.DataFrame) -> list[str]:
     return [c for c in table.columns if c not in spec.join_keys and (c not in spec.join_distance or c in spec.join_columns)]
 
 
+def sources(spec, features: list[str]) -> list[str]:
+    """The test table's columns the rows of the model's `features` are built from (predict mode reads these): the
+    joins' keys, and where a baseline is read, its group and order and each base_<column>'s column."""
+    based = [f.removeprefix("base_") for f in features if f.startswith("base_")] if spec.baseline_key else []
+    return list(dict.fromkeys([*spec.join_keys[:-1], *spec.join_on, *spec.id_parts, *based,
+                               *(c for c in (spec.baseline_key, spec.baseline_order) if c)]))
+
+
 def build(spec, data_dir: Path, train: pd.DataFrame | None, test: pd.DataFrame, sample: pd.DataFrame,
-          where: tuple[str, str], warn: Callable[[str], None]) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+          where: tuple[str, str], warn: Callable[[str], None],
+          reads: tuple[str, ...] = ()) -> tuple[pd.DataFrame | None, pd.DataFrame]:
     """The training rows (None in predict mode) and the test rows as the model reads them: made from the sample's ids
     where [data] id_parts says so, each with its baseline and its joins; joined columns the test rows all lack are
-    left out of both."""
+    left out of both; in predict mode, a warning for those the model `reads`."""
     table = read_table(spec, data_dir)
     train_name, test_name = where
     if train is not None:
@@ -129,6 +138,11 @@ def build(spec, data_dir: Path, train: pd.DataFrame | None, test: pd.DataFrame, 
     test = join(spec, table, baseline(spec, test_rows(spec, sample, test, test_name), test, test_name), test_name)
     if train is not None and table is not None:
         train, test = unjoined(spec, table, train, test, test_name, warn)
+    elif table is not None and len(test):  # predict mode: the model was trained on what the join brings
+        empty = [c for c in joined_names(spec, table) if c in reads and test[c].isna().all()]
+        if empty:
+            warn(f"{spec.join_table} holds no row for any of {test_name}'s rows: {', '.join(empty[:6])} are missing in "
+                 "every test row, and a model that reads them predicts those rows from its missing-value branches")
     return train, test
 
 

@@ -28,7 +28,7 @@ from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
-from kit.spec import Spec, metric_record
+from kit.spec import Spec, absolute
 from kit.train import boosting, cv, per_group, targets
 from kit.train.boosting import BoostConfig
 from kit.train.kinds import classes_text
@@ -172,10 +172,11 @@ class TabularPipeline(base.Pipeline):
         """Predict mode: the test table and the sample submission, encoded with the training run's recipe."""
         s = self.session
         sample, sample_path, target = base.trained_sample(s)
-        read = [*recipe["features"]["kinds"], *sample.columns]
+        read = [*recipe["features"]["kinds"], *joins.sources(self.spec, list(recipe["features"]["kinds"])), *sample.columns]
         test, test_path = self._test_table(read, f"every test row is predicted, so it is read whole (the {len(read)} columns "
                                                  "the model and the sample read): run where there is more memory")
-        test = joins.build(self.spec, s.data_dir, None, test, sample, ("", test_path.name), s.warn)[1]
+        test = joins.build(self.spec, s.data_dir, None, test, sample, ("", test_path.name), s.warn,
+                           tuple(recipe["features"]["kinds"]))[1]
         absent = [c for c in recipe["features"]["kinds"] if c not in test.columns]
         if absent:
             raise KitError(f"{test_path.name}: no column '{absent[0]}' the model reads ({len(absent)} such); predict with "
@@ -295,7 +296,7 @@ class BoosterPipeline(TabularPipeline):
             return boosters.Task("binary")  # stopped on the log loss, even for the AUC (kit.models.boosters)
         if target.classification:
             return boosters.Task("multiclass", classes=target.outputs)
-        return boosters.Task("regression", l1=metric_record(metric).absolute)
+        return boosters.Task("regression", l1=absolute(metric))
 
     def columns(self, data: TableData, rows: np.ndarray) -> list[np.ndarray]:
         """The target of each booster on `rows`: a column each for several, log1p(y) under rmsle."""

@@ -130,3 +130,11 @@ def test_a_booster_per_group_learns_each_groups_own_rule_and_survives_its_checkp
     np.testing.assert_allclose(back.predict(x[300:]), model.predict(x[300:]), rtol=1e-6)
     unseen = x[:3].assign(type=pd.Categorical.from_codes([2, 2, 2], categories=range(3)))
     assert back.predict(unseen).tolist() == [model.fallback] * 3  # a group no booster saw: the training median
+
+
+def test_predict_mode_reads_the_columns_the_rows_are_built_from():
+    """The inference kernel reads only the test columns the model needs: a join's keys and a baseline's columns too."""
+    assert joins.sources(Spec.from_dict(CHAMPS), ["atom_index_0", "type", "distance"]) == [
+        "molecule_name", "atom_index_0", "atom_index_1"]
+    assert joins.sources(Spec.from_dict(OSIC), ["Weeks", "base_FVC", "base_Sex", "Weeks_since_base"]) == [
+        "Patient", "Weeks", "FVC", "Sex"]
