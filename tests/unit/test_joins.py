@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kit import config
 from kit.data import joins
 from kit.errors import KitError
 from kit.models import boosters
@@ -138,3 +139,12 @@ def test_predict_mode_reads_the_columns_the_rows_are_built_from():
         "molecule_name", "atom_index_0", "atom_index_1"]
     assert joins.sources(Spec.from_dict(OSIC), ["Weeks", "base_FVC", "base_Sex", "Weeks_since_base"]) == [
         "Patient", "Weeks", "FVC", "Sex"]
+
+
+@pytest.mark.parametrize("slug, what", [("champs-scalar-coupling", "groups"), ("osic-pulmonary-fibrosis-progression",
+                                                                               "confidence")])
+def test_a_blend_under_a_grouped_or_confidence_metric_is_one_line(tmp_path, slug, what):
+    path = tmp_path / f"{slug}.toml"
+    path.write_text(config.resolve(slug).read_text() + '\n[blend]\nruns = ["you/run-a", "you/run-b"]\n')
+    with pytest.raises(KitError, match=rf"^{path}: \[blend\] under metric .*hold no {what}; remove \[blend\]"):
+        config.load(str(path))
