@@ -197,7 +197,9 @@ class Data:
     # them: booleans, strings whose values repeat, integer codes of few values)
     categorical: tuple[str, ...] = ()
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
-    score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
+    # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"; tabular: rows that count in
+    # the metric (the out-of-fold score, a confidence's fit), such as osic's "rows_after < 3"
+    score_mask: str = ""
     text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
     # the sample submission's columns the model fills, where they cannot be told from the columns copied through
     # (every other column but the id: a blank-headed index, a Date the test table has); () infers them

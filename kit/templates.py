@@ -85,7 +85,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("tabular", params.TabularParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
              (*_TABLE_READS, *_FOLD_READS, "features", "drop_columns", "categorical", "join_table", "join_keys", "join_on",
-              "join_columns", "join_distance", "score_groups", "id_parts", "baseline_key", "baseline_order"),
+              "join_columns", "join_distance", "score_groups", "id_parts", "baseline_key", "baseline_order", "score_mask"),
              "kit.pipelines.tabular:pipeline", "kit.smoke.tabular:make_dataset", names="",
              footprint="kit.pipelines.footprints:Tabular", plots=("plot_history", "plot_importance")),
     Template("segmentation", params.SegmentationParams,

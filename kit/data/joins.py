@@ -22,6 +22,8 @@ from kit.data import frames
 from kit.errors import KitError
 from kit.runtime import paths
 
+ROWS_AFTER = "rows_after"  # baseline's count of a group's later rows: for a score_mask, never a feature
+
 
 def read_table(spec, data_dir: Path) -> pd.DataFrame | None:
     """The join table's keys and the columns the join brings in (numbers downcast), or None without a join."""
@@ -147,8 +149,10 @@ def build(spec, data_dir: Path, train: pd.DataFrame | None, test: pd.DataFrame, 
 
 
 def baseline(spec, rows: pd.DataFrame, source: pd.DataFrame, where: str) -> pd.DataFrame:
-    """`rows` with their group's first row in `source` (by baseline_order) as base_<column>s, and
-    <baseline_order>_since_base; `rows` as they are without [data] baseline_key."""
+    """`rows` with their group's first row in `source` (by baseline_order) as base_<column>s,
+    <baseline_order>_since_base, and rows_after: how many of the group's rows in `rows` come after it (0: its last;
+    osic's grader scores each patient's last three visits: score_mask = "rows_after < 3"), which no model reads;
+    `rows` as they are without [data] baseline_key."""
     key, order = spec.baseline_key, spec.baseline_order
     if not key:
         return rows
@@ -163,6 +167,7 @@ def baseline(spec, rows: pd.DataFrame, source: pd.DataFrame, where: str) -> pd.D
         raise KitError(f"{where}: {key} '{out[key][missing].iloc[0]}' has no row of its own to read as its baseline "
                        f"({int(missing.sum())} such rows)")
     out[f"{order}_since_base"] = (out[order] - out[f"base_{order}"]).astype(np.float32)
+    out[ROWS_AFTER] = out.groupby(key)[order].rank(method="first", ascending=False).astype(np.int32) - 1
     return out.set_index(rows.index)
 
 

@@ -46,6 +46,8 @@ def cut(pred: np.ndarray, oof: list[dict], recipe: dict, log: Callable[[str], No
     if oof:
         joined = metrics.join_rows(oof)
         residual = np.asarray(joined["pred"]).reshape(len(joined["pred"]), -1)[:, 0] - joined["target"]
+        if joined.get("weight") is not None:  # the rows the metric scores ([data] score_mask): osic's last visits
+            residual = residual[np.asarray(joined["weight"]) > 0]
         sigma = metrics.confidence(residual)
         log(f"confidence     {sigma:.1f} in every row: the one that scores the {len(residual):,} out-of-fold rows best")
     else:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kit.data import features, frames, joins, tables
+from kit.data import features, frames, joins, sequences, tables
 from kit.data.features import Encoded
 from kit.data.rows import RowBatches
 from kit.errors import KitError
@@ -54,6 +54,7 @@ class TableData:
     ids: np.ndarray | None = None  # the training rows' ids (their row numbers without an id column): oof.csv's rows
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # the mlp's tensors on the device
     score_groups: np.ndarray | None = None  # (training rows,) [data] score_groups' values: a grouped metric's groups
+    weight: np.ndarray | None = None  # (training rows,) 1 where a row counts in the metric ([data] score_mask), else 0
 
 
 def pipeline(session: Session) -> TabularPipeline:
@@ -89,7 +90,7 @@ def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.Data
     for column in sources:
         tables.require_filled(train, column, train_path)
     exclude = {spec.id_column, spec.target_column, spec.group_column, spec.fold_column, *columns, *sources,
-               *spec.drop_columns}
+               *spec.drop_columns, joins.ROWS_AFTER}
     return target, sources, features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, log)
 
 
@@ -119,17 +120,19 @@ class TabularPipeline(base.Pipeline):
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
         prior = targets.prior(target, y, spec.metric)
+        scored = sequences.score_rows(train, spec.score_mask, train_path)  # every row without [data] score_mask
         recipe = {"target": base.target_record(target), "prior": prior.tolist(), "features": kinds, "y_mean": mean,
                   "y_std": std}
         if confidence.wanted(spec):  # the fallback's confidence, and predict mode's where no fold left oof rows
-            recipe["confidence"] = confidence.spread(y, prior)
+            recipe["confidence"] = confidence.spread(y[scored], prior)
         used = [*kinds["kinds"], *sources]
         identity = runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(), np.array(target.columns))
         sample, where = self._where(test, test_path, sample, sample_path)
         data = TableData(features.encode(train, kinds), features.encode(test, kinds, test_path.name, s.warn), y, target,
                          sample, where, recipe, identity, groups, assigned,
                          train[spec.id_column].astype(str).to_numpy() if spec.id_column in train else np.arange(len(train)),
-                         score_groups=train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None)
+                         score_groups=train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None,
+                         weight=scored.astype(np.float32) if spec.score_mask else None)
         s.log(self.describe(data))
         return data
 
@@ -336,7 +339,8 @@ class BoosterPipeline(TabularPipeline):
         return boosting.fit(made, data.train.frame(train_rows, kind), columns, data.train.frame(val_rows, kind),
                             self.columns(data, val_rows), lambda preds: self.convert(data, preds), data.y[val_rows],
                             BoostConfig(self.p.rounds, self.p.early_stopping_rounds, cfg.metric), files, budget, fold,
-                            log, desc, data.score_groups[val_rows] if data.score_groups is not None else None)
+                            log, desc, data.score_groups[val_rows] if data.score_groups is not None else None,
+                            data.weight[val_rows] if data.weight is not None else None)
 
     def booster(self, task: boosters.Task, settings: boosters.Settings) -> boosters.Booster:
         """One target column's booster: of model_name, or one of them per value of [params] models_by."""

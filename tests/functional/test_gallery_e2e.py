@@ -46,7 +46,8 @@ READ = {
     "champs-scalar-coupling": ["structures.csv holds no row for any of test.csv's rows, so atom_0, atom_1, distance are "
                                "missing in every test row", "features       3 columns: 1 number, 2 categories"],
     "osic-pulmonary-fibrosis-progression": ["test           780 rows",  # 6 patients x 130 weeks, from Patient_Week
-                                            "confidence     ", "in every row: the one that scores the 473 out-of-fold rows"],
+                                            "confidence     ",  # fitted on the rows the grader scores: the last 3
+                                            "in every row: the one that scores the 180 out-of-fold rows best"],
 }
 
 

@@ -9,6 +9,7 @@ from kit import config
 from kit.data import joins
 from kit.errors import KitError
 from kit.models import boosters
+from kit.pipelines import confidence
 from kit.spec import Spec
 from kit.train import per_group
 
@@ -103,6 +104,7 @@ def test_osics_test_rows_are_the_samples_ids_read_against_each_patients_first_vi
     sample = pd.DataFrame({"Patient_Week": ["ID_7_-2", "ID_7_4", "ID_7_40"], "FVC": 2000, "Confidence": 100})
     train, test = joins.build(spec, None, train, test, sample, ("train.csv", "test.csv"), print)
     assert train["base_FVC"].tolist() == [2200, 2200, 2200, 3000] and train["Weeks_since_base"].tolist() == [8, 0, 28, 0]
+    assert train["rows_after"].tolist() == [1, 2, 0, 0]  # score_mask = "rows_after < 3": the grader's last visits
     assert test["Patient"].tolist() == ["ID_7"] * 3 and test["Weeks"].tolist() == [-2, 4, 40]
     assert test["base_FVC"].tolist() == [2500] * 3 and test["Weeks_since_base"].tolist() == [-6, 0, 36]
     assert test["Patient_Week"].tolist() == sample["Patient_Week"].tolist()
@@ -148,3 +150,15 @@ def test_a_blend_under_a_grouped_or_confidence_metric_is_one_line(tmp_path, slug
     path.write_text(config.resolve(slug).read_text() + '\n[blend]\nruns = ["you/run-a", "you/run-b"]\n')
     with pytest.raises(KitError, match=rf"^{path}: \[blend\] under metric .*hold no {what}; remove \[blend\]"):
         config.load(str(path))
+
+
+def test_the_confidence_is_fitted_on_the_rows_the_metric_scores():
+    """osic's grader scores each patient's last visits, whose errors are the largest: the confidence is fitted on
+    the out-of-fold rows the score mask keeps, where one is set."""
+    oof = [{"pred": np.array([[100.0], [100.0], [100.0], [100.0]]), "target": np.array([100.0, 100.0, 500.0, 900.0]),
+            "weight": np.array([0.0, 0.0, 1.0, 1.0])}]
+    out = confidence.cut(np.array([[1.0], [2.0]]), oof, {}, print)
+    assert out[:, 0].tolist() == [1.0, 2.0] and out[:, 1] == pytest.approx(np.sqrt(2) * 600)
+    assert confidence.cut(np.array([[1.0]]), [{k: v for k, v in oof[0].items() if k != "weight"}], {}, print)[0, 1] == \
+        pytest.approx(np.sqrt(2) * 300)
+    assert confidence.cut(np.array([[1.0]]), [], {"confidence": 123.0}, print)[0, 1] == 123.0  # no folds: the spread
