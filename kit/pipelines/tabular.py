@@ -9,7 +9,6 @@ kit.train.boosting (`fit_fold`), the network in the one training loop; both writ
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,12 +22,12 @@ from kit.data.rows import RowBatches
 from kit.errors import KitError
 from kit.models import boosters
 from kit.models.tabular import TabularNet, statistics
-from kit.pipelines import base, confidence
+from kit.pipelines import base, confidence, tabular_checks
 from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
-from kit.spec import Spec, absolute
+from kit.spec import absolute
 from kit.train import boosting, cv, per_group, targets
 from kit.train.boosting import BoostConfig
 from kit.train.kinds import classes_text
@@ -62,45 +61,13 @@ def pipeline(session: Session) -> TabularPipeline:
     return MlpPipeline(session) if session.params.model_name == "mlp" else BoosterPipeline(session)
 
 
-def require_test(spec: Spec) -> None:
-    if not spec.test:
-        raise KitError("[data] test is empty: the tabular template needs the test table's file name")
-
-
-def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.DataFrame, where: tuple[Path, Path, Path],
-            log: Callable[[str], None]) -> tuple[Target, list[str], dict]:
-    """The checks the template makes of its tables before it trains, and what they decide: the target, the
-    training columns it is read from, and the features' recipe (kit.data.features.infer). `where` is the
-    training, test and sample files' paths, for the errors. kit init runs them on a draft's first rows."""
-    train_path, test_path, sample_path = where
-    columns = base.sample_targets(sample, spec, sample_path, test.columns)
-    if confidence.wanted(spec):
-        confidence.column(spec, sample, columns, sample_path)
-    if spec.score_groups:
-        tables.require_columns(train, [spec.score_groups], train_path, "[data] score_groups")
-    target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name, (), spec.target_range)
-    if target is None:
-        tables.require_columns(train, [spec.target_column], train_path)
-        target = targets.infer(spec.metric, train[spec.target_column], columns,
-                               f"{train_path.name}, column '{spec.target_column}'", spec.target_range)
-    if target.record.spaced:
-        raise KitError(f"{train_path.name}: metric {spec.metric} scores label sets, which the tabular template does "
-                       "not predict; give each label a 0/1 column in the sample submission")
-    sources = list(target.sources) if target.by_column else [spec.target_column]
-    for column in sources:
-        tables.require_filled(train, column, train_path)
-    exclude = {spec.id_column, spec.target_column, spec.group_column, spec.fold_column, *columns, *sources,
-               *spec.drop_columns, joins.ROWS_AFTER}
-    return target, sources, features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, log)
-
-
 class TabularPipeline(base.Pipeline):
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> TableData:
         """Read and check the tables and the sample submission, decide the features and encode both tables
         (in predict mode, the test table and the sample only, read as the training run read its own)."""
         s, spec = self.session, self.spec
-        require_test(spec)
+        tabular_checks.require_test(spec)
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
@@ -111,7 +78,7 @@ class TabularPipeline(base.Pipeline):
                                                  "it room, leave out columns the model need not read ([data] drop_columns), "
                                                  "or run where there is more memory")
         train, test = joins.build(spec, s.data_dir, train, test, sample, (train_path.name, test_path.name), s.warn)
-        target, sources, kinds = checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
+        target, sources, kinds = tabular_checks.checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
         if self.p.models_by and (self.p.model_name == "mlp" or self.p.models_by not in kinds["kinds"]):
             raise KitError(f"[params] models_by = '{self.p.models_by}': " + ("the boosters read it, not the mlp" if
                            self.p.model_name == "mlp" else "not a feature the model reads; name one of its features"))
