@@ -162,3 +162,15 @@ def test_the_confidence_is_fitted_on_the_rows_the_metric_scores():
     assert confidence.cut(np.array([[1.0]]), [{k: v for k, v in oof[0].items() if k != "weight"}], {}, print)[0, 1] == \
         pytest.approx(np.sqrt(2) * 300)
     assert confidence.cut(np.array([[1.0]]), [], {"confidence": 123.0}, print)[0, 1] == 123.0  # no folds: the spread
+
+
+def test_a_group_no_booster_saw_gets_the_classes_shares_under_a_classification():
+    rng = np.random.default_rng(1)
+    x = pd.DataFrame({"d": rng.random(120).astype(np.float32),
+                      "g": pd.Categorical.from_codes(np.repeat([0, 1], 60), categories=range(3))})
+    y = np.tile([0, 1, 2, 2], 30)
+    task = boosters.Task("multiclass", classes=3)
+    model = per_group.PerGroup(lambda: boosters.create("xgboost", task, boosters.Settings(early_stopping_rounds=5)), "g")
+    model.fit(x[:100], y[:100], x[100:], y[100:], 20, lambda done: False)
+    unseen = model.predict(x[:2].assign(g=pd.Categorical.from_codes([2, 2], categories=range(3))))
+    assert unseen.shape == (2, 3) and unseen[0] == pytest.approx([0.25, 0.25, 0.5])
