@@ -27,7 +27,7 @@ from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
-from kit.spec import absolute
+from kit.spec import absolute, metric_record
 from kit.train import boosting, cv, per_group, targets
 from kit.train.boosting import BoostConfig
 from kit.train.kinds import classes_text
@@ -82,6 +82,10 @@ class TabularPipeline(base.Pipeline):
         if self.p.models_by and (self.p.model_name == "mlp" or self.p.models_by not in kinds["kinds"]):
             raise KitError(f"[params] models_by = '{self.p.models_by}': " + ("the boosters read it, not the mlp" if
                            self.p.model_name == "mlp" else "not a feature the model reads; name one of its features"))
+        if self.p.model_name == "mlp" and (metric_record(spec.metric).grouped or spec.score_mask):
+            raise KitError(f"metric {spec.metric}" + (f" with score_mask '{spec.score_mask}'" if spec.score_mask else "") +
+                           " is scored by the boosters' folds only (the network's validation rows hold no groups or "
+                           "mask); set model_name to xgboost, lightgbm or catboost")
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
         groups, assigned = base.fold_keys(spec, train, train_path)
         regression = not (target.classification or target.multilabel)
