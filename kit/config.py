@@ -11,7 +11,7 @@ from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
 from kit.runtime.resources import Sizes
-from kit.spec import Competition, Data, Spec, refuse_unread
+from kit.spec import Competition, Data, Spec, metric_record, refuse_unread
 
 SHIPPED = Path(__file__).parent / "competitions"
 
@@ -165,6 +165,11 @@ def parse(raw: Mapping[str, Any], path: Path) -> Config:
         if inference is not None and inference.trained_model:
             raise KitError(f"{path}: [inference] trained_model and [blend] are both set; name the published run in "
                            "[blend] runs instead")
+        record = metric_record(spec.metric)
+        if record.grouped or record.confidence:  # the kept out-of-fold rows (oof.csv) hold neither groups nor confidences
+            raise KitError(f"{path}: [blend] under metric {spec.metric}: kit's blends fit their weights on the runs' kept "
+                           "out-of-fold rows, which hold no " + ("groups" if record.grouped else "confidence") +
+                           "; remove [blend] and submit one run")
         inference = inference or Inference()  # the blend is what the inference kernel submits
     sizes = fields.build(Sizes, raw["sizes"], f"{path}: [sizes]") if "sizes" in raw else None
     return Config(path=path, name=path.stem, spec=spec, kernel=kernel, params=given, checked=checked, smoke=smoke,

@@ -223,6 +223,8 @@ class TabularParams(TrainParams):
                                doc="xgboost, lightgbm: the share of columns each tree sees")
     train_rows: int = setting(0, minimum=0,
                               doc="training rows read, drawn at random; 0: all (a table too big for the memory stops)")
+    models_by: str = setting("", doc="boosters: a booster for each value of this feature (champs' coupling types); "
+                                     "\"\" one for all rows")
     hidden_size: int = setting(256, minimum=8, doc="mlp: units per hidden layer")
     num_layers: int = setting(3, minimum=1, doc="mlp: hidden layers")
     dropout: float = setting(0.1, minimum=0.0, maximum=0.9, doc="mlp: dropout after each hidden layer")

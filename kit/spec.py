@@ -34,6 +34,11 @@ class Metric:
     multilabel: bool = False  # it scores a multi-label target (one 0/1 column per label)
     cut: bool = False  # its score is taken at a threshold searched on the out-of-fold rows (kit.train.metrics.decide)
     blend: str = "mean"  # how runs' predictions blend under it: "mean", or "rank" (only each column's order counts)
+    absolute: bool = False  # it scores absolute errors: learnt by their loss (L1), its best constant the median
+    grouped: bool = False  # it scores [data] score_groups' groups apart and averages them (its scorer takes groups)
+    # its rows are a value and a confidence: the value learnt, the confidence fitted on the out-of-fold residuals
+    # into the sample's one other column (osic's Laplace log-likelihood)
+    confidence: bool = False
 
     def scorer(self) -> Callable[..., float]:
         return templates.load(self.score)
@@ -43,7 +48,7 @@ _M = "kit.train.metrics:"
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("log_loss", False, "probability", _M + "log_loss", multilabel=True),
     Metric("accuracy", True, "ranking", _M + "accuracy"),
-    Metric("mae", False, "value", _M + "mae"),
+    Metric("mae", False, "value", _M + "mae", absolute=True),
     Metric("rmse", False, "value", _M + "rmse"),
     Metric("auc", True, "probability", _M + "auc", multilabel=True, blend="rank"),
     Metric("f1_samples", True, "label_set", _M + "at_cut", multilabel=True, cut=True),
@@ -57,6 +62,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("rmsle", False, "value", _M + "rmsle"),
     Metric("weighted_auc", True, "probability", _M + "weighted_auc_score", blend="rank"),
     Metric("bias_auc", True, "subgroup", _M + "at_cut", cut=True),
+    Metric("group_log_mae", False, "value", _M + "group_log_mae", absolute=True, grouped=True),
+    Metric("laplace", True, "value", _M + "laplace", confidence=True),
     Metric("dice", True, "mask", "kit.train.mask_metrics:score"),
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
@@ -87,6 +94,12 @@ def top_k(metric: str) -> int:
 def metric_record(metric: str) -> Metric:
     """The record of a metric by its name ("map@5": map@k's)."""
     return METRICS[metric_key(metric)]
+
+
+def absolute(metric: str) -> bool:
+    """Whether `metric` scores absolute errors (mae, group_log_mae): learnt by L1, its best constant the median; False
+    for a name kit does not know (a scorer asked for no metric)."""
+    return metric_key(metric) in METRICS and METRICS[metric_key(metric)].absolute
 
 
 def greater_is_better(metric: str) -> bool:
@@ -190,7 +203,9 @@ class Data:
     # them: booleans, strings whose values repeat, integer codes of few values)
     categorical: tuple[str, ...] = ()
     task: str = setting("per_step", choices=("per_step", "per_sequence"))
-    score_mask: str = ""  # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"
+    # sequences: rows that count in loss and metric, a pandas query such as "u_out == 0"; tabular: rows that count in
+    # the metric (the out-of-fold score, a confidence's fit), such as osic's "rows_after < 3"
+    score_mask: str = ""
     text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
     # the sample submission's columns the model fills, where they cannot be told from the columns copied through
     # (every other column but the id: a blank-headed index, a Date the test table has); () infers them
@@ -203,6 +218,24 @@ class Data:
     # sequences: columns holding one list (or string: one character a step) per row, exploded into one row per
     # step; order_column numbers the steps and id_column is made "<sequence>_<step>" where the table lacks it
     step_columns: tuple[str, ...] = ()
+    # tabular: a table whose rows each row points at, joined onto the training and test rows (champs' structures.csv:
+    # an atom's element and coordinates by molecule and index); "" joins none (kit.data.joins)
+    join_table: str = ""
+    join_keys: tuple[str, ...] = ()  # tabular: join_table's key columns; all but the last are matched by their names
+    # tabular: the rows' columns holding join_table's last key, one join each: join k's columns come in as <column>_<k>
+    join_on: tuple[str, ...] = ()
+    join_columns: tuple[str, ...] = ()  # tabular: join_table's columns brought in; () = every one but the keys
+    # tabular: join_table's coordinates; with two joins, each row gains "distance" between its joined rows (and the
+    # coordinates themselves are not brought in unless join_columns names them)
+    join_distance: tuple[str, ...] = ()
+    score_groups: str = ""  # group_log_mae: the column whose groups the metric scores apart (champs' coupling type)
+    # tabular: the sample's ids, split at their last "_", into these columns make the test rows (osic's Patient_Week:
+    # Patient, Weeks), where the test table holds each group's first row and the sample a row per id
+    id_parts: tuple[str, ...] = ()
+    # tabular: each row reads its group's first row as base_<column>s (the test rows: the test table's): the group's
+    # column, and the column that orders its rows (which gains <baseline_order>_since_base)
+    baseline_key: str = ""
+    baseline_order: str = ""
 
 
 DATA_DEFAULTS = Data()
@@ -236,6 +269,18 @@ class Spec(Data, Competition):
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
+        grouped = metric_record(spec.metric).grouped
+        if grouped != bool(spec.score_groups):
+            raise KitError(f"{where}: metric {spec.metric} needs score_groups, the column whose groups it scores apart"
+                           if grouped else f"{where}: score_groups is read by a grouped metric only (group_log_mae); "
+                           "remove it or set that metric")
+        if bool(spec.baseline_key) != bool(spec.baseline_order):
+            raise KitError(f"{where}: baseline_key and baseline_order go together (the group's column, the column "
+                           "that orders its rows); set both or neither")
+        if bool(spec.join_table) != bool(spec.join_keys and spec.join_on):
+            raise KitError(f"{where}: a join needs join_table, join_keys and join_on together; set all three or none")
+        if spec.join_distance and len(spec.join_on) != 2:
+            raise KitError(f"{where}: join_distance is the distance between two joined rows: join_on must name two columns")
         # the notebook's parameter and a worker's payload hold every key: those at their defaults were not set
         refuse_unread(spec.template, [k for k in fields.names(Data) if getattr(spec, k) != getattr(DATA_DEFAULTS, k)], where)
         misfit = metric_misfit(spec.template, spec.metric)

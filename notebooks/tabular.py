@@ -73,6 +73,7 @@ num_leaves: int = 31  # lightgbm: leaves per tree
 subsample: float = 0.8  # boosters: the share of rows each tree sees
 colsample: float = 0.8  # xgboost, lightgbm: the share of columns each tree sees
 train_rows: int = 0  # training rows read, drawn at random; 0: all (a table too big for the memory stops)
+models_by: str = ""  # boosters: a booster for each value of this feature (champs' coupling types); "" one for all rows
 hidden_size: int = 256  # mlp: units per hidden layer
 num_layers: int = 3  # mlp: hidden layers
 dropout: float = 0.1  # mlp: dropout after each hidden layer

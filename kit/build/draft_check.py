@@ -18,7 +18,7 @@ from pathlib import Path
 from kit import templates
 from kit.build.survey import HEAD, Survey
 from kit.errors import KitError
-from kit.pipelines import tabular
+from kit.pipelines import tabular_checks
 from kit.runtime.hardware import Hardware, setup
 from kit.runtime.session import Session
 from kit.spec import Spec
@@ -38,10 +38,10 @@ def check(spec: Spec, survey: Survey) -> None:
     try:
         if spec.template == "tabular":
             head = f" (run on the tables' first {HEAD:,} rows)"
-            tabular.require_test(spec)
+            tabular_checks.require_test(spec)
             names = (spec.train, spec.test, spec.sample_submission)
             train, test, sample = (survey.typed(n) for n in names)
-            tabular.checked(spec, train, test, sample, tuple(Path(n) for n in names), lambda line: None)
+            tabular_checks.checked(spec, train, test, sample, tuple(Path(n) for n in names), lambda line: None)
         else:
             _pipeline_check(spec, survey.data_dir)
     except Exception as e:  # noqa: BLE001  any refusal, foreseen (KitError) or not, is the line to show

@@ -147,10 +147,10 @@ class Pipeline(abc.ABC):
             found, score = metrics.decide(metric, rows["pred"], rows["target"], rows.get("weight"))
             threshold = found.threshold
         else:
-            score = metrics.score(metric, rows["pred"], rows["target"], rows.get("weight"))
+            score = metrics.score(metric, rows["pred"], rows["target"], rows.get("weight"), rows.get("groups"))
         kept = rows["pred"].index.shape[1] if isinstance(rows["pred"], topk.TopK) else 0
         baseline = metrics.score(metric, topk.repeat_row(prior(data), len(rows["target"]), kept, writable=False),
-                                 rows["target"], rows.get("weight"))
+                                 rows["target"], rows.get("weight"), rows.get("groups"))
         return Judged(score, baseline, targets.prior_name(data.target, metric), threshold=threshold)
 
     def cut(self, data: Any, pred: np.ndarray | TopK, oof: list[dict]) -> np.ndarray | TopK:

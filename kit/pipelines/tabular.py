@@ -9,7 +9,6 @@ kit.train.boosting (`fit_fold`), the network in the one training loop; both writ
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,19 +16,19 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kit.data import features, frames, tables
+from kit.data import features, frames, joins, sequences, tables
 from kit.data.features import Encoded
 from kit.data.rows import RowBatches
 from kit.errors import KitError
 from kit.models import boosters
 from kit.models.tabular import TabularNet, statistics
-from kit.pipelines import base
+from kit.pipelines import base, confidence, tabular_checks
 from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
-from kit.spec import Spec
-from kit.train import boosting, cv, targets
+from kit.spec import absolute, metric_record
+from kit.train import boosting, cv, per_group, targets
 from kit.train.boosting import BoostConfig
 from kit.train.kinds import classes_text
 from kit.train.objectives import Classification, MultiLabel, Regression, moments
@@ -53,39 +52,13 @@ class TableData:
     assigned: np.ndarray | None = None
     ids: np.ndarray | None = None  # the training rows' ids (their row numbers without an id column): oof.csv's rows
     placed: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)  # the mlp's tensors on the device
+    score_groups: np.ndarray | None = None  # (training rows,) [data] score_groups' values: a grouped metric's groups
+    weight: np.ndarray | None = None  # (training rows,) 1 where a row counts in the metric ([data] score_mask), else 0
 
 
 def pipeline(session: Session) -> TabularPipeline:
     """The session's tabular pipeline: the boosters', or the network's (model_name = "mlp")."""
     return MlpPipeline(session) if session.params.model_name == "mlp" else BoosterPipeline(session)
-
-
-def require_test(spec: Spec) -> None:
-    if not spec.test:
-        raise KitError("[data] test is empty: the tabular template needs the test table's file name")
-
-
-def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.DataFrame, where: tuple[Path, Path, Path],
-            log: Callable[[str], None]) -> tuple[Target, list[str], dict]:
-    """The checks the template makes of its tables before it trains, and what they decide: the target, the
-    training columns it is read from, and the features' recipe (kit.data.features.infer). `where` is the
-    training, test and sample files' paths, for the errors. kit init runs them on a draft's first rows."""
-    train_path, test_path, sample_path = where
-    columns = base.sample_targets(sample, spec, sample_path, test.columns)
-    target = targets.multi(spec.metric, train, columns, spec.target_column, train_path.name, (), spec.target_range)
-    if target is None:
-        tables.require_columns(train, [spec.target_column], train_path)
-        target = targets.infer(spec.metric, train[spec.target_column], columns,
-                               f"{train_path.name}, column '{spec.target_column}'", spec.target_range)
-    if target.record.spaced:
-        raise KitError(f"{train_path.name}: metric {spec.metric} scores label sets, which the tabular template does "
-                       "not predict; give each label a 0/1 column in the sample submission")
-    sources = list(target.sources) if target.by_column else [spec.target_column]
-    for column in sources:
-        tables.require_filled(train, column, train_path)
-    exclude = {spec.id_column, spec.target_column, spec.group_column, spec.fold_column, *columns, *sources,
-               *spec.drop_columns}
-    return target, sources, features.infer(train, test, spec.features, spec.categorical, exclude, train_path, test_path, log)
 
 
 class TabularPipeline(base.Pipeline):
@@ -94,7 +67,7 @@ class TabularPipeline(base.Pipeline):
         """Read and check the tables and the sample submission, decide the features and encode both tables
         (in predict mode, the test table and the sample only, read as the training run read its own)."""
         s, spec = self.session, self.spec
-        require_test(spec)
+        tabular_checks.require_test(spec)
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         train_path = paths.require_file(s.data_dir, spec.train, "training table")
@@ -104,19 +77,33 @@ class TabularPipeline(base.Pipeline):
         test, test_path = self._test_table(read, "every test row is predicted, so it is read whole: lower train_rows to leave "
                                                  "it room, leave out columns the model need not read ([data] drop_columns), "
                                                  "or run where there is more memory")
-        target, sources, kinds = checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
+        train, test = joins.build(spec, s.data_dir, train, test, sample, (train_path.name, test_path.name), s.warn)
+        target, sources, kinds = tabular_checks.checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
+        if self.p.models_by and (self.p.model_name == "mlp" or self.p.models_by not in kinds["kinds"]):
+            raise KitError(f"[params] models_by = '{self.p.models_by}': " + ("the boosters read it, not the mlp" if
+                           self.p.model_name == "mlp" else "not a feature the model reads; name one of its features"))
+        if self.p.model_name == "mlp" and (metric_record(spec.metric).grouped or spec.score_mask):
+            raise KitError(f"metric {spec.metric}" + (f" with score_mask '{spec.score_mask}'" if spec.score_mask else "") +
+                           " is scored by the boosters' folds only (the network's validation rows hold no groups or "
+                           "mask); set model_name to xgboost, lightgbm or catboost")
         y = targets.encode(target, train if target.by_column else train[spec.target_column])
         groups, assigned = base.fold_keys(spec, train, train_path)
         regression = not (target.classification or target.multilabel)
         mean, std = moments(y, spec.metric) if regression else ([0.0], [1.0])
-        recipe = {"target": base.target_record(target), "prior": targets.prior(target, y, spec.metric).tolist(),
-                  "features": kinds, "y_mean": mean, "y_std": std}
+        prior = targets.prior(target, y, spec.metric)
+        scored = sequences.score_rows(train, spec.score_mask, train_path)  # every row without [data] score_mask
+        recipe = {"target": base.target_record(target), "prior": prior.tolist(), "features": kinds, "y_mean": mean,
+                  "y_std": std}
+        if confidence.wanted(spec):  # the fallback's confidence, and predict mode's where no fold left oof rows
+            recipe["confidence"] = confidence.spread(y[scored], prior)
         used = [*kinds["kinds"], *sources]
         identity = runs.digest(pd.util.hash_pandas_object(train[used], index=False).to_numpy(), np.array(target.columns))
         sample, where = self._where(test, test_path, sample, sample_path)
         data = TableData(features.encode(train, kinds), features.encode(test, kinds, test_path.name, s.warn), y, target,
                          sample, where, recipe, identity, groups, assigned,
-                         train[spec.id_column].astype(str).to_numpy() if spec.id_column else np.arange(len(train)))
+                         train[spec.id_column].astype(str).to_numpy() if spec.id_column in train else np.arange(len(train)),
+                         score_groups=train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None,
+                         weight=scored.astype(np.float32) if spec.score_mask else None)
         s.log(self.describe(data))
         return data
 
@@ -125,9 +112,10 @@ class TabularPipeline(base.Pipeline):
         would not fit the memory, `whole` says what to do (no sample of it will do)."""
         spec = self.spec
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
-        wanted = [spec.id_column, *columns] if spec.id_column else columns
-        test = frames.read_table(test_path, spec.id_column or None, columns=wanted, whole=whole)
-        if spec.id_column:
+        by_id = spec.id_column and not spec.id_parts  # else the test rows are made from the sample's ids (kit.data.joins)
+        wanted = [spec.id_column, *columns] if by_id else columns
+        test = frames.read_table(test_path, spec.id_column if by_id else None, columns=wanted, whole=whole)
+        if by_id:
             tables.require_columns(test, [spec.id_column], test_path)
             tables.require_unique(test, spec.id_column, test_path)
         return test, test_path
@@ -158,9 +146,11 @@ class TabularPipeline(base.Pipeline):
         """Predict mode: the test table and the sample submission, encoded with the training run's recipe."""
         s = self.session
         sample, sample_path, target = base.trained_sample(s)
-        read = [*recipe["features"]["kinds"], *sample.columns]
+        read = [*recipe["features"]["kinds"], *joins.sources(self.spec, list(recipe["features"]["kinds"])), *sample.columns]
         test, test_path = self._test_table(read, f"every test row is predicted, so it is read whole (the {len(read)} columns "
                                                  "the model and the sample read): run where there is more memory")
+        test = joins.build(self.spec, s.data_dir, None, test, sample, ("", test_path.name), s.warn,
+                           tuple(recipe["features"]["kinds"]))[1]
         absent = [c for c in recipe["features"]["kinds"] if c not in test.columns]
         if absent:
             raise KitError(f"{test_path.name}: no column '{absent[0]}' the model reads ({len(absent)} such); predict with "
@@ -228,6 +218,19 @@ class TabularPipeline(base.Pipeline):
     def predict_rows(self, data: TableData) -> int:
         return len(data.test.numbers)
 
+    def cut(self, data: TableData, pred: np.ndarray, oof: list[dict]) -> np.ndarray:
+        """Under a metric of a value and a confidence, the confidence fitted on the out-of-fold rows beside the values
+        (kit.pipelines.confidence); else the shared cut."""
+        if confidence.wanted(self.spec):
+            return confidence.cut(pred, oof, data.recipe, self.session.log)
+        return super().cut(data, pred, oof)
+
+    def submission(self, data: TableData, pred: np.ndarray) -> pd.DataFrame:
+        if confidence.wanted(self.spec):
+            column = confidence.column(self.spec, data.sample, list(data.target.columns), Path(self.spec.sample_submission))
+            return confidence.frame(data.sample, data.target, pred, column, base.submission_frame)
+        return super().submission(data, pred)
+
 
     def _in_sample_order(self, data: TableData, pred: np.ndarray) -> np.ndarray:
         out = np.zeros((len(data.sample), pred.shape[1]), np.float64)
@@ -267,7 +270,7 @@ class BoosterPipeline(TabularPipeline):
             return boosters.Task("binary")  # stopped on the log loss, even for the AUC (kit.models.boosters)
         if target.classification:
             return boosters.Task("multiclass", classes=target.outputs)
-        return boosters.Task("regression", l1=metric == "mae")
+        return boosters.Task("regression", l1=absolute(metric))
 
     def columns(self, data: TableData, rows: np.ndarray) -> list[np.ndarray]:
         """The target of each booster on `rows`: a column each for several, log1p(y) under rmsle."""
@@ -302,12 +305,19 @@ class BoosterPipeline(TabularPipeline):
         """A fold's boosters trained and checkpointed (kit.train.boosting), in place of the training loop."""
         columns = self.columns(data, train_rows)
         settings = self.settings(len(train_rows) * len(data.train.names))
-        made = [boosters.create(self.p.model_name, self.task(data.target), settings) for _ in columns]
+        made = [self.booster(self.task(data.target), settings) for _ in columns]
         kind = made[0].categories
         return boosting.fit(made, data.train.frame(train_rows, kind), columns, data.train.frame(val_rows, kind),
                             self.columns(data, val_rows), lambda preds: self.convert(data, preds), data.y[val_rows],
                             BoostConfig(self.p.rounds, self.p.early_stopping_rounds, cfg.metric), files, budget, fold,
-                            log, desc)
+                            log, desc, data.score_groups[val_rows] if data.score_groups is not None else None,
+                            data.weight[val_rows] if data.weight is not None else None)
+
+    def booster(self, task: boosters.Task, settings: boosters.Settings) -> boosters.Booster:
+        """One target column's booster: of model_name, or one of them per value of [params] models_by."""
+        if self.p.models_by:
+            return per_group.PerGroup(lambda: boosters.create(self.p.model_name, task, settings), self.p.models_by)
+        return boosters.create(self.p.model_name, task, settings)
 
     def predict(self, model: FoldBoosters, data: TableData, precision=None, batch_size: int = 0) -> np.ndarray:
         """(sample rows, outputs): the fold's boosters on the test table, in the sample submission's row order."""
@@ -327,7 +337,7 @@ class FoldBoosters:
         return {"boosters": [b.state() for b in self.boosters]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.boosters = [boosters.restore(s, self.settings) for s in state["boosters"]]
+        self.boosters = [per_group.restore(s, self.settings) for s in state["boosters"]]
 
 
 class MlpPipeline(TabularPipeline):

@@ -79,8 +79,10 @@ def run(comp: str, root: Path | None = None, seed: int = 0, overrides: dict | No
 
 def test_files(spec: Spec, data_dir: Path) -> list[str]:
     """What a code competition's inference kernel sees of the competition in `data_dir`: the sample
-    submission, the test table and the test images (or the archives that hold them), where it has them."""
-    found = [archives.locate(data_dir, name) for name in (spec.test, spec.sample_submission, spec.test_images) if name]
+    submission, the test table and the test images (or the archives that hold them), and the table the test rows join
+    (champs' structures.csv), where it has them."""
+    found = [archives.locate(data_dir, name) for name in (spec.test, spec.sample_submission, spec.test_images,
+                                                          spec.join_table) if name]
     return [path.relative_to(data_dir).as_posix() for path in found if path is not None]
 
 

@@ -111,10 +111,12 @@ def fold_deadline(budget: Budget | None, fold: tuple[int, int], now: float) -> f
 def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val: pd.DataFrame, yvs: list[np.ndarray],
         convert: Callable[[list[np.ndarray]], np.ndarray], target: np.ndarray, cfg: BoostConfig, files: FoldFiles,
         budget: Budget | None = None, fold: tuple[int, int] = (0, 1), log: Callable[[str], None] = print,
-        desc: str = "") -> FitResult:
+        desc: str = "", groups: np.ndarray | None = None, weight: np.ndarray | None = None) -> FitResult:
     """Train each of `boosters` (one per target column) on `train`/`ys`, early-stopped on `val`/`yvs`, within the
     fold's share of the time budget; `convert` turns their validation predictions into the metric's (target is
-    the validation rows' truth). The fold's checkpoint goes to `files.best`; its summary is the result."""
+    the validation rows' truth, `groups` their groups under a grouped metric, `weight` 1 where a row counts in the
+    metric and 0 where it does not: a score mask). The fold's checkpoint goes to
+    `files.best`; its summary is the result."""
     started = time.time()
     if budget is not None and not budget.eval_rows_per_s:
         budget.eval_rows_per_s = ROWS_PER_S
@@ -142,11 +144,12 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
             log(f"{desc}: {plan.rate:,.0f} rounds/s on {where}; its share of the time budget, "
                 f"{fmt(plan.deadline - plan.started)}, fits {fits:,} rounds{cut}")
     v0 = time.time()
-    rows = {"pred": convert([b.predict(val) for b in boosters]), "target": target}
+    rows = {"pred": convert([b.predict(val) for b in boosters]), "target": target,
+            **({} if groups is None else {"groups": groups}), **({} if weight is None else {"weight": weight})}
     if budget is not None:  # the prediction reserve's rate, from these rows (the loop's measure_epoch plans epochs)
         budget.eval_rows_per_s = len(target) / max(time.time() - v0, 1e-6)
-    score = metrics.score(cfg.metric, rows["pred"], target)
-    history = curve(boosters, val, convert, target, cfg.metric)
+    score = metrics.score(cfg.metric, rows["pred"], target, weight, groups)
+    history = curve(boosters, val, convert, target, cfg.metric, groups, weight)
     best, run = max(b.best for b in boosters), max(b.rounds for b in boosters)
     names = tuple(train.columns)
     shares = [b.importance(names) for b in boosters]
@@ -166,7 +169,8 @@ def fit(boosters: list[Booster], train: pd.DataFrame, ys: list[np.ndarray], val:
 
 
 def curve(boosters: list[Booster], val: pd.DataFrame, convert: Callable[[list[np.ndarray]], np.ndarray],
-          target: np.ndarray, metric: str) -> list[dict]:
+          target: np.ndarray, metric: str, groups: np.ndarray | None = None,
+          weight: np.ndarray | None = None) -> list[dict]:
     """The learning curve: at CURVE_POINTS rounds, the boosters' stop metric on the training and validation
     rows (their mean over the boosters) and the competition's metric on up to CURVE_ROWS validation rows."""
     run = max(b.rounds for b in boosters)
@@ -178,7 +182,8 @@ def curve(boosters: list[Booster], val: pd.DataFrame, convert: Callable[[list[np
         pred = convert([b.predict(sub, int(r)) for b in boosters])
         records.append({"epoch": int(r), "train_loss": float(np.mean([at(b.curves.train, r) for b in boosters])),
                         "val_loss": float(np.mean([at(b.curves.valid, r) for b in boosters])),
-                        metric: metrics.score(metric, pred, target[take])})
+                        metric: metrics.score(metric, pred, target[take], None if weight is None else weight[take],
+                                              None if groups is None else groups[take])})
     return records
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
+from kit.spec import absolute
 from kit.train.metrics import likeliest, ranked, whole_scores
 
 
@@ -183,7 +184,7 @@ def value_centre(target: Target, encoded: np.ndarray, metric: str) -> np.ndarray
     """Each value column's centre, as the metric measures distance: its median under mae, its mean in log space
     under rmsle, else its mean."""
     values = np.asarray(encoded, np.float64)
-    if metric == "mae":
+    if absolute(metric):  # mae, group_log_mae
         return np.atleast_1d(np.median(values, axis=0))
     if metric == "rmsle":
         return np.atleast_1d(np.expm1(np.mean(np.log1p(np.maximum(values, 0.0)), axis=0)))
@@ -205,7 +206,9 @@ def class_frequency(target: Target, encoded: np.ndarray, metric: str) -> np.ndar
 
 
 def centre_name(metric: str) -> str:
-    return {"mae": "the training median", "rmsle": "the training mean in log space"}.get(metric, "the training mean")
+    if absolute(metric):
+        return "the training median"
+    return {"rmsle": "the training mean in log space"}.get(metric, "the training mean")
 
 
 def named(name: str) -> Callable[[str], str]:

@@ -27,16 +27,23 @@ QUANTILES = 100
 QUANTILE_VALUES = 1_000_000  # predictions the quantiles are taken from at most (evenly spaced among them)
 
 
-def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> float:
+def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None,
+          groups: np.ndarray | None = None) -> float:
     """`pred`: (N, C) class probabilities, or (N,) / (N, 1) values; `target`: (N,) class indices or values,
     or (N, C) 0/1 labels (multi-label: `pred` holds each label's probability). Mask metrics take overlap counts
-    (kit.train.mask_metrics, named by their records and imported only here, when scored)."""
+    (kit.train.mask_metrics, named by their records and imported only here, when scored). `groups`: (N,) each
+    row's group, which a grouped metric (its record's `grouped`) scores apart."""
     record = metric_record(metric)
     if record.family in ("mask", "span"):  # rows of overlap counts, of windows' spans: no weights, no label columns
         return record.scorer()(metric, pred, target)
     if weight is not None:
         keep = weight > 0
         pred, target, weight = pred[keep], target[keep], weight[keep]
+        groups = groups[keep] if groups is not None else None
+    if record.grouped:
+        if groups is None:
+            raise ValueError(f"metric {metric} scores each [data] score_groups group apart, and these rows have no groups")
+        return record.scorer()(metric, pred, target, weight, groups)
     if isinstance(pred, TopK) and record.family != "ranking":
         raise ValueError(f"metric {metric} needs every class's probability, and these rows keep the likeliest few")
     if target.ndim == 2 and record.family == "value":  # several value columns: the mean of their scores
@@ -136,6 +143,43 @@ def mae(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | 
 
 def rmse(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
     return float(np.sqrt(np.average((first_column(pred, target) - target) ** 2, weights=weight)))
+
+
+def group_log_mae(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
+                  groups: np.ndarray) -> float:
+    """champs' score: the mean over the groups (coupling types) of log(MAE) within each, the MAE floored at 1e-9
+    (Kaggle's page; MLE-bench's grader takes log(MAE) as it is, the same for any MAE above 0)."""
+    error = np.abs(first_column(pred, target) - target)
+    codes, inverse = np.unique(groups, return_inverse=True)
+    w = np.ones(len(error)) if weight is None else weight.astype(np.float64)
+    maes = np.bincount(inverse, error * w, len(codes)) / np.maximum(np.bincount(inverse, w, len(codes)), 1e-12)
+    return float(np.mean(np.log(np.maximum(maes, 1e-9))))
+
+
+SIGMA_FLOOR, DELTA_CAP = 70.0, 1000.0  # osic's grader clips the confidence below at 70 and the error above at 1000
+
+
+def laplace(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """osic's modified Laplace log-likelihood, as its grader takes it: the mean of -sqrt(2) * delta / sigma -
+    log(sqrt(2) * sigma), sigma the confidence floored at 70 and delta the absolute error capped at 1000. `pred`:
+    (N, 2) values and confidences, or (N,) / (N, 1) values alone, scored at the one confidence that scores them best
+    (`confidence`), as the submission's is chosen on the out-of-fold rows."""
+    pred = pred.reshape(len(pred), -1)
+    sigma = pred[:, 1] if pred.shape[1] > 1 else confidence(pred[:, 0] - target)
+    return float(np.average(laplace_rows(pred[:, 0], target, sigma), weights=weight))
+
+
+def laplace_rows(value: np.ndarray, target: np.ndarray, sigma: np.ndarray | float) -> np.ndarray:
+    sigma = np.maximum(sigma, SIGMA_FLOOR)
+    delta = np.minimum(np.abs(target - value), DELTA_CAP)
+    return -np.sqrt(2) * delta / sigma - np.log(np.sqrt(2) * sigma)
+
+
+def confidence(residual: np.ndarray) -> float:
+    """The one confidence that scores these residuals best under `laplace`: sqrt(2) times their mean absolute value
+    (capped at 1000) is the optimum of the smooth loss, floored at 70 as the grader floors it."""
+    return float(max(np.sqrt(2) * np.mean(np.minimum(np.abs(residual), DELTA_CAP)), SIGMA_FLOOR)) if len(residual) \
+        else SIGMA_FLOOR
 
 
 def rmsle(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:

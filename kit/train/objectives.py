@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kit.data.batch import Batch
+from kit.spec import absolute
 from kit.train import topk
 
 
@@ -97,7 +98,7 @@ class Regression:
         self.low, self.high = (bounds[:, 0], bounds[:, 1]) if len(bounds) else (None, None)
         self.input_key = input_key
         self.log = metric == "rmsle"
-        self.loss = F.l1_loss if metric == "mae" else F.mse_loss
+        self.loss = F.l1_loss if absolute(metric) else F.mse_loss
         self.loss_metric = None  # the loss is in standardised units, not the metric's
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
@@ -147,7 +148,7 @@ class SequenceObjective:
         if self.classification:
             losses = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="none").view(y.shape)
         else:
-            fn = F.l1_loss if self.metric == "mae" else F.mse_loss
+            fn = F.l1_loss if absolute(self.metric) else F.mse_loss
             mean, std = self._on(out.device)
             if y.ndim == out.ndim:  # several target columns: (B, L, K) or (B, K), the mean of their losses
                 losses = fn(out, (y.float() - mean) / std, reduction="none").mean(-1)

@@ -51,6 +51,11 @@ READ = {
                                                         "submission     binary: probability"],
     "tensorflow-speech-recognition-challenge": ["train          32 clips, 6 classes (2 to 6 clips per class)",  # and the noise
                                                 "decode test: decoded 11 of 11 clips", "submission     label: label"],
+    "champs-scalar-coupling": ["structures.csv holds no row for any of test.csv's rows, so atom_0, atom_1, distance are "
+                               "missing in every test row", "features       3 columns: 1 number, 2 categories"],
+    "osic-pulmonary-fibrosis-progression": ["test           780 rows",  # 6 patients x 130 weeks, from Patient_Week
+                                            "confidence     ",  # fitted on the rows the grader scores: the last 3
+                                            "in every row: the one that scores the 180 out-of-fold rows best"],
 }
 
 

@@ -18,6 +18,11 @@ from kit.spec import Spec
 DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
     "tweet-sentiment-extraction": "kit init guesses no spans template: it does not yet read a target column whose "
                                   "texts are pieces of another column's (issue 39), so it drafts no jaccard config",
+    "champs-scalar-coupling": "its rows join structures.csv (join_table, join_keys, join_on) and its metric scores each "
+                              "coupling type apart (group_log_mae, which kit init reads as mae): kit init drafts "
+                              "neither a join nor score_groups",
+    "osic-pulmonary-fibrosis-progression": "its test rows are made from the sample's Patient_Week ids against each "
+                                           "patient's first visit (id_parts, baseline_key): kit init drafts neither",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -28,6 +33,9 @@ SETS = ("text_columns", "step_columns")  # the same columns in any order
 EVALUATION = {
     "accuracy": "Submissions are scored on their accuracy: the share of test rows whose predicted class is right.",
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
+    "group_log_mae": "Submissions are evaluated on the Log of the Mean Absolute Error, calculated for each scalar "
+                     "coupling type, and then averaged across types.",
+    "laplace": "Submissions are evaluated using a modified version of the Laplace Log Likelihood.",
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
     "jaccard": "Submissions are scored on the word-level Jaccard score of the predicted and the true selected text.",

@@ -60,6 +60,10 @@ LISTINGS = {
     "tweet-sentiment-extraction": "sample_submission.csv test.csv train.csv",
     "the-icml-2013-whale-challenge-right-whale-redux": "sampleSubmission.csv test2.zip train2.zip",
     "tensorflow-speech-recognition-challenge": "sample_submission.csv test train",
+    "champs-scalar-coupling": "dipole_moments.csv magnetic_shielding_tensors.csv mulliken_charges.csv potential_energy.csv "
+                              "sample_submission.csv scalar_coupling_contributions.csv structures structures.csv test.csv "
+                              "train.csv",
+    "osic-pulmonary-fibrosis-progression": "sample_submission.csv test test.csv train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -120,6 +124,17 @@ HEADERS = {
                                    "sample_submission.csv": "textID,selected_text"},
     "the-icml-2013-whale-challenge-right-whale-redux": {"sampleSubmission.csv": "clip,probability"},
     "tensorflow-speech-recognition-challenge": {"sample_submission.csv": "fname,label"},
+    "champs-scalar-coupling": {
+        "train.csv": "id,molecule_name,atom_index_0,atom_index_1,type,scalar_coupling_constant",
+        "test.csv": "id,molecule_name,atom_index_0,atom_index_1,type", "sample_submission.csv": "id,scalar_coupling_constant",
+        "structures.csv": "molecule_name,atom_index,atom,x,y,z", "dipole_moments.csv": "molecule_name,X,Y,Z",
+        "magnetic_shielding_tensors.csv": "molecule_name,atom_index,XX,YX,ZX,XY,YY,ZY,XZ,YZ,ZZ",
+        "mulliken_charges.csv": "molecule_name,atom_index,mulliken_charge",
+        "potential_energy.csv": "molecule_name,potential_energy",
+        "scalar_coupling_contributions.csv": "molecule_name,atom_index_0,atom_index_1,type,fc,sd,pso,dso"},
+    "osic-pulmonary-fibrosis-progression": {"train.csv": "Patient,Weeks,FVC,Percent,Age,Sex,SmokingStatus",
+                                            "test.csv": "Patient,Weeks,FVC,Percent,Age,Sex,SmokingStatus",
+                                            "sample_submission.csv": "Patient_Week,FVC,Confidence"},
 }
 
 
@@ -394,3 +409,25 @@ def test_tfrecords_are_framed_and_encoded_as_tensorflow_writes_them(tmp_path):
     path.write_bytes(bytes(blob))
     with pytest.raises(ValueError, match="CRC"):
         tfrecords.read(path)
+
+
+def test_champs_and_osic_split_whole_molecules_and_patients_as_prepare_does(written):
+    """champs: whole molecules held out, and structures.csv (and the .xyz files) of the training molecules only;
+    osic: test.csv each held-out patient's first visit, the sample every such patient x every week from the held-out
+    visits' first to their last, FVC 2000 and Confidence 100."""
+    folder = written["champs-scalar-coupling"]
+    train, test = (pd.read_csv(folder / f"{n}.csv") for n in ("train", "test"))
+    structures = pd.read_csv(folder / "structures.csv")
+    assert set(train["molecule_name"]).isdisjoint(test["molecule_name"]) and not set(train["id"]) & set(test["id"])
+    assert set(structures["molecule_name"]) == set(train["molecule_name"])
+    assert sorted(p.stem for p in (folder / "structures").iterdir()) == sorted(train["molecule_name"].unique())
+    assert set(train["type"]) <= {"1JHC", "1JHN", "2JHH", "2JHC", "2JHN", "3JHH", "3JHC", "3JHN"}
+    folder = written["osic-pulmonary-fibrosis-progression"]
+    train, test, sample = (pd.read_csv(folder / f"{n}.csv") for n in ("train", "test", "sample_submission"))
+    assert set(train["Patient"]).isdisjoint(test["Patient"]) and test["Patient"].is_unique
+    patients = sample["Patient_Week"].str.rpartition("_")
+    assert list(patients[0].unique()) == sorted(test["Patient"], key=list(patients[0].unique()).index)
+    weeks = patients[2].astype(int)
+    assert (patients.groupby(0)[2].count() == weeks.max() - weeks.min() + 1).all()
+    assert (sample["FVC"] == 2000).all() and (sample["Confidence"] == 100).all()
+    assert sorted(p.name for p in (folder / "test").iterdir()) == sorted(test["Patient"])

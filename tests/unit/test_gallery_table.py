@@ -23,3 +23,7 @@ def test_the_gallery_page_lists_every_shipped_config_and_only_those():
         assert config.load(name).spec.slug == competition, name
     first = [r[1] for r in rows[:75]]
     assert [int(r[0]) for r in rows[:75]] == list(range(1, 76)) and len(set(first)) == 75  # MLE-bench's 75, once each
+    served = sum(1 for r in rows[:75] if r[2] != "missing")
+    counted = re.search(r"In all: (\d+) of the 75 have a shipped config .*?, and (\d+) need",
+                        (ROOT / "docs" / "gallery.md").read_text(), re.S)
+    assert counted and (int(counted[1]), int(counted[2])) == (served, 75 - served), "docs/gallery.md's count is stale"

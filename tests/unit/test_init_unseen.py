@@ -13,7 +13,7 @@ from kit import cli, config
 from kit.build import draft_check, init
 from kit.build.survey import Survey
 from kit.errors import KitError
-from kit.pipelines import tabular
+from kit.pipelines import tabular_checks
 
 
 def test_a_json_file_that_is_not_a_table_is_skipped_with_a_note(tmp_path):
@@ -65,7 +65,7 @@ def test_a_tabular_draft_drops_the_columns_the_test_table_lacks_and_passes_the_k
     assert raw["data"]["drop_columns"] == ["diagnosis", "benign_malignant"]
     spec = config.parse(raw, tmp_path / "x.toml").spec
     train, test, sample = (pd.read_csv(folder / n) for n in ("train.csv", "test.csv", "sample_submission.csv"))
-    target, _, recipe = tabular.checked(spec, train, test, sample, (folder / "train.csv", folder / "test.csv",
+    target, _, recipe = tabular_checks.checked(spec, train, test, sample, (folder / "train.csv", folder / "test.csv",
                                                                     folder / "sample_submission.csv"), print)
     assert target.columns == ("target",) and "diagnosis" not in recipe["kinds"] and "age_approx" in recipe["kinds"]
 

@@ -300,3 +300,68 @@ def test_jaccard_scores_spans_only_and_spans_are_scored_by_it():
     with pytest.raises(KitError, match=r"^competition: metric rmse does not score spans of text: the spans template "
                                        r"takes jaccard"):
         Spec.from_dict({"slug": "s", "template": "spans", "metric": "rmse"})
+
+
+def champs_grade(answers, submission) -> float:
+    """MLE-bench's champs-scalar-coupling grade.py, written out: merge on id, group by type, np.log of sklearn's
+    MAE in each, their np.mean."""
+    merged = answers.merge(submission, on="id", suffixes=("_true", "_pred"))
+    return float(np.mean([np.log(skm.mean_absolute_error(g["scalar_coupling_constant_true"], g["scalar_coupling_constant_pred"]))
+                          for _, g in merged.groupby("type")]))
+
+
+def test_group_log_mae_is_champs_graders_mean_over_types_of_the_log_mae():
+    import pandas as pd
+    rng = np.random.default_rng(11)
+    types = rng.choice(["1JHC", "2JHH", "3JHN"], 300, p=[0.6, 0.3, 0.1])
+    truth = np.where(types == "1JHC", 90.0, 3.0) + rng.normal(0, 1, 300)
+    pred = truth + rng.normal(0, np.where(types == "1JHC", 3.0, 0.3))
+    answers = pd.DataFrame({"id": np.arange(300), "type": types, "scalar_coupling_constant": truth})
+    submission = pd.DataFrame({"id": rng.permutation(300)}).assign(
+        scalar_coupling_constant=lambda f: pred[f["id"].to_numpy()])  # the grader merges on id: any row order
+    assert metrics.score("group_log_mae", pred, truth, groups=types) == pytest.approx(champs_grade(answers, submission))
+    # every type counts alike: the rare type's MAE weighs as much as the common one's (not a pooled log-MAE)
+    assert metrics.score("group_log_mae", pred, truth, groups=types) != pytest.approx(np.log(np.abs(pred - truth).mean()))
+    exact = truth.copy()  # a perfect type floors at log(1e-9), Kaggle's floor (the grader's log(0) is -inf)
+    assert metrics.score("group_log_mae", exact, truth, groups=types) == pytest.approx(np.log(1e-9))
+    with pytest.raises(ValueError, match="scores each \\[data\\] score_groups group apart"):
+        metrics.score("group_log_mae", pred, truth)
+
+
+def osic_grade(answers, submission) -> float:
+    """MLE-bench's osic-pulmonary-fibrosis-progression grade.py, written out: its answers' last three weeks with an
+    FVC per patient, the submission's rows for them (sorted by Patient_Week), the confidence's NaN read as 0, and
+    its laplace_log_likelihood."""
+    submission = submission.copy()
+    submission["Confidence"] = submission["Confidence"].fillna(0)
+    answers = answers.dropna(subset=["FVC"]).copy()
+    answers["Week_Number"] = answers["Patient_Week"].apply(lambda x: int(x.split("_")[-1]))
+    answers = answers.sort_values("Week_Number").groupby("Patient").tail(3).drop(columns=["Week_Number"])
+    submission = submission[submission["Patient_Week"].isin(answers["Patient_Week"])].sort_values(by="Patient_Week")
+    answers = answers.sort_values(by="Patient_Week")
+    sd = np.maximum(submission["Confidence"].to_numpy(), 70)
+    delta = np.minimum(np.abs(answers["FVC"].to_numpy() - submission["FVC"].to_numpy()), 1000)
+    return float(np.mean(-np.sqrt(2) * delta / sd - np.log(np.sqrt(2) * sd)))
+
+
+def test_laplace_is_osics_grader_on_its_scored_rows_with_its_clips():
+    import pandas as pd
+    rng = np.random.default_rng(12)
+    rows = [(f"ID{p:023d}", w) for p in range(6) for w in range(-3, 20)]
+    answers = pd.DataFrame(rows, columns=["Patient", "Weeks"])
+    answers["Patient_Week"] = answers["Patient"] + "_" + answers["Weeks"].astype(str)
+    answers["FVC"] = np.where(rng.random(len(rows)) < 0.4, rng.normal(2500, 600, len(rows)), np.nan)  # the visits
+    pred = answers["FVC"].fillna(2500).to_numpy() + rng.normal(0, 400, len(rows)) * (rng.random(len(rows)) < 0.9) \
+        + np.where(rng.random(len(rows)) < 0.05, 3000, 0)  # some errors past the 1000 cap
+    confidence = rng.choice([20.0, 150.0, 400.0, np.nan], len(rows))  # below the floor of 70, and NaN
+    submission = pd.DataFrame({"Patient_Week": answers["Patient_Week"], "FVC": pred, "Confidence": confidence})
+    scored = answers.dropna(subset=["FVC"]).assign(w=lambda f: f["Weeks"]).sort_values("w").groupby("Patient").tail(3).index
+    rows_pred = np.stack([pred, np.nan_to_num(confidence, nan=0.0)], 1)[scored]
+    assert metrics.score("laplace", rows_pred, answers["FVC"].to_numpy()[scored]) == pytest.approx(
+        osic_grade(answers, submission))
+    # with values alone the confidence is the one that scores the rows best, above the grader's floor
+    values, truth = pred[scored], answers["FVC"].to_numpy()[scored]
+    best = metrics.score("laplace", values, truth)
+    assert all(best >= metrics.score("laplace", np.stack([values, np.full(len(values), c)], 1), truth) - 1e-9
+               for c in (70, 100, 200, 300, 500, 800, 1500))
+    assert metrics.confidence(np.zeros(10)) == 70.0 and metrics.greater_is_better("laplace")

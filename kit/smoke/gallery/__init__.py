@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, grades, photos, plants, scans, signals, sounds, texts, tweets, writings
+from kit.smoke.gallery import catalogues, graders, grades, measures, photos, plants, scans, signals, sounds, texts, tweets, writings
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -51,6 +51,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "tweet-sentiment-extraction": tweets.tweet_sentiment,
     "the-icml-2013-whale-challenge-right-whale-redux": sounds.whale,
     "tensorflow-speech-recognition-challenge": sounds.speech,
+    "champs-scalar-coupling": measures.champs,
+    "osic-pulmonary-fibrosis-progression": measures.osic,
 }
 
 

@@ -350,3 +350,27 @@ def check(slug: str, submission: Path, sample: Path) -> None:
         CHECKS[slug](sub, answers)
     except Invalid as e:
         raise Invalid(f"{submission}: {slug}'s grader would refuse it: {e}") from None
+
+
+def champs(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """champs' prepare_for_grading: the constant's and the id column, the id set (it merges on id). Beside the
+    grader: numbers (its MAE of text crashes) and finite ones (NaN makes a type's log-MAE NaN)."""
+    has_columns(sub, "scalar_coupling_constant", "id")
+    same_id_set(sub, sample, "id")
+    require(bool(np.isfinite(numeric(sub, "scalar_coupling_constant")).all()), "scalar_coupling_constant holds NaN or inf")
+
+
+def osic(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """osic's prepare_for_metric: Patient_Week, FVC and Confidence, every Patient_Week one of the answers', FVC and
+    Confidence numeric (NaN confidences it reads as 0, floored to 70). Beside the grader: every answer's row
+    present (the grader scores only the rows it finds, and a missing one drops out of its mean)."""
+    has_columns(sub, "Patient_Week", "FVC", "Confidence")
+    unknown = set(sub["Patient_Week"]) - set(sample["Patient_Week"])
+    require(not unknown, f"Patient_Week {sorted(unknown)[:1]} is not in the answers")
+    for column in ("FVC", "Confidence"):
+        require(pd.api.types.is_numeric_dtype(sub[column]), f"{column} is not numeric")
+    same_id_set(sub, sample, "Patient_Week")
+
+
+CHECKS["champs-scalar-coupling"] = champs
+CHECKS["osic-pulmonary-fibrosis-progression"] = osic
