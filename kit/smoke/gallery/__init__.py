@@ -11,7 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, grades, measures, photos, plants, scans, signals, sounds, texts, tweets, writings
+from kit.smoke.gallery import (
+    catalogues,
+    graders,
+    grades,
+    measures,
+    photos,
+    plants,
+    scans,
+    signals,
+    sounds,
+    texts,
+    tweets,
+    writings,
+)
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
