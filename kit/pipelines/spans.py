@@ -83,7 +83,14 @@ class SpansPipeline(base.Pipeline):
         question, context = spec.text_columns
         contexts = train[context].astype(str).tolist()
         answers = train[spec.target_column].astype(str).tolist()
-        chars = spans.answer_chars(contexts, answers)
+        starts = self._starts(train, train_path)
+        chars = spans.answer_chars(contexts, answers, starts)
+        if starts is not None:
+            spaces = np.array([len(a) - len(a.lstrip()) for a in answers])  # an answer's leading spaces
+            shift = chars[:, 0] - starts  # NaN where no start is given
+            placed = int(((shift >= 0) & (shift <= spaces)).sum())
+            s.log(f"answers        {placed} of {len(train)} placed at '{spec.answer_start_column}'"
+                  + (", the others found in their context" if placed < len(train) else ""))
         lost = chars[:, 0] < 0
         if lost.any():
             line = (f"{train_path.name}: the answer ('{spec.target_column}') is not in its context ('{context}') in "
@@ -110,9 +117,18 @@ class SpansPipeline(base.Pipeline):
         s.log(self.describe(data))
         return data
 
+    def _starts(self, train: pd.DataFrame, path: Path) -> np.ndarray | None:
+        """[data] answer_start_column's values (NaN where a cell is no number), or None where it is unset."""
+        column = self.spec.answer_start_column
+        if not column:
+            return None
+        tables.require_columns(train, [column], path)
+        return pd.to_numeric(train[column], errors="coerce").to_numpy(np.float64)
+
     def check_data(self) -> None:
         self._required()
-        self._read()
+        train, train_path, *_ = self._read()
+        self._starts(train, train_path)
 
     def _required(self) -> None:
         spec = self.spec
