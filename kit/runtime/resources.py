@@ -53,7 +53,8 @@ class Sizes:
     value_bytes: int = 1  # bytes of a decoded value (photos' uint8; float16 arrays: 2)
     columns: int = 0  # tables: feature columns
     steps: int = 0  # sequences: steps per sequence
-    tokens: int = 0  # texts: tokens per text (the mean)
+    tokens: int = 0  # texts: tokens per text (the mean); spans: per window
+    windows: int = 0  # spans: windows per context (the mean, rounded up; 0 = 1): rows of tokens and of logits
     model_size: int = 0  # the model's parameters (weights), for checkpoints and the resume state
     row_steps: int = 1  # metric rows an example yields (a sequence's steps, per step)
 
