@@ -58,6 +58,7 @@ LISTINGS = {
     "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
     "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
     "tweet-sentiment-extraction": "sample_submission.csv test.csv train.csv",
+    "chaii-hindi-and-tamil-question-answering": "sample_submission.csv test.csv train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -116,6 +117,9 @@ HEADERS = {
         "sample_submission.csv": "image_name,target"},
     "tweet-sentiment-extraction": {"train.csv": "textID,text,selected_text,sentiment", "test.csv": "textID,text,sentiment",
                                    "sample_submission.csv": "textID,selected_text"},
+    "chaii-hindi-and-tamil-question-answering": {"train.csv": "id,context,question,answer_text,answer_start,language",
+                                                 "test.csv": "id,context,question,language",
+                                                 "sample_submission.csv": "id,PredictionString"},
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, grades, photos, plants, scans, signals, texts, tweets, writings
+from kit.smoke.gallery import articles, catalogues, graders, grades, photos, plants, scans, signals, texts, tweets, writings
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -49,6 +49,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "ranzcr-clip-catheter-line-classification": scans.ranzcr,
     "siim-isic-melanoma-classification": scans.siim_isic,
     "tweet-sentiment-extraction": tweets.tweet_sentiment,
+    "chaii-hindi-and-tamil-question-answering": articles.chaii,
 }
 
 
