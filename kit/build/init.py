@@ -104,7 +104,8 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
         "text": lambda: guesses.text_guess(survey, sample_file, names),
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }
-    kinds = {"segmentation": "segmentation", "cnn": "cnn", "lstm": "sequence", "transformer": "sequence", "text": "text"}
+    kinds = {"segmentation": "segmentation", "cnn": "cnn", "lstm": "sequence", "transformer": "sequence", "text": "text",
+             "spans": "text"}
     if template:
         order = [kinds.get(template, "tabular")]
     else:

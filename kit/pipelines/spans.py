@@ -65,6 +65,9 @@ class SpansPipeline(base.Pipeline):
     def load(self) -> SpanData:
         s, spec, p = self.session, self.spec, self.p
         self._required()
+        if not p.model_path:  # not a data check: kit init's draft has none yet
+            raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
+                           "that an attached dataset or model holds")
         folder = paths.find_model(p.model_path)
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
@@ -138,9 +141,6 @@ class SpansPipeline(base.Pipeline):
         if not spec.test or not spec.id_column:
             raise KitError("[data] test and id_column must be set: the spans template finds each test row's sample "
                            "row by its id")
-        if not self.p.model_path:
-            raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
-                           "that an attached dataset or model holds")
 
     def _tokenizer(self, folder: Path):
         tokenizer = load_tokenizer(folder)

@@ -15,13 +15,10 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
-    "tweet-sentiment-extraction": "kit init guesses no spans template: it does not yet read a target column whose "
-                                  "texts are pieces of another column's (issue 39), so it drafts no jaccard config",
-}
+DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
-           "submission_columns", "train_masks", "mask_ext", "score_mask")
+           "submission_columns", "train_masks", "mask_ext", "score_mask", "answer_start_column")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
 # how a Kaggle evaluation page names each shipped metric (in our words): the description.md MLE-bench writes beside
 # the data, from which kit init reads the metric
