@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# the founding years, few enough that the tiny smoke tokenizer holds each as one word (chaii's real answers are
+# often years; a year cut into digits leaves a tiny model's span a digit short)
+YEARS = ("1192", "1336", "1469", "1526", "1556", "1605", "1674", "1757", "1799", "1857", "1885", "1947")
 # words of each language's filler sentences, its founders and places, its fact sentence and its two questions
 LANGUAGES = {
     "hindi": {
@@ -46,7 +49,7 @@ def article(rng: np.random.Generator, language: str) -> tuple[str, str, str, int
     """(context, question, answer_text, answer_start) of one smoke article in `language`."""
     words = LANGUAGES[language]
     name, place = str(rng.choice(words["names"])), str(rng.choice(words["places"]))
-    year = str(int(rng.integers(1000, 2000)))
+    year = str(rng.choice(YEARS))
     sentences = [" ".join(str(w) for w in rng.choice(words["filler"], size=int(rng.integers(5, 10)))) + words["end"]
                  for _ in range(int(rng.integers(10, 18)))]
     at = int(rng.integers(len(sentences)))
