@@ -203,7 +203,7 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         return None
     lines = [Line("train", train, "the training table"), Line("test", test, "the test table: it holds the texts"),
              Line("sample_submission", sample_file, "the sample submission, by its name")]
-    found = span_columns(train_frame, test_frame, key, texts) if key else ()  # spans match the sample by id
+    found = span_columns(train_frame, test_frame, key, texts, targets[0]) if key else ()  # spans match the sample by id
     if found and len(targets) == 1:
         return span_guess(found, lines, key, test, targets, train_frame)
     cannot = []
@@ -222,15 +222,17 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
                  labels_of(train_frame, targets, lines), cannot)
 
 
-def span_columns(train: pd.DataFrame, test: pd.DataFrame, key: str, texts: list[str]) -> tuple[str, ...]:
+def span_columns(train: pd.DataFrame, test: pd.DataFrame, key: str, texts: list[str], target: str) -> tuple[str, ...]:
     """(answer, question, context, answer start) where a training column the test table lacks holds pieces of a
     text column's cells, row by row (tweet-sentiment's selected_text of its text, chaii's answer_text of its
     context), with the question the other column both tables hold (free text first, else the most distinct values:
-    the sentiment); the answer start, a column of each answer's first character ("" where none); () otherwise."""
+    the sentiment); the answer start, a column of each answer's first character ("" where none); () otherwise. The
+    answer is the sample's `target` where the training table holds it (not pizza's label beside a copied text)."""
     only = [c for c in train.columns if c not in test.columns and c != key]
+    answers = [target] if target in train.columns else only
     for context in texts:
         cells = train[context].fillna("").astype(str)
-        for answer in only:
+        for answer in answers:
             values = train[answer]
             if not values.map(lambda v: isinstance(v, str)).mean() >= SPAN_SHARE:
                 continue
