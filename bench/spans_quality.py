@@ -58,7 +58,7 @@ def plain_qa(model_dir: Path, train: pd.DataFrame, test: pd.DataFrame, loop: Cal
     tokenizer = load_tokenizer(model_dir)
     w = spans.windows(tokenizer, train["question"].tolist(), train["context"].tolist(), MAX_LENGTH, STRIDE,
                       train["answer_text"].tolist())
-    y = torch.from_numpy(spans.token_targets(w, spans.answer_chars(w.contexts, w.answers, train["answer_start"])))
+    y = torch.from_numpy(spans.token_targets(w, spans.answer_chars(w.contexts, w.answers, train["answer_start"].to_numpy())))
 
     def padded(windows: spans.Windows) -> tuple[torch.Tensor, torch.Tensor]:
         ids = torch.full((len(windows), MAX_LENGTH), tokenizer.pad_token_id, dtype=torch.long)  # (W, L)
