@@ -207,6 +207,9 @@ class Data:
     # the metric (the out-of-fold score, a confidence's fit), such as osic's "rows_after < 3"
     score_mask: str = ""
     text_columns: tuple[str, ...] = ()  # text: the columns whose texts the model reads (several: joined by the separator)
+    # spans: the training table's column of each answer's first character in its context (chaii's answer_start);
+    # "" = each answer is found in its context (its first place)
+    answer_start_column: str = ""
     # the sample submission's columns the model fills, where they cannot be told from the columns copied through
     # (every other column but the id: a blank-headed index, a Date the test table has); () infers them
     submission_columns: tuple[str, ...] = ()

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from kit.build.survey import Survey
@@ -25,6 +26,7 @@ PHRASE_WORDS = 2.0  # a column of short texts holds this many words a cell on av
 LETTERS = 0.5  # of a text column's characters (but spaces) at least: "2009-06-15 17:26:21 UTC" is a time, not text
 HEAD_IDS = 50  # the sample's ids looked up in a table or folder: enough to tell, few enough to be quick
 UNSURE = "the first of the columns the test table lacks"  # label_column's reason when it cannot tell
+SPAN_SHARE = 0.9  # of a training column's answers found in their row's context: the answers are spans of it
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,9 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         return None
     lines = [Line("train", train, "the training table"), Line("test", test, "the test table: it holds the texts"),
              Line("sample_submission", sample_file, "the sample submission, by its name")]
+    found = span_columns(train_frame, test_frame, key, texts, targets[0]) if key else ()  # spans match the sample by id
+    if found and len(targets) == 1:
+        return span_guess(found, lines, key, test, targets, train_frame)
     cannot = []
     through = [c for c in columns(sample) if c != key and c in test_frame.columns]
     copied = f"; {', '.join(through)} copied through from the sample" if through else ""
@@ -215,6 +220,52 @@ def text_guess(survey: Survey, sample_file: str, names: list[str]) -> Guess | No
         lines.append(Line("submission_columns", targets, "the sample's columns the test table lacks: the model fills them"))
     return Guess("text", f"{kind} in {test} ({', '.join(texts[:3])})", lines, targets,
                  labels_of(train_frame, targets, lines), cannot)
+
+
+def span_columns(train: pd.DataFrame, test: pd.DataFrame, key: str, texts: list[str], target: str) -> tuple[str, ...]:
+    """(answer, question, context, answer start) where a training column the test table lacks holds pieces of a
+    text column's cells, row by row (tweet-sentiment's selected_text of its text, chaii's answer_text of its
+    context), with the question the other column both tables hold (free text first, else the most distinct values:
+    the sentiment); the answer start, a column of each answer's first character ("" where none); () otherwise. The
+    answer is the sample's `target` where the training table holds it (not pizza's label beside a copied text)."""
+    only = [c for c in train.columns if c not in test.columns and c != key]
+    answers = [target] if target in train.columns else only
+    for context in texts:
+        cells = train[context].fillna("").astype(str)
+        for answer in answers:
+            values = train[answer]
+            if not values.map(lambda v: isinstance(v, str)).mean() >= SPAN_SHARE:
+                continue
+            pairs = [(a.strip(), c) for a, c in zip(values.fillna("").astype(str), cells) if a.strip()]
+            inside = np.mean([a.lower() in c.lower() for a, c in pairs]) if pairs else 0.0
+            shorter = sum(len(a) for a, _ in pairs) < 0.9 * sum(len(c) for _, c in pairs)  # pieces, not copies
+            questions = [c for c in test.columns if c in train.columns and c not in (key, context)
+                         and test[c].map(lambda v: isinstance(v, str)).all()]
+            if inside < SPAN_SHARE or not shorter or not questions:
+                continue
+            question = max(questions, key=lambda c: (is_text(test[c]), test[c].nunique()))
+            starts = [c for c in only if c != answer and numbers(train[c]) is not None
+                      and placed(values.fillna("").astype(str), cells, train[c].fillna(-1)) >= SPAN_SHARE]
+            return answer, question, context, starts[0] if starts else ""
+    return ()
+
+
+def placed(answers: pd.Series, contexts: pd.Series, starts: pd.Series) -> float:
+    """The share of answers whose text their context holds at their start."""
+    return float(np.mean([c[int(at) : int(at) + len(a)] == a for a, c, at in zip(answers, contexts, starts)]))
+
+
+def span_guess(found: tuple[str, ...], lines: list[Line], key: str, test: str, targets: list[str],
+               train: pd.DataFrame) -> Guess:
+    """The spans template's reading: the answer column, the (question, context) pair, the answers' start."""
+    answer, question, context, start = found
+    lines = [*lines, Line("id_column", key, f"the sample's ids are {test}'s"),
+             Line("target_column", answer, f"its texts are pieces of each row's {context}: spans to find"),
+             Line("text_columns", [question, context], "the question, then the context the answer is a span of")]
+    if start:
+        lines.append(Line("answer_start_column", start, f"each {answer}'s first character in its {context}"))
+    return Guess("spans", f"{answer} is a span of {context} in the training table, given {question}", lines, targets,
+                 train[answer], metric=("jaccard", "answers are spans of text", "no other of kit's metrics (spans take jaccard)"))
 
 
 def target_lines(train: pd.DataFrame, targets: list[str], key: str, test: pd.DataFrame | None,

@@ -107,7 +107,7 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }
     kinds = {"segmentation": "segmentation", "cnn": "cnn", "audio": "cnn", "lstm": "sequence", "transformer": "sequence",
-             "text": "text"}
+             "text": "text", "spans": "text"}
     if template:
         order = [kinds.get(template, "tabular")]
     else:

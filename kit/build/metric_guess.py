@@ -17,6 +17,7 @@ SAID = (
     # TGS: "mean average precision at different intersection over union (IoU) thresholds"
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
     (r"dice coefficient|dice score|dice similarity|sørensen", "dice"),
+    (r"word[- ]level jaccard", "jaccard"),  # of texts' words (tweet-sentiment, chaii), not of masks
     (r"intersection over union|\bjaccard\b", "iou"),
     (r"unintended bias", "bias_auc"),
     (r"mean column-?wise root mean squared? error|mcrmse", "rmse"),

@@ -66,15 +66,22 @@ def windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_le
                    list(contexts), None if answers is None else list(answers))
 
 
-def answer_chars(contexts: Sequence[str], answers: Sequence[str]) -> np.ndarray:
-    """(examples, 2) each answer's [start, end) characters: its first place in its context (the same letters in
-    another case where the exact ones are not there, as tweet-sentiment's selected_text is found in its text);
-    (-1, -1) where it is not in the context at all."""
+def answer_chars(contexts: Sequence[str], answers: Sequence[str], starts: Sequence | None = None) -> np.ndarray:
+    """(examples, 2) each answer's [start, end) characters: at its given first character (`starts`, such as chaii's
+    answer_start: an answer found in several places is the one the annotator marked) where its text is there, else
+    its first place in its context (the same letters in another case where the exact ones are not there, as
+    tweet-sentiment's selected_text is found in its text); (-1, -1) where it is not in the context at all."""
     out = np.full((len(contexts), 2), -1, np.int64)
     for i, (context, answer) in enumerate(zip(contexts, answers)):
+        at = -1
+        if starts is not None and np.isfinite(given := float(starts[i])):
+            at = int(given) + len(answer) - len(answer.lstrip())  # the answer's leading spaces are not its text
         answer = answer.strip()
-        at = context.find(answer) if answer else -1
-        if at < 0 and answer:
+        if not answer:
+            continue
+        if at < 0 or context[at : at + len(answer)] != answer:
+            at = context.find(answer)
+        if at < 0:
             at = context.lower().find(answer.lower())
         if at >= 0:
             out[i] = at, at + len(answer)

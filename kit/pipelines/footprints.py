@@ -129,9 +129,12 @@ class Text:
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
-        """Without the model's folder (a laptop's plan), by its name: DeBERTa-v3's sizes, BERT-base's otherwise."""
+        """Without the model's folder (a laptop's plan), by its name: the multilingual encoders' (their vocabularies of
+        a quarter million words), DeBERTa-v3's sizes, BERT-base's otherwise."""
         name = p.model_path.lower()
-        for part, count in (("xsmall", 70_000_000), ("small", 141_000_000), ("large", 435_000_000), ("base", 184_000_000)):
+        for part, count in (("xlm-roberta-large", 560_000_000), ("xlm-roberta-base", 278_000_000),
+                            ("muril-large", 506_000_000), ("xsmall", 70_000_000), ("small", 141_000_000),
+                            ("large", 435_000_000), ("base", 184_000_000)):
             if part in name:
                 return count
         return 110_000_000
@@ -145,6 +148,33 @@ class Text:
 
 
 JOIN_ROW_BYTES = 60  # a joined row's share of the join: 55 bytes measured on champs (kit.data.joins)
+class Spans(Text):
+    """Rows are contexts, each cut into `windows` windows of up to max_length tokens: each window's tokens and their
+    characters in the context, and at prediction each test window's start and end logits (float32, max_length x 2),
+    a fold's and the folds' sum (kit.pipelines.spans.predict): what a context of tens of thousands of tokens costs."""
+
+    @staticmethod
+    def sizes(session, data) -> Sizes:
+        test = data.test_windows
+        contexts = max(len(test.contexts), 1)
+        train = len(data.train_windows.contexts) if data.train_windows is not None else 0
+        folder = data.folder / "config.json"
+        parameters = Text.from_config(json.loads(folder.read_text())) if folder.is_file() else 0
+        return Sizes(train, len(test.contexts), data.target.outputs, data.target.kind,
+                     tokens=int(test.tokens.offsets[-1] / max(len(test), 1)), windows=-(-len(test) // contexts),
+                     model_size=parameters)
+
+    @staticmethod
+    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
+        s, length = sizes, p.max_length
+        windows = max(s.windows, 1)
+        tokens = min(s.tokens or length, length)
+        note = f"{windows} window{'s' * (windows > 1)} a context of {tokens} tokens"
+        test_windows = s.test_rows * windows
+        return [Need("the windows' tokens and their characters", "ram", (s.train_rows + s.test_rows) * windows * tokens
+                     * (4 + 8), note=note),
+                Need("test windows' start and end logits, a fold's and their sum", "ram", 2 * test_windows * length * 2 * 4,
+                     "prediction", f"{test_windows:,} windows x {length} tokens x 2 logits, float32")]
 
 
 class Tabular:

@@ -65,6 +65,9 @@ class SpansPipeline(base.Pipeline):
     def load(self) -> SpanData:
         s, spec, p = self.session, self.spec, self.p
         self._required()
+        if not p.model_path:  # not a data check: kit init's draft has none yet
+            raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
+                           "that an attached dataset or model holds")
         folder = paths.find_model(p.model_path)
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
@@ -83,7 +86,14 @@ class SpansPipeline(base.Pipeline):
         question, context = spec.text_columns
         contexts = train[context].astype(str).tolist()
         answers = train[spec.target_column].astype(str).tolist()
-        chars = spans.answer_chars(contexts, answers)
+        starts = self._starts(train, train_path)
+        chars = spans.answer_chars(contexts, answers, starts)
+        if starts is not None:
+            spaces = np.array([len(a) - len(a.lstrip()) for a in answers])  # an answer's leading spaces
+            shift = chars[:, 0] - starts  # NaN where no start is given
+            placed = int(((shift >= 0) & (shift <= spaces)).sum())
+            s.log(f"answers        {placed} of {len(train)} placed at '{spec.answer_start_column}'"
+                  + (", the others found in their context" if placed < len(train) else ""))
         lost = chars[:, 0] < 0
         if lost.any():
             line = (f"{train_path.name}: the answer ('{spec.target_column}') is not in its context ('{context}') in "
@@ -110,9 +120,18 @@ class SpansPipeline(base.Pipeline):
         s.log(self.describe(data))
         return data
 
+    def _starts(self, train: pd.DataFrame, path: Path) -> np.ndarray | None:
+        """[data] answer_start_column's values (NaN where a cell is no number), or None where it is unset."""
+        column = self.spec.answer_start_column
+        if not column:
+            return None
+        tables.require_columns(train, [column], path)
+        return pd.to_numeric(train[column], errors="coerce").to_numpy(np.float64)
+
     def check_data(self) -> None:
         self._required()
-        self._read()
+        train, train_path, *_ = self._read()
+        self._starts(train, train_path)
 
     def _required(self) -> None:
         spec = self.spec
@@ -122,9 +141,6 @@ class SpansPipeline(base.Pipeline):
         if not spec.test or not spec.id_column:
             raise KitError("[data] test and id_column must be set: the spans template finds each test row's sample "
                            "row by its id")
-        if not self.p.model_path:
-            raise KitError("model_path is empty; set it to the Hugging Face model folder (config, weights, tokenizer) "
-                           "that an attached dataset or model holds")
 
     def _tokenizer(self, folder: Path):
         tokenizer = load_tokenizer(folder)

@@ -53,8 +53,9 @@ class Sizes:
     value_bytes: int = 1  # bytes of a decoded value (photos' uint8; float16 arrays: 2)
     columns: int = 0  # tables: feature columns
     steps: int = 0  # sequences: steps per sequence
-    tokens: int = 0  # texts: tokens per text (the mean)
+    tokens: int = 0  # texts: tokens per text (the mean); spans: per window
     samples: int = 0  # sounds: samples per clip at the run's rate (the mean)
+    windows: int = 0  # spans: windows per context (the mean, rounded up; 0 = 1): rows of tokens and of logits
     model_size: int = 0  # the model's parameters (weights), for checkpoints and the resume state
     row_steps: int = 1  # metric rows an example yields (a sequence's steps, per step)
 

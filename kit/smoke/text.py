@@ -31,7 +31,9 @@ def build_tiny_encoder(texts: Iterable[str], folder: Path, seed: int = 0, vocab_
 
     # The vocabulary is counted here, not learned by tokenizers' WordPiece trainer: the trainer breaks ties
     # between merges in hash-map order, so two builds would number (and even choose) tokens differently.
-    normalizer, splitter = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    # accents kept: stripping them drops Devanagari and Tamil vowel signs, and a span mapped back lost its last one
+    normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=False)
+    splitter = pre_tokenizers.BertPreTokenizer()
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(word for word, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text)))

@@ -56,6 +56,8 @@ READ = {
     "osic-pulmonary-fibrosis-progression": ["test           780 rows",  # 6 patients x 130 weeks, from Patient_Week
                                             "confidence     ",  # fitted on the rows the grader scores: the last 3
                                             "in every row: the one that scores the 180 out-of-fold rows best"],
+    "chaii-hindi-and-tamil-question-answering": ["answers        160 of 160 placed at 'answer_start'",
+                                                 "train          160 contexts in 493 windows of at most 64 tokens"],
 }
 
 

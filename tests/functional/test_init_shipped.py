@@ -16,8 +16,6 @@ from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
 DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
-    "tweet-sentiment-extraction": "kit init guesses no spans template: it does not yet read a target column whose "
-                                  "texts are pieces of another column's (issue 39), so it drafts no jaccard config",
     "champs-scalar-coupling": "its rows join structures.csv (join_table, join_keys, join_on) and its metric scores each "
                               "coupling type apart (group_log_mae, which kit init reads as mae): kit init drafts "
                               "neither a join nor score_groups",
@@ -26,7 +24,7 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
-           "submission_columns", "train_masks", "mask_ext", "score_mask")
+           "submission_columns", "train_masks", "mask_ext", "score_mask", "answer_start_column")
 SETS = ("text_columns", "step_columns")  # the same columns in any order
 # how a Kaggle evaluation page names each shipped metric (in our words): the description.md MLE-bench writes beside
 # the data, from which kit init reads the metric

@@ -64,6 +64,7 @@ LISTINGS = {
                               "sample_submission.csv scalar_coupling_contributions.csv structures structures.csv test.csv "
                               "train.csv",
     "osic-pulmonary-fibrosis-progression": "sample_submission.csv test test.csv train train.csv",
+    "chaii-hindi-and-tamil-question-answering": "sample_submission.csv test.csv train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -135,6 +136,9 @@ HEADERS = {
     "osic-pulmonary-fibrosis-progression": {"train.csv": "Patient,Weeks,FVC,Percent,Age,Sex,SmokingStatus",
                                             "test.csv": "Patient,Weeks,FVC,Percent,Age,Sex,SmokingStatus",
                                             "sample_submission.csv": "Patient_Week,FVC,Confidence"},
+    "chaii-hindi-and-tamil-question-answering": {"train.csv": "id,context,question,answer_text,answer_start,language",
+                                                 "test.csv": "id,context,question,language",
+                                                 "sample_submission.csv": "id,PredictionString"},
 }
 
 

@@ -11,6 +11,7 @@ from kit import cli, config
 from kit.build import init, mask_guesses, metric_guess
 from kit.data import masks
 from kit.errors import KitError
+from kit.smoke import gallery
 from kit.smoke import segmentation as smoke_segmentation
 from kit.smoke.packing import write_zip
 
@@ -149,10 +150,28 @@ def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(t
      "(IoU) thresholds.", "map_iou"),
     ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient.", "dice"),
     ("## Evaluation\nSubmissions are scored on the intersection over union of the predicted and true masks.", "iou"),
+    ("## Evaluation\nThe metric in this competition is the [word-level Jaccard score](https://x).", "jaccard"),
     ("## Overview\nNothing about how it is scored.", ""),
 ])
 def test_an_evaluation_section_names_its_metric(evaluation, metric):
     assert metric_guess.from_description(evaluation)[0] == metric
+
+
+@pytest.mark.parametrize("slug, data", [
+    ("tweet-sentiment-extraction", {"target_column": "selected_text", "text_columns": ["sentiment", "text"]}),
+    ("chaii-hindi-and-tamil-question-answering", {"target_column": "answer_text", "text_columns": ["question", "context"],
+                                                  "answer_start_column": "answer_start"}),
+])
+def test_a_column_of_pieces_of_another_is_drafted_as_spans_with_jaccard(tmp_path, slug, data):
+    """A training column the test table lacks whose texts are pieces of each row's text (the tweet's selected_text,
+    the article's answer) is a span to find, given the other column both tables hold (the sentiment, the question;
+    not chaii's two-valued language); a number column holding each answer's first character is its start."""
+    folder = gallery.write(slug, tmp_path / slug)
+    (folder / "description.md").unlink()  # the metric from the data alone
+    raw = tomllib.loads(init.draft(folder))
+    assert (raw["competition"]["template"], raw["competition"]["metric"]) == ("spans", "jaccard")
+    assert {k: raw["data"].get(k) for k in data} == data and raw["data"]["id_column"] == ("textID" if "tweet" in slug
+                                                                                          else "id")
 
 
 def test_micro_f1_of_one_label_a_row_is_accuracy(tmp_path):

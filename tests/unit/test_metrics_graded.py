@@ -365,3 +365,30 @@ def test_laplace_is_osics_grader_on_its_scored_rows_with_its_clips():
     assert all(best >= metrics.score("laplace", np.stack([values, np.full(len(values), c)], 1), truth) - 1e-9
                for c in (70, 100, 200, 300, 500, 800, 1500))
     assert metrics.confidence(np.zeros(10)) == 70.0 and metrics.greater_is_better("laplace")
+
+
+def chaii_grade(preds: list[str], answers: list[str]) -> float:
+    """chaii-hindi-and-tamil-question-answering's grade.py, as MLE-bench writes it: each text's set of lower-cased
+    words binarized over every word seen, then scikit-learn's jaccard_score averaged over samples."""
+    from sklearn.metrics import jaccard_score
+    from sklearn.preprocessing import MultiLabelBinarizer
+
+    y_pred = [set(sentence.lower().split()) for sentence in preds]
+    y_true = [set(sentence.lower().split()) for sentence in answers]
+    mlb = MultiLabelBinarizer(classes=list(set.union(*y_true, *y_pred)), sparse_output=True)
+    return jaccard_score(mlb.fit_transform(y_true), mlb.transform(y_pred), average="samples")
+
+
+CHAII_CASES = [("१९४७", "१९४७"), ("सन् 1947 में", "1947"), ("महात्मा गांधी", "गांधी"), ("चेन्नई", "மதராசு"),
+               ("சென்னை நகரம்", "சென்னை"), ("தமிழ்நாடு  சென்னை\tநகரம்", "சென்னை நகரம் தமிழ்நாடு"), ("", "இந்தியா"),
+               ("Delhi दिल्ली", "delhi"), ("a a b", "b")]
+
+
+def test_jaccard_is_chaiis_grader_on_shared_cases_in_devanagari_and_tamil():
+    """chaii's grader computes the same word Jaccard (scikit-learn's per-sample Jaccard of the word sets): kit's
+    one `jaccard` record scores both competitions. They differ only where a prediction and its answer are both
+    empty (scikit-learn counts 0, kit 1), which chaii's answers, never empty, cannot meet."""
+    preds, answers = [a for a, _ in CHAII_CASES], [b for _, b in CHAII_CASES]
+    assert mean_jaccard(preds, answers) == pytest.approx(chaii_grade(preds, answers))
+    for a, b in CHAII_CASES:  # each beside an exact row (scikit-learn refuses a one-row sparse input)
+        assert (jaccard(a, b) + 1) / 2 == pytest.approx(chaii_grade([a, "x"], [b, "x"])), (a, b)

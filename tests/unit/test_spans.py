@@ -68,3 +68,36 @@ def test_answers_are_found_in_their_context_in_another_case_and_lost_ones_marked
     chars = spans.answer_chars(contexts, ["love", "so happy ", "absent"])
     assert chars.tolist() == [[2, 6], [1, 9], [-1, -1]]
     assert spans.span_texts(contexts, chars) == ["love", "So HAPPY", "nothing here"]  # no span: the whole text
+
+
+def test_a_given_answer_start_places_an_answer_its_context_holds_twice():
+    """chaii's answer_start marks which of an answer's places the annotator meant (the second "1947" below); a
+    start that does not hold the answer's text (a wrong or missing one) falls back to the answer's first place."""
+    contexts = ["भारत 1947 में स्वतंत्र हुआ। 1947 का वर्ष", "சென்னை தமிழ்நாடு சென்னை", "ab ab", "ab ab"]
+    answers = ["1947", " சென்னை", "ab", "ab"]
+    starts = [contexts[0].rindex("1947"), contexts[1].rindex("சென்னை") - 1, 1, float("nan")]
+    chars = spans.answer_chars(contexts, answers, starts)
+    second = contexts[0].rindex("1947")
+    assert chars.tolist() == [[second, second + 4], [contexts[1].rindex("சென்னை"), len(contexts[1])], [0, 2], [0, 2]]
+    assert spans.answer_chars(contexts, answers)[0].tolist() == [5, 9]  # no starts: the first place
+
+
+def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokenizer, tmp_path):
+    """chaii at its real size ([sizes]: 112 test articles of ~20 windows of 384 tokens): the test windows' start and
+    end logits, a fold's and the sum, and every window's tokens; in the kernel, windows a context read from the data
+    (rounded up)."""
+    from types import SimpleNamespace
+
+    from kit.build import plan
+    from kit.pipelines import footprints
+    from kit.train.targets import Target
+
+    made = plan.plan("chaii-hindi-and-tamil-question-answering", log=lambda line: None)
+    amounts = {n.what: n.amount for n in made.needs}
+    assert amounts["test windows' start and end logits, a fold's and their sum"] == 2 * 112 * 20 * 384 * 2 * 4
+    assert amounts["the windows' tokens and their characters"] == (1002 + 112) * 20 * 384 * (4 + 8)
+    contexts = [" ".join(f"w{i}" for i in range(300)), "w1 w2"]  # ~1,200 tokens: many windows, and one
+    w = spans.windows(tokenizer, ["where", "where"], contexts, MAX_LENGTH, STRIDE)
+    data = SimpleNamespace(test_windows=w, train_windows=None, folder=tmp_path, target=Target("span", ("answer",)))
+    sizes = footprints.Spans.sizes(None, data)
+    assert (sizes.train_rows, sizes.test_rows, sizes.windows) == (0, 2, -(-len(w) // 2)) and len(w) > 20

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kit.errors import KitError
 from kit.smoke.gallery import (
+    articles,
     catalogues,
     graders,
     grades,
@@ -66,6 +67,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "tensorflow-speech-recognition-challenge": sounds.speech,
     "champs-scalar-coupling": measures.champs,
     "osic-pulmonary-fibrosis-progression": measures.osic,
+    "chaii-hindi-and-tamil-question-answering": articles.chaii,
 }
 
 

@@ -374,3 +374,16 @@ def osic(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 CHECKS["champs-scalar-coupling"] = champs
 CHECKS["osic-pulmonary-fibrosis-progression"] = osic
+def chaii(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """The length, PredictionString and id, the sorted ids; each cell is lower-cased and split as text, so a column
+    pandas reads as numbers (every answer a year) fails the grader's `.lower()`. An empty cell is read as NaN and
+    scored as empty text."""
+    same_length(sub, sample)
+    has_columns(sub, "PredictionString", "id")
+    sorted_ids_equal(sub, sample, "id")
+    cells = sub["PredictionString"]
+    require(not pd.api.types.is_numeric_dtype(cells) or bool(cells.isna().all()),
+            "its PredictionString column reads as numbers, which the grader cannot lower-case")
+
+
+CHECKS["chaii-hindi-and-tamil-question-answering"] = chaii
