@@ -60,6 +60,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("dice", True, "mask", "kit.train.mask_metrics:score"),
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("global_dice", True, "mask", "kit.train.mask_metrics:score"),
 )}
 
 
@@ -126,8 +127,21 @@ def image_extension(ext: str) -> str:
 
 
 def mask_extension(ext: str) -> str:
-    """`ext` as a mask's name ends after its image's id: "png" is ".png"; "_mask.gif" stays a suffix."""
-    return image_extension(ext) if ext and not ext.startswith(("_", "-")) else ext
+    """`ext` as a mask's name ends after its image's id: "png" is ".png"; "_mask.gif" stays a suffix, and
+    "/human_pixel_masks.npy" is a file in the image's own folder (a record read by `bands`)."""
+    return image_extension(ext) if ext and not ext.startswith(("_", "-", "/")) else ext
+
+
+def band_choice(text: str) -> str:
+    """`[data] bands`: "" (images are files), "ash", or three GOES-16 band numbers 1 to 16 ("11 14 15",
+    "8,11,15"), kept as "11 14 15"."""
+    text = text.strip()
+    if text in ("", "ash"):
+        return text
+    parts = text.replace(",", " ").split()
+    if len(parts) != 3 or not all(p.isdigit() and 1 <= int(p) <= 16 for p in parts):
+        raise ValueError("is not \"ash\" nor three band numbers from 1 to 16 (such as \"11 14 15\")")
+    return " ".join(str(int(p)) for p in parts)
 
 
 @dataclass(frozen=True)
@@ -163,6 +177,11 @@ class Data:
     # segmentation: the run-length codes' pixel order, read and written: "column" (down each column, then the next:
     # TGS, Severstal, HuBMAP and MLE-bench's graders) or "row" (along each row: Carvana's)
     rle_order: str = setting("column", choices=("column", "row"))
+    # segmentation: each image is a record's folder of band_XX.npy arrays (height, width, time steps), read as
+    # three channels (kit.data.bands): "ash" (contrails' false colour of bands 11, 14, 15) or three band numbers
+    # ("11 14 15"); "" = images are files
+    bands: str = setting("", normalize=band_choice)
+    band_frame: int = 4  # segmentation bands: the time step read (0-based; contrails' labelled step is the fifth)
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from kit.data import archives, tables
+from kit.data import archives, rle, tables
 from kit.data.canvas import Masks
 from kit.errors import KitError
 from kit.runtime import run_folder
@@ -56,6 +56,7 @@ class Output:
     pixel: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # "pixels": (rows, 2) 0-based row, col
     classes: tuple[str, ...] = ()  # "class": the class names the rows' ids end in
     order: str = "column"  # "image", "class": the codes' pixel order (kit.data.rle)
+    empty: str = ""  # "image", "class": an empty mask's code, "-" where the sample writes it so (contrails')
 
 
 def class_order(names) -> tuple[str, ...]:
@@ -65,17 +66,19 @@ def class_order(names) -> tuple[str, ...]:
 
 
 class _Files:
-    """Which names have a file `<name><ext>` in a folder (each asked once)."""
+    """Which names have a file `<name><ext>` in a folder (each asked once); with `records`, a folder of that name
+    (a record of band arrays, [data] bands)."""
 
-    def __init__(self, folder: Path, ext: str):
-        self.folder, self.ext, self.known = folder, ext, {}
+    def __init__(self, folder: Path, ext: str, records: bool = False):
+        self.folder, self.ext, self.known, self.records = folder, ext, {}, records
 
     def path(self, name: str) -> str:
         return str(self.folder / f"{name}{self.ext}")
 
     def __call__(self, name: str) -> bool:
         if name not in self.known:
-            self.known[name] = Path(self.path(name)).is_file()
+            path = Path(self.path(name))
+            self.known[name] = path.is_dir() if self.records else path.is_file()
         return self.known[name]
 
 
@@ -92,13 +95,14 @@ def image_and_class(ids: pd.Series, exists: Callable[[str], bool]) -> tuple[pd.S
 def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training:
     """The training images and the source of their masks, checked: every listed image has a mask."""
     folder = archives.find_folder(data_dir, spec.train_images, "train_images", log=log)
-    images = _Files(folder, spec.image_ext)
+    images = _Files(folder, spec.image_ext, bool(spec.bands))
     if not spec.train:
         if not spec.train_masks:
             raise KitError("[data] train and train_masks are both empty: name the training table of run-length codes "
                            "(train) or the folder of masks (train_masks)")
         ext = spec.image_ext
-        ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir() if p.is_file() and p.name.endswith(ext))
+        ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir()
+                     if (p.is_dir() if spec.bands else p.is_file()) and p.name.endswith(ext))
         found = _mask_files(spec, data_dir, log)
         kept = [i for i in ids if found(i)]
         if not kept:
@@ -162,7 +166,7 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     """What the sample submission's rows name: its layout, the test images in its order, and for each row its
     image (and class, or pixel)."""
     folder = archives.find_folder(data_dir, spec.test_images, "test_images", log=log)
-    images = _Files(folder, spec.image_ext)
+    images = _Files(folder, spec.image_ext, bool(spec.bands))
     ids = sample[spec.id_column].astype(str)
     first = ids.iloc[0]
     pixel = PIXEL.fullmatch(first)
@@ -197,9 +201,10 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     if layout == "class":
         classes = class_order(klass)
         return Output(layout, column, names, [images.path(n) for n in names], rows,
-                      klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order)
+                      klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order,
+                      empty=rle.empty_code(sample[column]))
     return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64),
-                  order=spec.rle_order)
+                  order=spec.rle_order, empty=rle.empty_code(sample[column]))
 
 
 def names_files(values: pd.Series) -> bool:

@@ -339,3 +339,36 @@ def check(slug: str, submission: Path, sample: Path) -> None:
         CHECKS[slug](sub, answers)
     except Invalid as e:
         raise Invalid(f"{submission}: {slug}'s grader would refuse it: {e}") from None
+
+
+def mlebench_rle(code, height: int, width: int) -> None:
+    """mlebench.competitions.utils.rle_decode's asserts: text, starts sorted, starts and lengths positive, no run
+    overlapping another, none past the image's last pixel (its slice would stop there; a later reshape fails)."""
+    require(isinstance(code, str), f"run-length code {code!r} is not text (a blank cell reads as NaN)")
+    if not code.strip():
+        return
+    try:
+        values = [int(v) for v in code.split()]
+    except ValueError:
+        raise Invalid(f"run-length code '{code[:40]}' is not whole numbers") from None
+    starts, lengths = values[0::2], values[1::2]
+    require(len(starts) == len(lengths), f"run-length code '{code[:40]}' has an odd count of numbers")
+    require(starts == sorted(starts), f"run-length code '{code[:40]}' has starts out of order")
+    require(all(v > 0 for v in values), f"run-length code '{code[:40]}' has a start or length below 1")
+    ends = [s - 1 + n for s, n in zip(starts, lengths)]
+    require(all(e <= s - 1 for e, s in zip(ends, starts[1:])), f"run-length code '{code[:40]}' has overlapping runs")
+    require(not ends or ends[-1] <= height * width, f"run-length code '{code[:40]}' runs past a {height} x {width} image")
+
+
+def contrails(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: record_id and encoded_pixels, the length, the sorted ids, then "-" read as no mask and each
+    code decoded at its record's height and width (the answers', here the sample's)."""
+    has_columns(sub, "record_id", "encoded_pixels")
+    same_length(sub, sample)
+    sub, sample = sub.sort_values("record_id"), sample.sort_values("record_id")
+    sorted_ids_equal(sub, sample, "record_id")
+    for code, h, w in zip(sub["encoded_pixels"].replace("-", ""), sample["height"], sample["width"]):
+        mlebench_rle(code, int(h), int(w))
+
+
+CHECKS["google-research-identify-contrails-reduce-global-warming"] = contrails
