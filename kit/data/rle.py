@@ -84,7 +84,7 @@ def problem(code) -> str:
     try:
         values = numbers(code, "code")
     except KitError as e:
-        return str(e).split(": ", 1)[1]
+        return str(e).split(": ", 1)[1].removeprefix("run-length code ")  # the caller says what it is
     starts, lengths = values[0::2], values[1::2]
     if len(starts) and (starts.min() < 1 or lengths.min() < 1):
         return f"'{code[:40]}' has a start or length below 1"

@@ -43,6 +43,9 @@ READ = {
                                                  "submission     multi: ETT - Abnormal, ETT - Borderline"],
     "siim-isic-melanoma-classification": ["decode train: decoded 96 of 96 images",  # jpeg/train/, not the DICOMs
                                           "train          96 images, 2 classes"],
+    "google-research-identify-contrails-reduce-global-warming": [  # record folders of band arrays, an .npy mask each
+        "decode train: decoded 60 of 60 images and their masks onto 32 x 32 canvases",
+        "submission     a run-length code per image in 'encoded_pixels', 12 rows"],
 }
 
 

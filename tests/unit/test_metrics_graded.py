@@ -224,13 +224,14 @@ def test_bias_auc_needs_its_identity_columns_named():
 def test_mask_metrics_score_masks_only_and_masks_are_scored_by_them():
     """A text config with iou would score probabilities as masks (1.0 for any model), and a segmentation config
     with auc would fail after the data loaded: both are one line at the config."""
-    for template, metric in (("text", "iou"), ("cnn", "dice"), ("tabular", "map_iou")):
+    for template, metric in (("text", "iou"), ("cnn", "dice"), ("tabular", "map_iou"), ("cnn", "global_dice")):
         with pytest.raises(KitError, match=rf"^competition: metric {metric} scores masks, which only the segmentation "):
             Spec.from_dict({"slug": "s", "template": template, "metric": metric})
     with pytest.raises(KitError, match=r"^competition: metric auc does not score masks: the segmentation template takes "
-                                       r"dice, iou, map_iou, or rmse for image to image; set another metric or template$"):
+                                       r"dice, iou, map_iou, global_dice, or rmse for image to image; set another metric or "
+                                       r"template$"):
         Spec.from_dict({"slug": "s", "template": "segmentation", "metric": "auc"})
-    for metric in ("dice", "iou", "map_iou", "rmse"):
+    for metric in ("dice", "iou", "map_iou", "global_dice", "rmse"):
         assert Spec.from_dict({"slug": "s", "template": "segmentation", "metric": metric}).metric == metric
 
 
@@ -265,3 +266,54 @@ def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
     assert set(listed) == {m for m in spec.METRICS if m not in spec.MASK_METRICS}
     assert all((better == "higher") == spec.METRICS[m].greater_is_better for m, better in listed.items())
     assert all(f"`{m}`" in (docs / "templates.md").read_text() for m in spec.MASK_METRICS)
+
+
+def graders_rle_decode(code: str, height: int, width: int) -> np.ndarray:
+    """mlebench.competitions.utils.rle_decode, written out (its asserts aside)."""
+    img = np.zeros(height * width, dtype=bool)
+    if code.strip():
+        s = list(map(int, code.split()))
+        for lo, n in zip(np.array(s[0::2]) - 1, s[1::2]):
+            img[lo : lo + n] = True
+    return img.reshape((width, height)).T
+
+
+def contrails_grade(sub_codes: list[str], true_codes: list[str], height: int, width: int) -> float:
+    """The contrails grader (MLE-bench's grade.py): "-" read as "", every mask decoded, flattened into one array,
+    and mlebench.metrics.dice_coefficient of the two (NaN where both are empty)."""
+    def decoded(codes):
+        return np.array([graders_rle_decode("" if c == "-" else c, height, width) for c in codes]).ravel()
+    pred, truth = decoded(sub_codes), decoded(true_codes)
+    if pred.sum() == 0 and truth.sum() == 0:
+        return float("nan")
+    return 2 * float((pred * truth).sum()) / float(pred.sum() + truth.sum())
+
+
+def test_global_dice_is_the_contrails_graders_over_every_pixel_at_once():
+    """Per-image Dice and the grader's global one differ on these masks (an image with one stray pixel scores 0
+    on its own and nearly nothing in the pool); kit's global_dice, from each image's overlap counts, is the
+    grader's, at 0.5 and at the cut it searches, and predicting empty masks scores 0 where the grader's does."""
+    from kit.data import rle
+    from kit.train import mask_metrics
+
+    rng = np.random.default_rng(41)
+    h, w, n = 24, 20, 12
+    truth = np.zeros((n, h, w), bool)
+    for i in range(n):
+        if i % 3:
+            r, c = rng.integers(2, 14, 2)
+            truth[i, r : r + 6, c : c + int(rng.integers(2, 6))] = True
+    prob = np.clip(truth * 0.7 + rng.normal(0.15, 0.2, truth.shape), 0, 1)
+    prob[0, 3, 3] = 0.95  # a stray pixel on an empty truth
+    rows = [mask_metrics.statistics(p[None], t[None]) for p, t in zip(prob, truth)]
+    pred, target = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+    thresholds, shares = mask_metrics.grids(pred)
+    at_half = mask_metrics.grid_scores("global_dice", pred, target)[0, thresholds.index(0.5), 0]
+    codes = [rle.encode(p > 0.5) or "-" for p in prob]
+    answers = [rle.encode(t) or "-" for t in truth]
+    assert at_half == pytest.approx(contrails_grade(codes, answers, h, w))
+    assert at_half != pytest.approx(mask_metrics.grid_scores("dice", pred, target)[0, thresholds.index(0.5), 0])
+    cuts, best = mask_metrics.decide("global_dice", pred, target)
+    cut = [rle.encode(m) or "-" for m in (mask_metrics.apply(p[None], cuts)[0] for p in prob)]
+    assert best == pytest.approx(contrails_grade(cut, answers, h, w)) and best >= at_half
+    assert mask_metrics.score("global_dice", np.zeros((n, 1)), target) == 0.0 == contrails_grade(["-"] * n, answers, h, w)
