@@ -16,6 +16,7 @@ SAID = (
     (r"weighted auc|weighted area under", "weighted_auc"),
     # TGS: "mean average precision at different intersection over union (IoU) thresholds"
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
+    (r"\bglobal\W{0,4}dice", "global_dice"),  # contrails: "evaluated on the **global** [Dice coefficient]"
     (r"dice coefficient|dice score|dice similarity|sørensen", "dice"),
     (r"intersection over union|\bjaccard\b", "iou"),
     (r"unintended bias", "bias_auc"),

@@ -9,8 +9,8 @@ import numpy as np
 from PIL import Image
 
 from kit import files
-from kit.data import canvas as canvases
 from kit.data import bands, images, rle, tiles
+from kit.data import canvas as canvases
 from kit.data import masks as layouts
 from kit.data.canvas import Canvas
 from kit.errors import KitError

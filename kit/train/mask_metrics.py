@@ -119,7 +119,8 @@ def pooled(metric: str, area: np.ndarray, overlap: np.ndarray, true_area: np.nda
     ratio of the counts summed over the images."""
     if metric != "global_dice":
         return per_pair(metric, area, overlap, true_area, pixels).mean(0)
-    area, overlap, true_area, pixels = np.broadcast_arrays(*(np.asarray(a, np.float64) for a in (area, overlap, true_area, pixels)))
+    counts = (np.asarray(a, np.float64) for a in (area, overlap, true_area, pixels))
+    area, overlap, true_area, pixels = np.broadcast_arrays(*counts)
     return per_pair("dice", area.sum(0), overlap.sum(0), true_area.sum(0), pixels.sum(0))
 
 

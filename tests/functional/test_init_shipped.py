@@ -15,7 +15,10 @@ from kit.build import bundle, init
 from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
-DIFFERENT: dict[str, str] = {}  # shipped config -> why kit init's draft differs from it
+DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
+    "google-research-identify-contrails-reduce-global-warming": "kit init finds no images in folders of band arrays: "
+    "it does not draft [data] bands, band_frame, nor a mask file inside each record's folder",
+}
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
            "submission_columns", "train_masks", "mask_ext", "score_mask")
@@ -27,6 +30,7 @@ EVALUATION = {
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
+    "global_dice": "This competition is evaluated on the global Dice coefficient over all the test pixels.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
     "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",
     "log_loss": "Submissions are evaluated with the multi-class logarithmic loss of the predicted probabilities.",

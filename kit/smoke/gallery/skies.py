@@ -59,8 +59,10 @@ def record(rng: np.random.Generator, folder: Path, size: int, labelled: bool) ->
 
 
 def metadata(rng: np.random.Generator, ids: list[str]) -> list[dict]:
-    return [{"record_id": i, "projection_wkt": "PROJCS[\"unknown\",GEOGCS[\"unknown\"]]", "row_min": float(rng.uniform(-4e6, 4e6)),
-             "row_size": 2000.0, "col_min": float(rng.uniform(-4e6, 4e6)), "col_size": 2000.0,
+    """The metadata files' records: each record's id, projection and place on it, and time."""
+    return [{"record_id": i, "projection_wkt": "PROJCS[\"unknown\",GEOGCS[\"unknown\"]]",
+             "row_min": float(rng.uniform(-4e6, 4e6)), "row_size": 2000.0,
+             "col_min": float(rng.uniform(-4e6, 4e6)), "col_size": 2000.0,
              "timestamp": 1.6e9 + float(rng.integers(0, 10**7))} for i in ids]
 
 
