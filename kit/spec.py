@@ -61,6 +61,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("global_dice", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("dice_hausdorff", True, "mask", "kit.train.mask_metrics:score"),
 )}
 
 
@@ -144,6 +145,13 @@ def band_choice(text: str) -> str:
     return " ".join(str(int(p)) for p in parts)
 
 
+def slice_offsets(offsets: tuple[int, ...]) -> tuple[int, ...]:
+    """`[data] slices`: () or one or three whole offsets, 0 among them (the slice itself)."""
+    if offsets and (len(offsets) not in (1, 3) or 0 not in offsets or not all(isinstance(k, int) for k in offsets)):
+        raise ValueError("must be one or three whole offsets holding 0, the slice itself (such as [-2, 0, 2]), or []")
+    return tuple(offsets)
+
+
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
@@ -182,6 +190,13 @@ class Data:
     # ("11 14 15"); "" = images are files
     bands: str = setting("", normalize=band_choice)
     band_frame: int = 4  # segmentation bands: the time step read (0-based; contrails' labelled step is the fifth)
+    # segmentation: each image is an MRI slice found by its id <case>_<day>_slice_<N> under
+    # <case>/<case>_<day>/scans/ (a 16-bit PNG, kit.data.scans), read 2.5-D: the slices at these offsets in its scan
+    # as the three channels ([-2, 0, 2]; [0] the slice alone); () = images are files named by their ids
+    slices: tuple[int, ...] = setting((), normalize=slice_offsets)
+    # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class
+    # whose id is the image's alone); "" = classes, if any, end the ids (<image>_<class>)
+    class_column: str = ""
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""
@@ -247,6 +262,8 @@ class Spec(Data, Competition):
         if spec.metric == "bias_auc" and not spec.identity_columns:
             raise KitError(f"{where}: metric bias_auc needs identity_columns, the training table's columns that mark "
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
+        if spec.bands and spec.slices:
+            raise KitError(f"{where}: bands and slices are both set; an image is a record of bands or a scan's slice")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
         # the notebook's parameter and a worker's payload hold every key: those at their defaults were not set

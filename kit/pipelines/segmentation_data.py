@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image
 
 from kit import files
-from kit.data import bands, images, rle, tiles
+from kit.data import bands, images, rle, scans, tiles
 from kit.data import canvas as canvases
 from kit.data import masks as layouts
 from kit.data.canvas import Canvas
@@ -43,10 +43,15 @@ def canvas_of(sizes: np.ndarray, tile: int) -> tuple[int, int]:
     return max(int(sizes[:, 0].max(initial=0)), tile), max(int(sizes[:, 1].max(initial=0)), tile)
 
 
+def reader_of(s: Session) -> canvases.Reader | None:
+    """What reads an image that is not an image file: a record's bands, or a scan's slices (2.5-D)."""
+    return bands.reader(s.spec.bands, s.spec.band_frame) or scans.reader(s.spec.slices)
+
+
 def decode(s: Session, found: layouts.Training, output: layouts.Output, tile: int, pages: bool) -> tuple[Canvas, Canvas]:
     """The training images and masks, and the test images, each split decoded once onto its canvas."""
     workers, scratch = s.hardware.cpu_count, paths.scratch_dir() / "canvas"
-    reader = bands.reader(s.spec.bands, s.spec.band_frame)
+    reader = reader_of(s)
     sizes = sizes_of(canvases.headers(found.paths, workers, reader))
     masks = found.masks
     if masks.paths:  # mask (or page) files: as many channels as the widest holds
@@ -62,7 +67,7 @@ def decode(s: Session, found: layouts.Training, output: layouts.Output, tile: in
 
 
 def decode_test(s: Session, output: layouts.Output, tile: int) -> Canvas:
-    workers, reader = s.hardware.cpu_count, bands.reader(s.spec.bands, s.spec.band_frame)
+    workers, reader = s.hardware.cpu_count, reader_of(s)
     sizes = sizes_of(canvases.headers(output.paths, workers, reader))
     test = canvases.build(output.paths, None, sizes, canvas_of(sizes, tile), paths.scratch_dir() / "canvas", workers,
                           "decode test", s.log, reader)

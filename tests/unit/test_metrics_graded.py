@@ -228,10 +228,11 @@ def test_mask_metrics_score_masks_only_and_masks_are_scored_by_them():
         with pytest.raises(KitError, match=rf"^competition: metric {metric} scores masks, which only the segmentation "):
             Spec.from_dict({"slug": "s", "template": template, "metric": metric})
     with pytest.raises(KitError, match=r"^competition: metric auc does not score masks: the segmentation template takes "
-                                       r"dice, iou, map_iou, global_dice, or rmse for image to image; set another metric or "
+                                       r"dice, iou, map_iou, global_dice, dice_hausdorff, or rmse for image to image; set "
+                                       r"another metric or "
                                        r"template$"):
         Spec.from_dict({"slug": "s", "template": "segmentation", "metric": "auc"})
-    for metric in ("dice", "iou", "map_iou", "global_dice", "rmse"):
+    for metric in ("dice", "iou", "map_iou", "global_dice", "dice_hausdorff", "rmse"):
         assert Spec.from_dict({"slug": "s", "template": "segmentation", "metric": metric}).metric == metric
 
 
@@ -317,3 +318,90 @@ def test_global_dice_is_the_contrails_graders_over_every_pixel_at_once():
     cut = [rle.encode(m) or "-" for m in (mask_metrics.apply(p[None], cuts)[0] for p in prob)]
     assert best == pytest.approx(contrails_grade(cut, answers, h, w)) and best >= at_half
     assert mask_metrics.score("global_dice", np.zeros((n, 1)), target) == 0.0 == contrails_grade(["-"] * n, answers, h, w)
+
+
+# uw-madison's grade.py, written out (its rles_to_masks decoding aside: the masks are given)
+def uw_group_masks_by_day(masks, cases_days_slices):
+    case_day_slice_to_masks, unique_slices = {}, []
+    for mask, case_day_slice in sorted(zip(masks, cases_days_slices), key=lambda x: x[1]):
+        if case_day_slice not in case_day_slice_to_masks:
+            case_day_slice_to_masks[case_day_slice] = []
+            unique_slices.append(case_day_slice)
+        case_day_slice_to_masks[case_day_slice].append(mask)
+    case_day_to_masks, case_days = {}, []
+    for case_day_slice in unique_slices:
+        case_day = case_day_slice.split("_slice_")[0]
+        if case_day not in case_day_to_masks:
+            case_day_to_masks[case_day] = []
+            case_days.append(case_day)
+        case_day_to_masks[case_day].append(np.logical_or.reduce(case_day_slice_to_masks[case_day_slice]).astype(np.uint8))
+    for case_day in case_day_to_masks:
+        case_day_to_masks[case_day] = np.stack(case_day_to_masks[case_day], axis=0)
+    return [case_day_to_masks[case_day] for case_day in case_days]
+
+
+def uw_hausdorff_distance(predicted_mask, true_mask):
+    from scipy.spatial.distance import directed_hausdorff
+
+    if np.sum(predicted_mask) == 0 and np.sum(true_mask) == 0:
+        return np.nan
+    elif np.array_equal(predicted_mask, true_mask):
+        return 0
+    elif (np.sum(predicted_mask) == 0 and np.sum(true_mask) > 0) or (np.sum(predicted_mask) > 0 and np.sum(true_mask) == 0):
+        return 1
+    if predicted_mask.sum() > 10 * true_mask.sum():
+        return 1
+    true_coordinates = np.argwhere(true_mask) / true_mask.shape
+    predicted_coordinates = np.argwhere(predicted_mask) / true_mask.shape
+    h1, _, _ = directed_hausdorff(true_coordinates, predicted_coordinates)
+    h2, _, _ = directed_hausdorff(predicted_coordinates, true_coordinates)
+    return max(h1, h2) / np.sqrt(3)
+
+
+def uw_dice_coefficient(predicted_mask, true_mask, both_empty_value=np.nan):
+    if np.sum(predicted_mask) == 0 and np.sum(true_mask) == 0:
+        return both_empty_value
+    return 2 * np.sum(predicted_mask * true_mask) / (np.sum(predicted_mask) + np.sum(true_mask))
+
+
+def uw_grade(sub_masks, answer_masks, ids):
+    dice = np.nanmean([uw_dice_coefficient(s, a) for s, a in zip(sub_masks, answer_masks)])
+    hd = np.nanmean([uw_hausdorff_distance(s, a) for s, a in zip(uw_group_masks_by_day(sub_masks, ids),
+                                                                  uw_group_masks_by_day(answer_masks, ids))])
+    return 0.4 * dice + 0.6 * (1 - hd)
+
+
+def uw_cases(seed: int, scans: int = 3, slices: int = 6, h: int = 14, w: int = 12):
+    """Rows of (slice, class) masks over a few scans: organs as boxes drifting through the slices, predictions the
+    boxes moved and grown, some rows empty on both sides, one scan predicted exactly, one predicted empty."""
+    rng = np.random.default_rng(seed)
+    ids, truth, pred = [], [], []
+    for s in range(scans):
+        for z in range(slices):
+            for k in range(3):
+                t = np.zeros((h, w), bool)
+                if rng.random() < 0.7:
+                    r, c = rng.integers(0, h - 5), rng.integers(0, w - 5)
+                    t[r : r + int(rng.integers(2, 5)), c : c + int(rng.integers(2, 5))] = True
+                p = np.roll(t, tuple(rng.integers(-1, 2, 2)), (0, 1)) | (rng.random((h, w)) < 0.01)
+                ids.append(f"case{10 + s}_day{3 + s}_slice_{z + 1:04d}")
+                truth.append(t)
+                pred.append(t.copy() if s == 1 else np.zeros_like(t) if s == 2 and z < 3 else p)
+    order = rng.permutation(len(ids))  # the grader sorts by id: rows in any order
+    return [ids[i] for i in order], [pred[i] for i in order], [truth[i] for i in order]
+
+
+def test_dice_hausdorff_is_the_uw_madison_graders_and_kits_rows_score_its_dice_part():
+    from kit.train import mask_metrics, volume_metrics
+
+    for seed in range(4):
+        ids, pred, truth = uw_cases(seed)
+        assert volume_metrics.grade(pred, truth, ids) == pytest.approx(uw_grade(pred, truth, ids), abs=1e-12)
+        rows = [mask_metrics.statistics(p[None].astype(float), t[None], thresholds=(0.5,), shares=(0.0,))
+                for p, t in zip(pred, truth)]
+        counts, target = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+        dice_part = np.nanmean([uw_dice_coefficient(p, t) for p, t in zip(pred, truth)])
+        assert mask_metrics.grid_scores("dice_hausdorff", counts, target)[0, 0, 0] == pytest.approx(dice_part)
+    assert volume_metrics.grade(truth, truth, ids) == pytest.approx(1.0)  # every Hausdorff 0, every Dice 1
+    empty = [np.zeros_like(t) for t in truth]
+    assert volume_metrics.grade(empty, truth, ids) == pytest.approx(uw_grade(empty, truth, ids)) == pytest.approx(0.0)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kit.errors import KitError
-from kit.smoke.gallery import catalogues, graders, grades, photos, plants, scans, signals, skies, texts, writings
+from kit.smoke.gallery import bodies, catalogues, graders, grades, photos, plants, scans, signals, skies, texts, writings
 
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "aerial-cactus-identification": photos.aerial_cactus,
@@ -49,6 +49,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "ranzcr-clip-catheter-line-classification": scans.ranzcr,
     "siim-isic-melanoma-classification": scans.siim_isic,
     "google-research-identify-contrails-reduce-global-warming": skies.contrails_dataset,
+    "uw-madison-gi-tract-image-segmentation": bodies.uw_madison,
 }
 
 

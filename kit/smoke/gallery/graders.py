@@ -372,3 +372,19 @@ def contrails(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["google-research-identify-contrails-reduce-global-warming"] = contrails
+
+
+def uw_madison(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: id, class and predicted; a blank code read as no mask; then every row's code decoded at its
+    image's size (the answers hold it; each code here within 36 x 40, the gallery's slices), rows lined up with
+    the answers' by position (it never sorts them: the sample's order)."""
+    has_columns(sub, "id", "class", "predicted")
+    same_length(sub, sample)
+    require(bool((sub["id"].astype(str).to_numpy() == sample["id"].astype(str).to_numpy()).all()
+                 and (sub["class"].astype(str).to_numpy() == sample["class"].astype(str).to_numpy()).all()),
+            "its rows are not the answers' (id, class) in their order: the grader pairs them by position")
+    for code in sub["predicted"].fillna(""):
+        mlebench_rle(code, 36, 40)
+
+
+CHECKS["uw-madison-gi-tract-image-segmentation"] = uw_madison
