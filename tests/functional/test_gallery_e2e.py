@@ -46,6 +46,10 @@ READ = {
     "google-research-identify-contrails-reduce-global-warming": [  # record folders of band arrays, an .npy mask each
         "decode train: decoded 60 of 60 images and their masks onto 32 x 32 canvases",
         "submission     a run-length code per image in 'encoded_pixels', 12 rows"],
+    "uw-madison-gi-tract-image-segmentation": [  # slices under case/day/scans, a row per slice and organ
+        "train          train.csv: one row per image and class (3 classes: large_bowel, small_bowel, stomach)",
+        "decode train: decoded 96 of 96 images and their masks onto 36 x 40 canvases",
+        "submission     a run-length code per image and class (3) in 'predicted', 108 rows"],
 }
 
 

@@ -18,6 +18,8 @@ from kit.spec import Spec
 DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
     "google-research-identify-contrails-reduce-global-warming": "kit init finds no images in folders of band arrays: "
     "it does not draft [data] bands, band_frame, nor a mask file inside each record's folder",
+    "uw-madison-gi-tract-image-segmentation": "kit init does not find slices under <case>/<case>_<day>/scans/ by "
+    "their ids, nor draft [data] slices, class_column or the case it groups folds by",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -30,6 +32,7 @@ EVALUATION = {
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
+    "dice_hausdorff": "This competition is evaluated on the mean Dice coefficient and 3D Hausdorff distance.",
     "global_dice": "This competition is evaluated on the global Dice coefficient over all the test pixels.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
     "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",

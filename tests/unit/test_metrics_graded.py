@@ -378,7 +378,7 @@ def uw_cases(seed: int, scans: int = 3, slices: int = 6, h: int = 14, w: int = 1
     ids, truth, pred = [], [], []
     for s in range(scans):
         for z in range(slices):
-            for k in range(3):
+            for _organ in range(3):
                 t = np.zeros((h, w), bool)
                 if rng.random() < 0.7:
                     r, c = rng.integers(0, h - 5), rng.integers(0, w - 5)

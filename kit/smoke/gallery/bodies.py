@@ -3,8 +3,8 @@ scans, each slice a 16-bit grey PNG at train/<case>/<case>_<day>/scans/slice_<NN
 (test/ the same), whole cases and a training case's later days in test/ as prepare.py splits them; train.csv
 id,class,segmentation (a row per slice and organ, the code empty where the organ is absent), test.csv id,class,
 and sample_submission.csv id,class,predicted, every code "1 1 5 2". The organs are ellipses of their own
-brightness, far above 255 (a reader that drops the high byte sees noise), growing and shrinking through a scan's
-slices as organs do."""
+brightness, far above 255 (a reader that clips to 8 bits sees them all alike), each in its own region, growing and
+shrinking through a scan's slices as organs do."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,6 +17,7 @@ from kit.data import rle
 
 ORGANS = ("large_bowel", "small_bowel", "stomach")  # train.csv's classes, in its order for each slice
 BRIGHTNESS = {"large_bowel": 1400.0, "small_bowel": 2200.0, "stomach": 3000.0}  # a 16-bit scan's grey levels
+PLACES = {"large_bowel": (0.3, 0.25), "small_bowel": (0.7, 0.5), "stomach": (0.3, 0.75)}  # each organ's region
 
 
 def organ_mask(rng: np.random.Generator, h: int, w: int, depth: float, place: tuple[float, float]) -> np.ndarray:
@@ -24,7 +25,7 @@ def organ_mask(rng: np.random.Generator, h: int, w: int, depth: float, place: tu
     if depth <= 0:
         return np.zeros((h, w), bool)
     rows, cols = np.mgrid[0:h, 0:w]
-    ry, rx = (0.16 * h + rng.uniform(-0.5, 0.5)) * depth, (0.14 * w + rng.uniform(-0.5, 0.5)) * depth
+    ry, rx = (0.2 * h + rng.uniform(-0.5, 0.5)) * depth, (0.17 * w + rng.uniform(-0.5, 0.5)) * depth
     return ((rows - place[0] * h) / max(ry, 0.5)) ** 2 + ((cols - place[1] * w) / max(rx, 0.5)) ** 2 <= 1.0
 
 
@@ -32,7 +33,7 @@ def scan(rng: np.random.Generator, folder: Path, case: str, day: str, slices: in
     """One day's scan of a case: its slices' PNGs, and its train.csv rows."""
     where = folder / case / f"{case}_{day}" / "scans"
     where.mkdir(parents=True)
-    places = {o: (rng.uniform(0.25, 0.75), rng.uniform(0.25, 0.75)) for o in ORGANS}
+    places = {o: (y + rng.uniform(-0.05, 0.05), x + rng.uniform(-0.05, 0.05)) for o, (y, x) in PLACES.items()}
     spans = {o: sorted(rng.uniform(0.05, 0.95, 2)) for o in ORGANS}  # where each organ is, through the scan
     rows = []
     for z in range(1, slices + 1):
@@ -49,7 +50,7 @@ def scan(rng: np.random.Generator, folder: Path, case: str, day: str, slices: in
     return rows
 
 
-def uw_madison(folder: Path, seed: int = 0, cases: int = 5, slices: int = 10, h: int = 36, w: int = 40) -> None:
+def uw_madison(folder: Path, seed: int = 0, cases: int = 5, slices: int = 12, h: int = 36, w: int = 40) -> None:
     """Cases of one to three days; the last case whole, and the third day of the first, in test/ (prepare.py moves
     whole cases and each training case's days past its fourth)."""
     rng = np.random.default_rng(seed)
