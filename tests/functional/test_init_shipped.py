@@ -16,10 +16,12 @@ from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
 DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
-    "google-research-identify-contrails-reduce-global-warming": "kit init finds no images in folders of band arrays: "
-    "it does not draft [data] bands, band_frame, nor a mask file inside each record's folder",
+    "google-research-identify-contrails-reduce-global-warming": "kit init finds no images in folders of band arrays "
+    "and drafts a tabular config, which its data step refuses: it does not draft [data] bands, band_frame, nor a mask "
+    "file inside each record's folder",
     "uw-madison-gi-tract-image-segmentation": "kit init does not find slices under <case>/<case>_<day>/scans/ by "
-    "their ids, nor draft [data] slices, class_column or the case it groups folds by",
+    "their ids and drafts a tabular config, which its data step refuses (empty codes): it does not draft [data] "
+    "slices, class_column or the case it groups folds by",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
