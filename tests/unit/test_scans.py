@@ -8,8 +8,8 @@ from PIL import Image
 
 from kit.data import masks, scans
 from kit.errors import KitError
-from kit.spec import Spec
 from kit.smoke.gallery import bodies
+from kit.spec import Spec
 
 BASE = {"slug": "uw", "template": "segmentation", "metric": "dice_hausdorff"}
 
