@@ -40,7 +40,7 @@ def test_ash_is_the_false_colour_of_bands_11_14_15_at_the_labelled_step(tmp_path
     ("short", r"band_15\.npy: a band is .* and this one is float32 \(4, 6, 3\)$"),
     ("size", r"band_15\.npy: 5 x 6 px, where band_11\.npy is 4 x 6; a record's bands share one size$"),
     ("text", r"band_15\.npy: not a \.npy array"),
-])
+], ids=["missing", "flat", "short", "size", "text"])
 def test_a_bad_band_file_is_one_line_naming_it(tmp_path, fault, says):
     record = stack(tmp_path / "r", {11: 280.0, 14: 283.0})
     path = tmp_path / "r" / "band_15.npy"
