@@ -57,6 +57,9 @@ LISTINGS = {
     "us-patent-phrase-to-phrase-matching": "sample_submission.csv test.csv train.csv",
     "ranzcr-clip-catheter-line-classification": "sample_submission.csv test train train.csv train_annotations.csv",
     "siim-isic-melanoma-classification": "jpeg sample_submission.csv test test.csv tfrecords train train.csv",
+    "google-research-identify-contrails-reduce-global-warming": "sample_submission.csv test train train_metadata.json "
+                                                                "validation validation_metadata.json",
+    "uw-madison-gi-tract-image-segmentation": "sample_submission.csv test test.csv train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -113,6 +116,10 @@ HEADERS = {
         "train.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge,diagnosis,benign_malignant,target",
         "test.csv": "image_name,patient_id,sex,age_approx,anatom_site_general_challenge",
         "sample_submission.csv": "image_name,target"},
+    "google-research-identify-contrails-reduce-global-warming": {
+        "sample_submission.csv": "record_id,encoded_pixels,height,width"},
+    "uw-madison-gi-tract-image-segmentation": {"train.csv": "id,class,segmentation", "test.csv": "id,class",
+                                               "sample_submission.csv": "id,class,predicted"},
 }
 
 

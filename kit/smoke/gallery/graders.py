@@ -383,7 +383,7 @@ def uw_madison(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
     require(bool((sub["id"].astype(str).to_numpy() == sample["id"].astype(str).to_numpy()).all()
                  and (sub["class"].astype(str).to_numpy() == sample["class"].astype(str).to_numpy()).all()),
             "its rows are not the answers' (id, class) in their order: the grader pairs them by position")
-    for code in sub["predicted"].fillna(""):
+    for code in sub["predicted"].astype(object).fillna(""):
         mlebench_rle(code, 36, 40)
 
 
