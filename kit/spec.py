@@ -68,6 +68,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("jaccard", True, "span", "kit.train.spans:score"),
+    Metric("global_dice", True, "mask", "kit.train.mask_metrics:score"),
+    Metric("dice_hausdorff", True, "mask", "kit.train.mask_metrics:score"),
 )}
 
 
@@ -145,8 +147,28 @@ def image_extension(ext: str) -> str:
 
 
 def mask_extension(ext: str) -> str:
-    """`ext` as a mask's name ends after its image's id: "png" is ".png"; "_mask.gif" stays a suffix."""
-    return image_extension(ext) if ext and not ext.startswith(("_", "-")) else ext
+    """`ext` as a mask's name ends after its image's id: "png" is ".png"; "_mask.gif" stays a suffix, and
+    "/human_pixel_masks.npy" is a file in the image's own folder (a record read by `bands`)."""
+    return image_extension(ext) if ext and not ext.startswith(("_", "-", "/")) else ext
+
+
+def band_choice(text: str) -> str:
+    """`[data] bands`: "" (images are files), "ash", or three GOES-16 band numbers 1 to 16 ("11 14 15",
+    "8,11,15"), kept as "11 14 15"."""
+    text = text.strip()
+    if text in ("", "ash"):
+        return text
+    parts = text.replace(",", " ").split()
+    if len(parts) != 3 or not all(p.isdigit() and 1 <= int(p) <= 16 for p in parts):
+        raise ValueError("is not \"ash\" nor three band numbers from 1 to 16 (such as \"11 14 15\")")
+    return " ".join(str(int(p)) for p in parts)
+
+
+def slice_offsets(offsets: tuple[int, ...]) -> tuple[int, ...]:
+    """`[data] slices`: () or one or three whole offsets, 0 among them (the slice itself)."""
+    if offsets and (len(offsets) not in (1, 3) or 0 not in offsets or not all(isinstance(k, int) for k in offsets)):
+        raise ValueError("must be one or three whole offsets holding 0, the slice itself (such as [-2, 0, 2]), or []")
+    return tuple(offsets)
 
 
 @dataclass(frozen=True)
@@ -182,6 +204,18 @@ class Data:
     # segmentation: the run-length codes' pixel order, read and written: "column" (down each column, then the next:
     # TGS, Severstal, HuBMAP and MLE-bench's graders) or "row" (along each row: Carvana's)
     rle_order: str = setting("column", choices=("column", "row"))
+    # segmentation: each image is a record's folder of band_XX.npy arrays (height, width, time steps), read as
+    # three channels (kit.data.bands): "ash" (contrails' false colour of bands 11, 14, 15) or three band numbers
+    # ("11 14 15"); "" = images are files
+    bands: str = setting("", normalize=band_choice)
+    band_frame: int = 4  # segmentation bands: the time step read (0-based; contrails' labelled step is the fifth)
+    # segmentation: each image is an MRI slice found by its id <case>_<day>_slice_<N> under
+    # <case>/<case>_<day>/scans/ (a 16-bit PNG, kit.data.scans), read 2.5-D: the slices at these offsets in its scan
+    # as the three channels ([-2, 0, 2]; [0] the slice alone); () = images are files named by their ids
+    slices: tuple[int, ...] = setting((), normalize=slice_offsets)
+    # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class
+    # whose id is the image's alone); "" = classes, if any, end the ids (<image>_<class>)
+    class_column: str = ""
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""
@@ -270,6 +304,8 @@ class Spec(Data, Competition):
         if spec.metric == "bias_auc" and not spec.identity_columns:
             raise KitError(f"{where}: metric bias_auc needs identity_columns, the training table's columns that mark "
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
+        if spec.bands and spec.slices:
+            raise KitError(f"{where}: bands and slices are both set; an image is a record of bands or a scan's slice")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
         grouped = metric_record(spec.metric).grouped

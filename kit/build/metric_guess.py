@@ -16,6 +16,8 @@ SAID = (
     (r"weighted auc|weighted area under", "weighted_auc"),
     # TGS: "mean average precision at different intersection over union (IoU) thresholds"
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
+    (r"\bglobal\W{0,4}dice", "global_dice"),  # contrails: "evaluated on the **global** [Dice coefficient]"
+    (r"dice[^.]{0,40}hausdorff", "dice_hausdorff"),  # uw-madison: "the mean Dice coefficient and 3D Hausdorff distance"
     (r"dice coefficient|dice score|dice similarity|sørensen", "dice"),
     (r"word[- ]level jaccard", "jaccard"),  # of texts' words (tweet-sentiment, chaii), not of masks
     (r"intersection over union|\bjaccard\b", "iou"),

@@ -10,6 +10,7 @@ Each row's own height and width are kept: validation and prediction score and wr
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -17,6 +18,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -32,6 +34,16 @@ from kit.runtime import progress
 CACHE_FORMAT = 1  # bump when what `_decode_row` writes changes
 MISSING = images.MISSING
 WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RGB"}
+
+
+class Reader(Protocol):
+    """What turns a row's path into its image where it is not an image file (kit.data.bands: a record's folder of
+    band arrays): its (height, width, 3) header, and its (height, width, 3) uint8 pixels; a bad record is a
+    KitError. Picklable, and its repr stamps the cache."""
+
+    def header(self, path: str) -> tuple[int, int, int]: ...
+
+    def read(self, path: str) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -90,8 +102,11 @@ class Canvas:
         return {k: v for k, v in self.__dict__.items() if k != "_arrays"}
 
 
-def header(path: str) -> tuple[int, int, int] | str:
-    """(height, width, bands) of an image file from its header, or why it cannot be read."""
+def header(path: str, reader: Reader | None = None) -> tuple[int, int, int] | str:
+    """(height, width, bands) of an image file from its header, or why it cannot be read (a record `reader` reads:
+    its header, or a KitError for a bad record)."""
+    if reader is not None:
+        return reader.header(path)
     try:
         with Image.open(path) as im:
             return im.size[1], im.size[0], len(im.getbands())
@@ -101,22 +116,22 @@ def header(path: str) -> tuple[int, int, int] | str:
         return " ".join(str(e).split()) or type(e).__name__
 
 
-def headers(paths: Sequence[str], workers: int) -> list[tuple[int, int, int] | str]:
+def headers(paths: Sequence[str], workers: int, reader: Reader | None = None) -> list[tuple[int, int, int] | str]:
     if workers > 1 and len(paths) > 256:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(header, paths, chunksize=256)
-    return [header(p) for p in paths]
+            return pool.map(functools.partial(header, reader=reader), paths, chunksize=256)
+    return [header(p, reader) for p in paths]
 
 
 def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: tuple[int, int], cache_dir: Path,
-          workers: int, desc: str = "decode", log: Callable[[str], None] = print) -> Canvas:
+          workers: int, desc: str = "decode", log: Callable[[str], None] = print, reader: Reader | None = None) -> Canvas:
     """Decode every image of `paths` (and its mask) onto a canvas of (height, width) in a cache under `cache_dir`,
     reused when the files, codes and canvas are unchanged. `sizes`: each image's (height, width) from its header
     (0, 0 for a file that cannot be read: a bad row). A mask whose size differs from its image's, a run-length code
     past its image's end, or a mask of values a byte cannot hold is one KitError."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     channels = masks.channels if masks is not None else 0
-    path = cache_dir / f"{key(paths, masks, canvas)}.u8"
+    path = cache_dir / f"{key(paths, masks, canvas, reader)}.u8"
     meta = path.with_suffix(".json")
     out = Canvas(path, len(paths), canvas[0], canvas[1], np.asarray(sizes, np.int64).reshape(-1, 2), channels)
     image_bytes, mask_bytes = out.count * canvas[0] * canvas[1] * 3, out.count * canvas[0] * canvas[1] * channels
@@ -133,7 +148,7 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     np.memmap(path, np.uint8, "w+", shape=(out.count, *canvas, 3)).flush()
     if channels:
         np.memmap(out.mask_path, np.uint8, "w+", shape=(out.count, *canvas, channels)).flush()
-    job = _DecodeJob(list(paths), masks, str(path), canvas, out.count)
+    job = _DecodeJob(list(paths), masks, str(path), canvas, out.count, reader)
     chunks = [list(range(i, min(i + 32, out.count))) for i in range(0, out.count, 32)]
     bar = progress.bar(total=out.count, desc=desc, unit="img")
     values: set[int] = set()
@@ -157,8 +172,8 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     return out
 
 
-def key(paths: Sequence[str], masks: Masks | None, canvas: tuple[int, int]) -> str:
-    h = hashlib.sha256(f"kit-canvas/{CACHE_FORMAT}/{kit.__version__}/{canvas}".encode())
+def key(paths: Sequence[str], masks: Masks | None, canvas: tuple[int, int], reader: Reader | None = None) -> str:
+    h = hashlib.sha256(f"kit-canvas/{CACHE_FORMAT}/{kit.__version__}/{canvas}/{reader!r}".encode())
     stamped = list(paths) + (list(masks.paths) if masks is not None else [])
     for p in stamped:
         st = os.stat(p) if os.path.exists(p) else None
@@ -205,8 +220,16 @@ def as_bytes(array: np.ndarray, where: str) -> np.ndarray:
 class _DecodeJob:
     """Decode a chunk of rows straight into the memory-mapped canvases (picklable for the pool)."""
 
-    def __init__(self, paths: list[str], masks: Masks | None, path: str, canvas: tuple[int, int], count: int):
+    def __init__(self, paths: list[str], masks: Masks | None, path: str, canvas: tuple[int, int], count: int,
+                 reader: Reader | None = None):
         self.paths, self.masks, self.path, self.canvas, self.count = paths, masks, path, canvas, count
+        self.reader = reader
+
+    def _picture(self, i: int) -> np.ndarray:
+        if self.reader is not None:
+            return self.reader.read(self.paths[i])
+        with Image.open(self.paths[i]) as im:
+            return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
     def __call__(self, rows: list[int]):
         h, w = self.canvas
@@ -217,8 +240,10 @@ class _DecodeJob:
         bad, values, equal, problems = {}, set(), True, []
         for i in rows:
             try:
-                with Image.open(self.paths[i]) as im:
-                    picture = np.asarray(im.convert("RGB"), dtype=np.uint8)
+                picture = self._picture(i)
+            except KitError as e:  # a record the reader refuses: the whole run stops on it
+                problems.append(str(e))
+                continue
             except FileNotFoundError:
                 bad[i] = MISSING
                 continue
@@ -250,9 +275,12 @@ class _DecodeJob:
             out[i] = pad(planes, *self.canvas)
             return {0, 1}, True
         try:
-            with Image.open(m.paths[i]) as im:
-                # a palette's indices are the classes (as VOC's masks hold them); alpha and CMYK are dropped
-                array = np.asarray(im.convert(WITHOUT_ALPHA[im.mode]) if im.mode in WITHOUT_ALPHA else im)
+            if m.paths[i].endswith(".npy"):  # contrails' human_pixel_masks.npy: (height, width, 1) of 0 and 1
+                array = np.load(m.paths[i])
+            else:
+                with Image.open(m.paths[i]) as im:
+                    # a palette's indices are the classes (as VOC's masks hold them); alpha and CMYK are dropped
+                    array = np.asarray(im.convert(WITHOUT_ALPHA[im.mode]) if im.mode in WITHOUT_ALPHA else im)
         except (OSError, ValueError, SyntaxError) as e:
             raise KitError(f"{where}: the mask cannot be read ({' '.join(str(e).split())})") from None
         if array.shape[:2] != (h, w):

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from kit.data import archives, tables
+from kit.data import archives, rle, scans, tables
 from kit.data.canvas import Masks
 from kit.errors import KitError
 from kit.runtime import run_folder
@@ -56,6 +56,7 @@ class Output:
     pixel: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))  # "pixels": (rows, 2) 0-based row, col
     classes: tuple[str, ...] = ()  # "class": the class names the rows' ids end in
     order: str = "column"  # "image", "class": the codes' pixel order (kit.data.rle)
+    empty: str = ""  # "image", "class": an empty mask's code, "-" where the sample writes it so (contrails')
 
 
 def class_order(names) -> tuple[str, ...]:
@@ -65,18 +66,45 @@ def class_order(names) -> tuple[str, ...]:
 
 
 class _Files:
-    """Which names have a file `<name><ext>` in a folder (each asked once)."""
+    """Which names have a file `<name><ext>` in a folder (each asked once); with `records`, a folder of that name
+    (a record of band arrays, [data] bands)."""
 
-    def __init__(self, folder: Path, ext: str):
-        self.folder, self.ext, self.known = folder, ext, {}
+    def __init__(self, folder: Path, ext: str, records: bool = False):
+        self.folder, self.ext, self.known, self.records = folder, ext, {}, records
 
     def path(self, name: str) -> str:
         return str(self.folder / f"{name}{self.ext}")
 
     def __call__(self, name: str) -> bool:
         if name not in self.known:
-            self.known[name] = Path(self.path(name)).is_file()
+            path = Path(self.path(name))
+            self.known[name] = path.is_dir() if self.records else path.is_file()
         return self.known[name]
+
+
+class _Slices:
+    """Which ids name a slice of a scan under a folder (kit.data.scans), found by walking it once."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.found, self.ext = folder, scans.index(folder), ""
+
+    def path(self, name: str) -> str:
+        return self.found.get(name, str(self.folder / name))
+
+    def __call__(self, name: str) -> bool:
+        return name in self.found
+
+
+def _images(spec: Spec, folder: Path) -> _Files | _Slices:
+    return _Slices(folder) if spec.slices else _Files(folder, spec.image_ext, bool(spec.bands))
+
+
+def _by_column(spec: Spec, table: pd.DataFrame, path: Path) -> tuple[pd.Series, pd.Series] | None:
+    """(image, class) of each row from the id and [data] class_column, where it is set."""
+    if not spec.class_column:
+        return None
+    tables.require_columns(table, [spec.class_column], path, "[data] class_column")
+    return table[spec.id_column].astype(str).reset_index(drop=True), table[spec.class_column].astype(str).reset_index(drop=True)
 
 
 def image_and_class(ids: pd.Series, exists: Callable[[str], bool]) -> tuple[pd.Series, pd.Series] | None:
@@ -92,13 +120,14 @@ def image_and_class(ids: pd.Series, exists: Callable[[str], bool]) -> tuple[pd.S
 def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training:
     """The training images and the source of their masks, checked: every listed image has a mask."""
     folder = archives.find_folder(data_dir, spec.train_images, "train_images", log=log)
-    images = _Files(folder, spec.image_ext)
+    images = _images(spec, folder)
     if not spec.train:
         if not spec.train_masks:
             raise KitError("[data] train and train_masks are both empty: name the training table of run-length codes "
                            "(train) or the folder of masks (train_masks)")
         ext = spec.image_ext
-        ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir() if p.is_file() and p.name.endswith(ext))
+        ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir()
+                     if (p.is_dir() if spec.bands else p.is_file()) and p.name.endswith(ext))
         found = _mask_files(spec, data_dir, log)
         kept = [i for i in ids if found(i)]
         if not kept:
@@ -123,7 +152,7 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
         return Training(ids, [images.path(i) for i in ids], Masks(paths=tuple(found.path(i) for i in ids)),
                         table=table.reset_index(drop=True), where=where)
     tables.require_columns(table, [spec.target_column], path, "[data] target_column (the run-length codes)")
-    split = image_and_class(table[spec.id_column], images)
+    split = _by_column(spec, table, path) or image_and_class(table[spec.id_column], images)
     if split is None:  # one row per image
         tables.require_unique(table, spec.id_column, path)
         ids = table[spec.id_column].tolist()
@@ -133,6 +162,8 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
         return Training(ids, [images.path(i) for i in ids], Masks(codes=codes, names=names, order=spec.rle_order),
                         table=table.reset_index(drop=True), where=where)
     image, klass = split
+    if spec.class_column:
+        _require_files(list(dict.fromkeys(image)), images, "image", folder, "train_images")
     classes = class_order(klass)
     rows = pd.DataFrame({"image": image, "channel": klass.map(classes.index), "code": table[spec.target_column],
                          "line": np.arange(len(table)) + 2})
@@ -141,6 +172,9 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
     codes = tuple(tuple(zip(grouped[i]["channel"].tolist(), grouped[i]["code"].tolist())) for i in ids)
     names = tuple(f"{where} row {grouped[i]['line'].iloc[0]} ({i})" for i in ids)
     first = table.groupby(image.to_numpy(), sort=False).head(1).reset_index(drop=True)  # group and fold columns
+    if spec.slices:  # a scan's case and day, for group_column: a case's slices stay in one fold
+        named = pd.DataFrame([scans.parts(i, where)[:2] for i in first[spec.id_column].astype(str)], columns=["case", "day"])
+        first = first.assign(**{c: named[c] for c in named if c not in first})
     log(f"train          {where}: one row per image and class ({len(classes)} classes: {', '.join(classes[:6])})")
     masks = Masks(codes=codes, channels=len(classes), names=names, order=spec.rle_order)
     return Training(ids, [images.path(i) for i in ids], masks, classes, first, where)
@@ -162,11 +196,13 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     """What the sample submission's rows name: its layout, the test images in its order, and for each row its
     image (and class, or pixel)."""
     folder = archives.find_folder(data_dir, spec.test_images, "test_images", log=log)
-    images = _Files(folder, spec.image_ext)
+    images = _images(spec, folder)
     ids = sample[spec.id_column].astype(str)
     first = ids.iloc[0]
     pixel = PIXEL.fullmatch(first)
-    if images(first):
+    if spec.class_column:
+        layout, (image, klass) = "class", _by_column(spec, sample, sample_path)
+    elif images(first):
         layout, image = "image", ids
         if names_files(sample[column]):
             layout = "files"
@@ -197,9 +233,10 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
     if layout == "class":
         classes = class_order(klass)
         return Output(layout, column, names, [images.path(n) for n in names], rows,
-                      klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order)
+                      klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order,
+                      empty=rle.empty_code(sample[column]))
     return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64),
-                  order=spec.rle_order)
+                  order=spec.rle_order, empty=rle.empty_code(sample[column]))
 
 
 def names_files(values: pd.Series) -> bool:

@@ -1,7 +1,8 @@
 """Kaggle's run-length codes: masks as "start length" pairs, space-separated, 1-indexed, in column-major pixel
 order (down the first column, then the next: pixel p is row p % height, column p // height), as TGS, Severstal
 and MLE-bench's graders (mlebench.competitions.utils.rle_decode) read them; `order="row"` counts along each row
-instead (Carvana's). An empty code is an empty mask.
+instead (Carvana's). An empty code is an empty mask; so is "-" where the sample submission writes it so
+(contrails': its grader reads "-" as no mask, and a blank cell, read back as NaN, is not text it decodes).
 """
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ def encode(mask: np.ndarray, order: str = "column") -> str:
     edges = np.flatnonzero(pixels[1:] != pixels[:-1])  # where a run starts, then where it ends (0-based, exclusive)
     starts, ends = edges[0::2], edges[1::2]
     return " ".join(f"{s + 1} {e - s}" for s, e in zip(starts.tolist(), ends.tolist()))
+
+
+EMPTY_MARK = "-"
+
+
+def empty_code(sample: pd.Series) -> str:
+    """How the sample writes an empty mask: "-" where some of its cells are "-", else ""."""
+    return EMPTY_MARK if (sample.astype(str).str.strip() == EMPTY_MARK).any() else ""
 
 
 def numbers(code, where: str) -> np.ndarray:
@@ -75,7 +84,7 @@ def problem(code) -> str:
     try:
         values = numbers(code, "code")
     except KitError as e:
-        return str(e).split(": ", 1)[1]
+        return str(e).split(": ", 1)[1].removeprefix("run-length code ")  # the caller says what it is
     starts, lengths = values[0::2], values[1::2]
     if len(starts) and (starts.min() < 1 or lengths.min() < 1):
         return f"'{code[:40]}' has a start or length below 1"
@@ -86,8 +95,10 @@ def problem(code) -> str:
 
 def check_submission(cells: pd.Series, sample: pd.Series, folder: Path | None) -> None:
     """A submission's column of run-length codes (kit.pipelines.base.validate): each one a grader decodes (an
-    empty cell is no mask)."""
+    empty cell is no mask; so is "-" where the sample writes it, and there a blank cell is refused)."""
+    mark = empty_code(sample)
     for row, code in enumerate(cells.fillna("").tolist()):
-        why = problem(code)
+        why = ("" if code == mark else f"'{code}' is blank where the sample writes an empty mask as '{mark}'"
+               if mark and not str(code).strip() else problem(code))
         if why:
             raise KitError(f"submission row {row + 2}: run-length code {why}")

@@ -210,7 +210,13 @@ def read_sample(session: Session) -> tuple[pd.DataFrame, Path]:
     sample = tables.read_table(path, spec.id_column or None)
     if spec.id_column:
         tables.require_columns(sample, [spec.id_column], path)
-        tables.require_unique(sample, spec.id_column, path)
+        if spec.class_column:  # a row per image and class (uw-madison's id,class): the pair is unique
+            tables.require_columns(sample, [spec.class_column], path, "[data] class_column")
+            pairs = sample[spec.id_column].astype(str) + " " + sample[spec.class_column].astype(str)
+            tables.require_unique(pd.DataFrame({f"{spec.id_column} and {spec.class_column}": pairs}),
+                                  f"{spec.id_column} and {spec.class_column}", path)
+        else:
+            tables.require_unique(sample, spec.id_column, path)
     return sample, path
 
 

@@ -9,8 +9,8 @@ import numpy as np
 from PIL import Image
 
 from kit import files
+from kit.data import bands, images, rle, scans, tiles
 from kit.data import canvas as canvases
-from kit.data import images, rle, tiles
 from kit.data import masks as layouts
 from kit.data.canvas import Canvas
 from kit.errors import KitError
@@ -43,27 +43,34 @@ def canvas_of(sizes: np.ndarray, tile: int) -> tuple[int, int]:
     return max(int(sizes[:, 0].max(initial=0)), tile), max(int(sizes[:, 1].max(initial=0)), tile)
 
 
+def reader_of(s: Session) -> canvases.Reader | None:
+    """What reads an image that is not an image file: a record's bands, or a scan's slices (2.5-D)."""
+    return bands.reader(s.spec.bands, s.spec.band_frame) or scans.reader(s.spec.slices)
+
+
 def decode(s: Session, found: layouts.Training, output: layouts.Output, tile: int, pages: bool) -> tuple[Canvas, Canvas]:
     """The training images and masks, and the test images, each split decoded once onto its canvas."""
     workers, scratch = s.hardware.cpu_count, paths.scratch_dir() / "canvas"
-    sizes = sizes_of(canvases.headers(found.paths, workers))
+    reader = reader_of(s)
+    sizes = sizes_of(canvases.headers(found.paths, workers, reader))
     masks = found.masks
     if masks.paths:  # mask (or page) files: as many channels as the widest holds
-        bands = [h[2] for h in canvases.headers(list(masks.paths), workers) if isinstance(h, tuple)]
-        masks = replace(masks, channels=3 if bands and max(bands) >= 3 else 1)
+        depths = [h[2] for h in canvases.headers(list(masks.paths), workers) if isinstance(h, tuple)]
+        masks = replace(masks, channels=3 if depths and max(depths) >= 3 else 1)
     elif pages:
         raise KitError("metric rmse scores pages (image to image): name the folder of target images in [data] "
                        "train_masks rather than run-length codes")
-    train = canvases.build(found.paths, masks, sizes, canvas_of(sizes, tile), scratch, workers, "decode train", s.log)
+    train = canvases.build(found.paths, masks, sizes, canvas_of(sizes, tile), scratch, workers, "decode train", s.log,
+                           reader)
     images.check_bad(train, found.paths, "train", "are left out of training", MAX_BAD_SHARE, s.log)
     return train, decode_test(s, output, tile)
 
 
 def decode_test(s: Session, output: layouts.Output, tile: int) -> Canvas:
-    workers = s.hardware.cpu_count
-    sizes = sizes_of(canvases.headers(output.paths, workers))
+    workers, reader = s.hardware.cpu_count, reader_of(s)
+    sizes = sizes_of(canvases.headers(output.paths, workers, reader))
     test = canvases.build(output.paths, None, sizes, canvas_of(sizes, tile), paths.scratch_dir() / "canvas", workers,
-                          "decode test", s.log)
+                          "decode test", s.log, reader)
     images.check_bad(test, output.paths, "test", "are predicted empty (or the mean page)", MAX_BAD_SHARE, s.log)
     if output.layout == "pixels":
         h, w = test.sizes[output.image].T
@@ -229,7 +236,7 @@ def judge(metric: str, data, rows: dict) -> base.Judged:
         return base.Judged(score, float(np.sqrt(max(squares.sum(), 0.0) / n.sum())), "the training pages' mean value")
     cuts, score = mask_metrics.decide(metric, rows["pred"], rows["target"], r["kind"] == "classes")
     target = rows["target"]
-    empty = float(mask_metrics.per_pair(metric, 0, 0, target[..., 0], target[..., 1]).mean())
+    empty = float(mask_metrics.pooled(metric, 0, 0, target[..., 0], target[..., 1]).mean())
     return base.Judged(score, empty, "empty masks", describe_cuts(cuts, data, target))
 
 
@@ -276,13 +283,13 @@ def fill(data, pred: np.ndarray, folder: Path):
         values[good] = pred[o.image[good], 0, r[good], c[good]].astype(np.float64)
         return values
     if pred.ndim == 2:
-        return [""] * len(o.image)
+        return [o.empty] * len(o.image)
     channel = (np.array([data.target.classes.index(name) for name in o.classes])[o.klass] if o.layout == "class"
                else np.zeros(len(o.image), np.int64))
     codes = []
     for i, k in zip(o.image.tolist(), channel.tolist()):
         h, w = test.sizes[i]
-        codes.append(rle.encode(pred[i, k, :h, :w], o.order))
+        codes.append(rle.encode(pred[i, k, :h, :w], o.order) or o.empty)
     return codes
 
 

@@ -9,6 +9,12 @@ the image size, and any cut's score is exact:
 
 - dice: 2|A n B| / (|A| + |B|), 1 where both are empty (Kaggle's, per image and class, then the mean);
 - iou: |A n B| / |A u B|, 1 where both are empty;
+- global_dice: contrails' (MLE-bench's grade.py): 2|A n B| / (|A| + |B|) over every pixel of every image at once,
+  each class apart (the counts summed over the images, then the ratio); 1 where no image has either;
+- dice_hausdorff: uw-madison's (MLE-bench's grade.py) is 0.4 x the Dice of each (slice, class), pairs empty on both
+  sides left out of the mean, + 0.6 x (1 - the 3-D Hausdorff distance of each scan's masks). Overlap counts hold
+  the Dice part alone (the distance needs each scan's masks whole: kit.train.volume_metrics scores a submission
+  with both), so out of fold, and for the cut, it is scored by that Dice part, on its own scale of 0 to 1;
 - map_iou: TGS's (MLE-bench's grade.py): the mean over IoU thresholds 0.5, 0.55, ..., 0.95 of whether the
   image's IoU passes it; 1 where both are empty, 0 for a prediction on an empty truth, and for an empty
   prediction on a non-empty truth that grader's IoU of true area / pixels (its histogram puts the empty
@@ -99,9 +105,9 @@ def per_pair(metric: str, area: np.ndarray, overlap: np.ndarray, true_area: np.n
     area, overlap, true_area, pixels = (np.asarray(a, np.float64) for a in (area, overlap, true_area, pixels))
     both_empty = (area == 0) & (true_area == 0)
     union = area + true_area - overlap
-    if metric == "dice":
+    if metric in ("dice", "global_dice", "dice_hausdorff"):  # global_dice's pairs: see `pooled`
         total = area + true_area
-        return np.where(both_empty, 1.0, 2 * overlap / np.where(total > 0, total, 1))
+        return np.where(both_empty, np.nan if metric == "dice_hausdorff" else 1.0, 2 * overlap / np.where(total > 0, total, 1))
     iou = np.where(union > 0, overlap / np.where(union > 0, union, 1), 0.0)
     if metric == "iou":
         return np.where(both_empty, 1.0, iou)
@@ -112,11 +118,25 @@ def per_pair(metric: str, area: np.ndarray, overlap: np.ndarray, true_area: np.n
     raise ValueError(f"unknown mask metric {metric}")
 
 
+def pooled(metric: str, area: np.ndarray, overlap: np.ndarray, true_area: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+    """The metric over the images (axis 0) from their counts: the mean of each image's, or for global_dice the
+    ratio of the counts summed over the images."""
+    if metric == "dice_hausdorff":  # pairs empty on both sides left out; none left: nothing was missed
+        pairs = per_pair(metric, area, overlap, true_area, pixels)
+        counted = (~np.isnan(pairs)).sum(0)
+        return np.where(counted > 0, np.nansum(pairs, 0) / np.maximum(counted, 1), 1.0)
+    if metric != "global_dice":
+        return per_pair(metric, area, overlap, true_area, pixels).mean(0)
+    counts = (np.asarray(a, np.float64) for a in (area, overlap, true_area, pixels))
+    area, overlap, true_area, pixels = np.broadcast_arrays(*counts)
+    return per_pair("dice", area.sum(0), overlap.sum(0), true_area.sum(0), pixels.sum(0))
+
+
 def grid_scores(metric: str, pred: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """(C, T, S) the mean metric over images of each class at each cut of the grid: `pred` (N, C, T, S, 2),
+    """(C, T, S) the metric over images of each class at each cut of the grid: `pred` (N, C, T, S, 2),
     `target` (N, C, 2)."""
     true_area, pixels = target[..., 0][..., None, None], target[..., 1][..., None, None]
-    return per_pair(metric, pred[..., 0], pred[..., 1], true_area, pixels).mean(0)
+    return pooled(metric, pred[..., 0], pred[..., 1], true_area, pixels)
 
 
 def grids(pred: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -151,7 +171,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray) -> float:
     if pred.ndim == 2:
         full = (np.asarray(pred) >= 0.5)[..., None]  # (N, C, 1)
         area = np.where(full, target[..., 1:2], 0)
-        return float(per_pair(metric, area, np.where(full, target[..., 0:1], 0), target[..., 0:1], target[..., 1:2]).mean())
+        return float(pooled(metric, area, np.where(full, target[..., 0:1], 0), target[..., 0:1], target[..., 1:2]).mean())
     return decide(metric, pred, target)[1]
 
 

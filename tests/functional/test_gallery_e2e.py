@@ -58,6 +58,13 @@ READ = {
                                             "in every row: the one that scores the 180 out-of-fold rows best"],
     "chaii-hindi-and-tamil-question-answering": ["answers        160 of 160 placed at 'answer_start'",
                                                  "train          160 contexts in 493 windows of at most 64 tokens"],
+    "google-research-identify-contrails-reduce-global-warming": [  # record folders of band arrays, an .npy mask each
+        "decode train: decoded 60 of 60 images and their masks onto 32 x 32 canvases",
+        "submission     a run-length code per image in 'encoded_pixels', 12 rows"],
+    "uw-madison-gi-tract-image-segmentation": [  # slices under case/day/scans, a row per slice and organ
+        "train          train.csv: one row per image and class (3 classes: large_bowel, small_bowel, stomach)",
+        "decode train: decoded 96 of 96 images and their masks onto 36 x 40 canvases",
+        "submission     a run-length code per image and class (3) in 'predicted', 108 rows"],
 }
 
 

@@ -21,6 +21,12 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
                               "neither a join nor score_groups",
     "osic-pulmonary-fibrosis-progression": "its test rows are made from the sample's Patient_Week ids against each "
                                            "patient's first visit (id_parts, baseline_key): kit init drafts neither",
+    "google-research-identify-contrails-reduce-global-warming": "kit init finds no images in folders of band arrays "
+    "and drafts a tabular config, which its data step refuses: it does not draft [data] bands, band_frame, nor a mask "
+    "file inside each record's folder",
+    "uw-madison-gi-tract-image-segmentation": "kit init does not find slices under <case>/<case>_<day>/scans/ by "
+    "their ids and drafts a tabular config, which its data step refuses (empty codes): it does not draft [data] "
+    "slices, class_column or the case it groups folds by",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -37,6 +43,8 @@ EVALUATION = {
     "bias_auc": "A new metric weighs overall performance against unintended bias: subgroup AUCs beside the overall one.",
     "dice": "The score is the mean Dice coefficient of the predicted and the true masks.",
     "jaccard": "Submissions are scored on the word-level Jaccard score of the predicted and the true selected text.",
+    "dice_hausdorff": "This competition is evaluated on the mean Dice coefficient and 3D Hausdorff distance.",
+    "global_dice": "This competition is evaluated on the global Dice coefficient over all the test pixels.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
     "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",
     "log_loss": "Submissions are evaluated with the multi-class logarithmic loss of the predicted probabilities.",

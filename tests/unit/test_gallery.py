@@ -65,6 +65,9 @@ LISTINGS = {
                               "train.csv",
     "osic-pulmonary-fibrosis-progression": "sample_submission.csv test test.csv train train.csv",
     "chaii-hindi-and-tamil-question-answering": "sample_submission.csv test.csv train.csv",
+    "google-research-identify-contrails-reduce-global-warming": "sample_submission.csv test train train_metadata.json "
+                                                                "validation validation_metadata.json",
+    "uw-madison-gi-tract-image-segmentation": "sample_submission.csv test test.csv train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -139,6 +142,10 @@ HEADERS = {
     "chaii-hindi-and-tamil-question-answering": {"train.csv": "id,context,question,answer_text,answer_start,language",
                                                  "test.csv": "id,context,question,language",
                                                  "sample_submission.csv": "id,PredictionString"},
+    "google-research-identify-contrails-reduce-global-warming": {
+        "sample_submission.csv": "record_id,encoded_pixels,height,width"},
+    "uw-madison-gi-tract-image-segmentation": {"train.csv": "id,class,segmentation", "test.csv": "id,class",
+                                               "sample_submission.csv": "id,class,predicted"},
 }
 
 

@@ -149,6 +149,9 @@ def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(t
     ("## Evaluation\nThis competition is evaluated on the mean average precision at different intersection over union "
      "(IoU) thresholds.", "map_iou"),
     ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient.", "dice"),
+    ("## Evaluation\nThis competition is evaluated on the **global** [Dice coefficient](https://x).", "global_dice"),
+    ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient and 3D Hausdorff distance.",
+     "dice_hausdorff"),
     ("## Evaluation\nSubmissions are scored on the intersection over union of the predicted and true masks.", "iou"),
     ("## Evaluation\nThe metric in this competition is the [word-level Jaccard score](https://x).", "jaccard"),
     ("## Overview\nNothing about how it is scored.", ""),

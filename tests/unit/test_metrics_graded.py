@@ -225,13 +225,15 @@ def test_bias_auc_needs_its_identity_columns_named():
 def test_mask_metrics_score_masks_only_and_masks_are_scored_by_them():
     """A text config with iou would score probabilities as masks (1.0 for any model), and a segmentation config
     with auc would fail after the data loaded: both are one line at the config."""
-    for template, metric in (("text", "iou"), ("cnn", "dice"), ("tabular", "map_iou")):
+    for template, metric in (("text", "iou"), ("cnn", "dice"), ("tabular", "map_iou"), ("cnn", "global_dice")):
         with pytest.raises(KitError, match=rf"^competition: metric {metric} scores masks, which only the segmentation "):
             Spec.from_dict({"slug": "s", "template": template, "metric": metric})
     with pytest.raises(KitError, match=r"^competition: metric auc does not score masks: the segmentation template takes "
-                                       r"dice, iou, map_iou, or rmse for image to image; set another metric or template$"):
+                                       r"dice, iou, map_iou, global_dice, dice_hausdorff, or rmse for image to image; set "
+                                       r"another metric or "
+                                       r"template$"):
         Spec.from_dict({"slug": "s", "template": "segmentation", "metric": "auc"})
-    for metric in ("dice", "iou", "map_iou", "rmse"):
+    for metric in ("dice", "iou", "map_iou", "global_dice", "dice_hausdorff", "rmse"):
         assert Spec.from_dict({"slug": "s", "template": "segmentation", "metric": metric}).metric == metric
 
 
@@ -392,3 +394,141 @@ def test_jaccard_is_chaiis_grader_on_shared_cases_in_devanagari_and_tamil():
     assert mean_jaccard(preds, answers) == pytest.approx(chaii_grade(preds, answers))
     for a, b in CHAII_CASES:  # each beside an exact row (scikit-learn refuses a one-row sparse input)
         assert (jaccard(a, b) + 1) / 2 == pytest.approx(chaii_grade([a, "x"], [b, "x"])), (a, b)
+
+
+def graders_rle_decode(code: str, height: int, width: int) -> np.ndarray:
+    """mlebench.competitions.utils.rle_decode, written out (its asserts aside)."""
+    img = np.zeros(height * width, dtype=bool)
+    if code.strip():
+        s = list(map(int, code.split()))
+        for lo, n in zip(np.array(s[0::2]) - 1, s[1::2]):
+            img[lo : lo + n] = True
+    return img.reshape((width, height)).T
+
+
+def contrails_grade(sub_codes: list[str], true_codes: list[str], height: int, width: int) -> float:
+    """The contrails grader (MLE-bench's grade.py): "-" read as "", every mask decoded, flattened into one array,
+    and mlebench.metrics.dice_coefficient of the two (NaN where both are empty)."""
+    def decoded(codes):
+        return np.array([graders_rle_decode("" if c == "-" else c, height, width) for c in codes]).ravel()
+    pred, truth = decoded(sub_codes), decoded(true_codes)
+    if pred.sum() == 0 and truth.sum() == 0:
+        return float("nan")
+    return 2 * float((pred * truth).sum()) / float(pred.sum() + truth.sum())
+
+
+def test_global_dice_is_the_contrails_graders_over_every_pixel_at_once():
+    """Per-image Dice and the grader's global one differ on these masks (an image with one stray pixel scores 0
+    on its own and nearly nothing in the pool); kit's global_dice, from each image's overlap counts, is the
+    grader's, at 0.5 and at the cut it searches, and predicting empty masks scores 0 where the grader's does."""
+    from kit.data import rle
+    from kit.train import mask_metrics
+
+    rng = np.random.default_rng(41)
+    h, w, n = 24, 20, 12
+    truth = np.zeros((n, h, w), bool)
+    for i in range(n):
+        if i % 3:
+            r, c = rng.integers(2, 14, 2)
+            truth[i, r : r + 6, c : c + int(rng.integers(2, 6))] = True
+    prob = np.clip(truth * 0.7 + rng.normal(0.15, 0.2, truth.shape), 0, 1)
+    prob[0, 3, 3] = 0.95  # a stray pixel on an empty truth
+    rows = [mask_metrics.statistics(p[None], t[None]) for p, t in zip(prob, truth)]
+    pred, target = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+    thresholds, shares = mask_metrics.grids(pred)
+    at_half = mask_metrics.grid_scores("global_dice", pred, target)[0, thresholds.index(0.5), 0]
+    codes = [rle.encode(p > 0.5) or "-" for p in prob]
+    answers = [rle.encode(t) or "-" for t in truth]
+    assert at_half == pytest.approx(contrails_grade(codes, answers, h, w))
+    assert at_half != pytest.approx(mask_metrics.grid_scores("dice", pred, target)[0, thresholds.index(0.5), 0])
+    cuts, best = mask_metrics.decide("global_dice", pred, target)
+    cut = [rle.encode(m) or "-" for m in (mask_metrics.apply(p[None], cuts)[0] for p in prob)]
+    assert best == pytest.approx(contrails_grade(cut, answers, h, w)) and best >= at_half
+    assert mask_metrics.score("global_dice", np.zeros((n, 1)), target) == 0.0 == contrails_grade(["-"] * n, answers, h, w)
+
+
+# uw-madison's grade.py, written out (its rles_to_masks decoding aside: the masks are given)
+def uw_group_masks_by_day(masks, cases_days_slices):
+    case_day_slice_to_masks, unique_slices = {}, []
+    for mask, case_day_slice in sorted(zip(masks, cases_days_slices), key=lambda x: x[1]):
+        if case_day_slice not in case_day_slice_to_masks:
+            case_day_slice_to_masks[case_day_slice] = []
+            unique_slices.append(case_day_slice)
+        case_day_slice_to_masks[case_day_slice].append(mask)
+    case_day_to_masks, case_days = {}, []
+    for case_day_slice in unique_slices:
+        case_day = case_day_slice.split("_slice_")[0]
+        if case_day not in case_day_to_masks:
+            case_day_to_masks[case_day] = []
+            case_days.append(case_day)
+        case_day_to_masks[case_day].append(np.logical_or.reduce(case_day_slice_to_masks[case_day_slice]).astype(np.uint8))
+    for case_day in case_day_to_masks:
+        case_day_to_masks[case_day] = np.stack(case_day_to_masks[case_day], axis=0)
+    return [case_day_to_masks[case_day] for case_day in case_days]
+
+
+def uw_hausdorff_distance(predicted_mask, true_mask):
+    from scipy.spatial.distance import directed_hausdorff
+
+    if np.sum(predicted_mask) == 0 and np.sum(true_mask) == 0:
+        return np.nan
+    elif np.array_equal(predicted_mask, true_mask):
+        return 0
+    elif (np.sum(predicted_mask) == 0 and np.sum(true_mask) > 0) or (np.sum(predicted_mask) > 0 and np.sum(true_mask) == 0):
+        return 1
+    if predicted_mask.sum() > 10 * true_mask.sum():
+        return 1
+    true_coordinates = np.argwhere(true_mask) / true_mask.shape
+    predicted_coordinates = np.argwhere(predicted_mask) / true_mask.shape
+    h1, _, _ = directed_hausdorff(true_coordinates, predicted_coordinates)
+    h2, _, _ = directed_hausdorff(predicted_coordinates, true_coordinates)
+    return max(h1, h2) / np.sqrt(3)
+
+
+def uw_dice_coefficient(predicted_mask, true_mask, both_empty_value=np.nan):
+    if np.sum(predicted_mask) == 0 and np.sum(true_mask) == 0:
+        return both_empty_value
+    return 2 * np.sum(predicted_mask * true_mask) / (np.sum(predicted_mask) + np.sum(true_mask))
+
+
+def uw_grade(sub_masks, answer_masks, ids):
+    dice = np.nanmean([uw_dice_coefficient(s, a) for s, a in zip(sub_masks, answer_masks)])
+    hd = np.nanmean([uw_hausdorff_distance(s, a) for s, a in zip(uw_group_masks_by_day(sub_masks, ids),
+                                                                  uw_group_masks_by_day(answer_masks, ids))])
+    return 0.4 * dice + 0.6 * (1 - hd)
+
+
+def uw_cases(seed: int, scans: int = 3, slices: int = 6, h: int = 14, w: int = 12):
+    """Rows of (slice, class) masks over a few scans: organs as boxes drifting through the slices, predictions the
+    boxes moved and grown, some rows empty on both sides, one scan predicted exactly, one predicted empty."""
+    rng = np.random.default_rng(seed)
+    ids, truth, pred = [], [], []
+    for s in range(scans):
+        for z in range(slices):
+            for _organ in range(3):
+                t = np.zeros((h, w), bool)
+                if rng.random() < 0.7:
+                    r, c = rng.integers(0, h - 5), rng.integers(0, w - 5)
+                    t[r : r + int(rng.integers(2, 5)), c : c + int(rng.integers(2, 5))] = True
+                p = np.roll(t, tuple(rng.integers(-1, 2, 2)), (0, 1)) | (rng.random((h, w)) < 0.01)
+                ids.append(f"case{10 + s}_day{3 + s}_slice_{z + 1:04d}")
+                truth.append(t)
+                pred.append(t.copy() if s == 1 else np.zeros_like(t) if s == 2 and z < 3 else p)
+    order = rng.permutation(len(ids))  # the grader sorts by id: rows in any order
+    return [ids[i] for i in order], [pred[i] for i in order], [truth[i] for i in order]
+
+
+def test_dice_hausdorff_is_the_uw_madison_graders_and_kits_rows_score_its_dice_part():
+    from kit.train import mask_metrics, volume_metrics
+
+    for seed in range(4):
+        ids, pred, truth = uw_cases(seed)
+        assert volume_metrics.grade(pred, truth, ids) == pytest.approx(uw_grade(pred, truth, ids), abs=1e-12)
+        rows = [mask_metrics.statistics(p[None].astype(float), t[None], thresholds=(0.5,), shares=(0.0,))
+                for p, t in zip(pred, truth)]
+        counts, target = np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
+        dice_part = np.nanmean([uw_dice_coefficient(p, t) for p, t in zip(pred, truth)])
+        assert mask_metrics.grid_scores("dice_hausdorff", counts, target)[0, 0, 0] == pytest.approx(dice_part)
+    assert volume_metrics.grade(truth, truth, ids) == pytest.approx(1.0)  # every Hausdorff 0, every Dice 1
+    empty = [np.zeros_like(t) for t in truth]
+    assert volume_metrics.grade(empty, truth, ids) == pytest.approx(uw_grade(empty, truth, ids)) == pytest.approx(0.0)

@@ -13,6 +13,7 @@ from pathlib import Path
 from kit.errors import KitError
 from kit.smoke.gallery import (
     articles,
+    bodies,
     catalogues,
     graders,
     grades,
@@ -21,6 +22,7 @@ from kit.smoke.gallery import (
     plants,
     scans,
     signals,
+    skies,
     sounds,
     texts,
     tweets,
@@ -68,6 +70,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "champs-scalar-coupling": measures.champs,
     "osic-pulmonary-fibrosis-progression": measures.osic,
     "chaii-hindi-and-tamil-question-answering": articles.chaii,
+    "google-research-identify-contrails-reduce-global-warming": skies.contrails_dataset,
+    "uw-madison-gi-tract-image-segmentation": bodies.uw_madison,
 }
 
 

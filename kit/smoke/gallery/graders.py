@@ -387,3 +387,50 @@ def chaii(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["chaii-hindi-and-tamil-question-answering"] = chaii
+def mlebench_rle(code, height: int, width: int) -> None:
+    """mlebench.competitions.utils.rle_decode's asserts: text, starts sorted, starts and lengths positive, no run
+    overlapping another, none past the image's last pixel (its slice would stop there; a later reshape fails)."""
+    require(isinstance(code, str), f"run-length code {code!r} is not text (a blank cell reads as NaN)")
+    if not code.strip():
+        return
+    try:
+        values = [int(v) for v in code.split()]
+    except ValueError:
+        raise Invalid(f"run-length code '{code[:40]}' is not whole numbers") from None
+    starts, lengths = values[0::2], values[1::2]
+    require(len(starts) == len(lengths), f"run-length code '{code[:40]}' has an odd count of numbers")
+    require(starts == sorted(starts), f"run-length code '{code[:40]}' has starts out of order")
+    require(all(v > 0 for v in values), f"run-length code '{code[:40]}' has a start or length below 1")
+    ends = [s - 1 + n for s, n in zip(starts, lengths)]
+    require(all(e <= s - 1 for e, s in zip(ends, starts[1:])), f"run-length code '{code[:40]}' has overlapping runs")
+    require(not ends or ends[-1] <= height * width, f"run-length code '{code[:40]}' runs past a {height} x {width} image")
+
+
+def contrails(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: record_id and encoded_pixels, the length, the sorted ids, then "-" read as no mask and each
+    code decoded at its record's height and width (the answers', here the sample's)."""
+    has_columns(sub, "record_id", "encoded_pixels")
+    same_length(sub, sample)
+    sub, sample = sub.sort_values("record_id"), sample.sort_values("record_id")
+    sorted_ids_equal(sub, sample, "record_id")
+    for code, h, w in zip(sub["encoded_pixels"].replace("-", ""), sample["height"], sample["width"]):
+        mlebench_rle(code, int(h), int(w))
+
+
+CHECKS["google-research-identify-contrails-reduce-global-warming"] = contrails
+
+
+def uw_madison(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: id, class and predicted; a blank code read as no mask; then every row's code decoded at its
+    image's size (the answers hold it; each code here within 36 x 40, the gallery's slices), rows lined up with
+    the answers' by position (it never sorts them: the sample's order)."""
+    has_columns(sub, "id", "class", "predicted")
+    same_length(sub, sample)
+    require(bool((sub["id"].astype(str).to_numpy() == sample["id"].astype(str).to_numpy()).all()
+                 and (sub["class"].astype(str).to_numpy() == sample["class"].astype(str).to_numpy()).all()),
+            "its rows are not the answers' (id, class) in their order: the grader pairs them by position")
+    for code in sub["predicted"].astype(object).fillna(""):
+        mlebench_rle(code, 36, 40)
+
+
+CHECKS["uw-madison-gi-tract-image-segmentation"] = uw_madison
