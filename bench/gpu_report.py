@@ -121,9 +121,14 @@ def counts(summary: str) -> dict[str, int]:
     return {("errors" if k.startswith("error") else k): int(n) for n, k in found}
 
 
-def broken(tests: dict) -> bool:
-    """Whether pytest -m gpu failed: a failed test, or one that was never run (a collection error)."""
-    return bool(tests.get("failed") or tests.get("errors"))
+def broken(tests: dict, on_gpu: bool = True) -> bool:
+    """Whether pytest -m gpu failed: a failed test, one that was never run (a collection error), a suite cut off by
+    its time box, or on a GPU none that passed (nothing collected, or everything skipped; a dry run on the CPU skips
+    them all)."""
+    if not tests:  # left out (--no-tests)
+        return False
+    return bool(tests.get("failed") or tests.get("errors") or (on_gpu and not tests.get("passed"))
+                or str(tests.get("summary", "")).startswith("stopped after"))
 
 
 def gpu_tests(timeout_s: float, log: Path, workers: int = 4) -> dict:
@@ -265,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         rep.run(name, lambda measure=measure: rep.figures.extend(measure()))
     print(markdown(rep.data()))
     print(f"wrote {rep.out / 'gpu-report.json'} and {rep.out / 'gpu-report.md'}")
-    return 1 if broken(rep.tests) else 0
+    return 1 if broken(rep.tests, on_gpu=device.type == "cuda") else 0
 
 
 def sections(device: torch.device, count: int, size: int, dry: bool) -> list[tuple[str, Callable[[], list[dict]]]]:

@@ -78,6 +78,11 @@ def test_tests_that_could_not_be_collected_are_a_failure_in_the_table_and_the_ex
     assert gpu_report.counts("========= 3 errors in 8.01s =========") == {"errors": 3}
     assert gpu_report.counts("== 1 failed, 9 passed, 1 error in 100.00s ==") == {"failed": 1, "passed": 9, "errors": 1}
     assert gpu_report.broken({"errors": 3}) and gpu_report.broken({"failed": 1}) and not gpu_report.broken({"passed": 9})
+    # nothing that passed, or a suite its box cut off, is no pass either; a report without the tests is not broken
+    assert gpu_report.broken(gpu_report.counts("== 17 skipped in 16.00s ==") | {"summary": "17 skipped"})
+    assert gpu_report.broken(gpu_report.counts("== no tests ran in 0.50s ==") | {"summary": "no tests ran"})
+    assert gpu_report.broken({"passed": 3, "summary": "stopped after 190 s, 3 passed"})
+    assert not gpu_report.broken({}) and not gpu_report.broken({"skipped": 17, "summary": "17 skipped"}, on_gpu=False)
     r = {"gpu": "H200", "date": "d", "python": "3.12", "versions": {}, "arms": [], "figures": [], "errors": [],
          "tests": {"errors": 3, "seconds": 8.0}}
     assert "`pytest -m gpu`: 0 passed, 0 failed, 0 skipped, 3 errors (not collected: see gpu-tests.txt) in 8 s" \
