@@ -18,6 +18,7 @@ from kit.smoke.gallery import (
     measures,
     photos,
     plants,
+    quakes,
     scans,
     signals,
     sounds,
@@ -66,6 +67,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "tensorflow-speech-recognition-challenge": sounds.speech,
     "champs-scalar-coupling": measures.champs,
     "osic-pulmonary-fibrosis-progression": measures.osic,
+    "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
 }
 
 
