@@ -56,6 +56,9 @@ READ = {
     "osic-pulmonary-fibrosis-progression": ["test           780 rows",  # 6 patients x 130 weeks, from Patient_Week
                                             "confidence     ",  # fitted on the rows the grader scores: the last 3
                                             "in every row: the one that scores the 180 out-of-fold rows best"],
+    "predict-volcanic-eruptions-ingv-oe": ["features train: 270 features of 36 series files (10 columns each)",
+                                           "features test: 270 features of 4 series files",  # the sample's ids
+                                           "features       270 columns: 270 numbers"],
 }
 
 

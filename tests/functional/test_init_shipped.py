@@ -23,6 +23,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
                               "neither a join nor score_groups",
     "osic-pulmonary-fibrosis-progression": "its test rows are made from the sample's Patient_Week ids against each "
                                            "patient's first visit (id_parts, baseline_key): kit init drafts neither",
+    "predict-volcanic-eruptions-ingv-oe": "its rows' features are read from a series file each (train_series, "
+                                          "test_series: train/<segment_id>.csv) and it has no test table: kit init "
+                                          "drafts no series folders, so its draft has no features to learn from",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",

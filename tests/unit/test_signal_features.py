@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kit.build import plan
 from kit.data import signal_features as sf
 from kit.errors import KitError
 from kit.spec import Spec
@@ -106,3 +107,14 @@ def test_a_series_declaration_that_cannot_be_read_is_one_line_at_the_config(chan
     Spec.from_dict(VOLCANO)
     with pytest.raises(KitError, match=rf"^competition: .*{match}"):
         Spec.from_dict({**VOLCANO, **change})
+
+
+def test_the_plan_counts_the_feature_step_and_its_cache():
+    """volcano at its real size: 4,431 files of 60,001 x 10 values, about 10 GB as float32, streamed on 4 vCPUs."""
+    lines = []
+    made = plan.plan("predict-volcanic-eruptions-ingv-oe", log=lines.append)
+    assert made.before_s == pytest.approx(4431 * 600_010 / 1e6 * 0.3 / 4)  # 199 s
+    assert made.totals()["before_s"] == made.before_s and made.tail_s < made.before_s
+    cache = next(n for n in made.needs if n.what == "the series files' features, cached")
+    assert cache.place == "scratch" and cache.amount == 4431 * 270 * 4
+    assert "computing the series' features" in lines[0] and "9.9 GB as float32" in lines[0] and "data s" in lines[0]
