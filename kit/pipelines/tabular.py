@@ -239,7 +239,6 @@ class TabularPipeline(base.Pipeline):
             return confidence.frame(data.sample, data.target, pred, column, base.submission_frame)
         return super().submission(data, pred)
 
-
     def _in_sample_order(self, data: TableData, pred: np.ndarray) -> np.ndarray:
         out = np.zeros((len(data.sample), pred.shape[1]), np.float64)
         out[data.where] = pred
