@@ -273,6 +273,13 @@ class Data:
     # column, and the column that orders its rows (which gains <baseline_order>_since_base)
     baseline_key: str = ""
     baseline_order: str = ""
+    # tabular: folders of one series file a row, <id_column's value>.csv (volcano's train/ and test/ of 10-sensor
+    # segments), each read once into a row of features joined onto its table's row (kit.data.signal_features); with
+    # test_series and no [data] test, the test rows are the sample's ids
+    train_series: str = ""
+    test_series: str = ""
+    # tabular: the series files' columns the features are read from; () = every column of the first training file
+    series_columns: tuple[str, ...] = ()
 
 
 DATA_DEFAULTS = Data()
@@ -318,6 +325,12 @@ class Spec(Data, Competition):
                            "that orders its rows); set both or neither")
         if bool(spec.join_table) != bool(spec.join_keys and spec.join_on):
             raise KitError(f"{where}: a join needs join_table, join_keys and join_on together; set all three or none")
+        if bool(spec.train_series) != bool(spec.test_series):
+            raise KitError(f"{where}: train_series and test_series go together (the training rows' and the test rows' "
+                           "folders of series files); set both or neither")
+        if spec.series_columns and not spec.train_series:
+            raise KitError(f"{where}: series_columns names the columns of series files: set train_series and "
+                           "test_series too, or remove it")
         if spec.join_distance and len(spec.join_on) != 2:
             raise KitError(f"{where}: join_distance is the distance between two joined rows: join_on must name two columns")
         # the notebook's parameter and a worker's payload hold every key: those at their defaults were not set

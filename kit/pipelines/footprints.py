@@ -175,6 +175,10 @@ class Spans(Text):
                      * (4 + 8), note=note),
                 Need("test windows' start and end logits, a fold's and their sum", "ram", 2 * test_windows * length * 2 * 4,
                      "prediction", f"{test_windows:,} windows x {length} tokens x 2 logits, float32")]
+# a series file's features (kit.data.signal_features) take this long a million values on one core: 0.09 s measured
+# for a 60,001 x 10 volcano segment (read 0.02, features 0.07) here, doubled for Kaggle's slower vCPUs
+SERIES_S_PER_MILLION = 0.3
+KAGGLE_CPUS = 4  # a GPU session's vCPUs: the feature step's workers
 
 
 class Tabular:
@@ -194,6 +198,14 @@ class Tabular:
         s = sizes
         needs = [Need("the tables (frames, then float32 features)", "ram", (s.train_rows + s.test_rows) * s.columns * 12),
                  Need("a fold's booster matrices", "ram", s.train_rows * s.columns * 8, "training")]
+        if spec.train_series:  # volcano: each row's series file read once into a row of features, cached in scratch
+            files, values = s.train_rows + s.test_rows, s.samples * s.channels
+            seconds = files * values / 1e6 * SERIES_S_PER_MILLION / KAGGLE_CPUS
+            needs.append(Need("the series files' features, cached", "scratch", files * s.columns * 4,
+                              note=f"{files:,} files of {s.samples:,} x {s.channels} read once"))
+            needs.append(Need("a series file read in each worker", "ram", KAGGLE_CPUS * values * 12, note="float32 and its text"))
+            streamed = f"{files * values * 4 / GB:.1f} GB as float32, streamed on {KAGGLE_CPUS} vCPUs; none when cached"
+            needs.append(Need("computing the series' features", "before", seconds, note=streamed))
         if spec.join_table:  # its keys' index and the joined columns: measured 0.39 GB on champs' 7.2M pairs (Kaggle's)
             needs.append(Need(f"the join of {spec.join_table} (keys' index, joined columns)", "ram",
                               (s.train_rows + s.test_rows) * JOIN_ROW_BYTES))

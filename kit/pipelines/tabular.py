@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from kit.data import features, frames, joins, sequences, tables
+from kit.data import features, frames, joins, sequences, signal_features, tables
 from kit.data.features import Encoded
 from kit.data.rows import RowBatches
 from kit.errors import KitError
@@ -78,6 +78,7 @@ class TabularPipeline(base.Pipeline):
                                                  "it room, leave out columns the model need not read ([data] drop_columns), "
                                                  "or run where there is more memory")
         train, test = joins.build(spec, s.data_dir, train, test, sample, (train_path.name, test_path.name), s.warn)
+        train, test, series = signal_features.joined(spec, s.data_dir, train, test, s.hardware.cpu_count, s.log)
         target, sources, kinds = tabular_checks.checked(spec, train, test, sample, (train_path, test_path, sample_path), s.log)
         if self.p.models_by and (self.p.model_name == "mlp" or self.p.models_by not in kinds["kinds"]):
             raise KitError(f"[params] models_by = '{self.p.models_by}': " + ("the boosters read it, not the mlp" if
@@ -94,6 +95,8 @@ class TabularPipeline(base.Pipeline):
         scored = sequences.score_rows(train, spec.score_mask, train_path)  # every row without [data] score_mask
         recipe = {"target": base.target_record(target), "prior": prior.tolist(), "features": kinds, "y_mean": mean,
                   "y_std": std}
+        if series:  # the series files' columns the features were read from: predict mode reads the same
+            recipe["series_columns"] = series
         if confidence.wanted(spec):  # the fallback's confidence, and predict mode's where no fold left oof rows
             recipe["confidence"] = confidence.spread(y[scored], prior)
         used = [*kinds["kinds"], *sources]
@@ -111,6 +114,9 @@ class TabularPipeline(base.Pipeline):
         """The test table's `columns` (those it holds, and its ids): every row, in chunks where it is large; where it
         would not fit the memory, `whole` says what to do (no sample of it will do)."""
         spec = self.spec
+        if not spec.test:  # rows of series files and no test table (tabular_checks.require_test): the sample's ids
+            sample, sample_path = base.read_sample(self.session)
+            return sample[[spec.id_column]].astype(str), sample_path
         test_path = paths.require_file(self.session.data_dir, spec.test, "test table")
         by_id = spec.id_column and not spec.id_parts  # else the test rows are made from the sample's ids (kit.data.joins)
         wanted = [spec.id_column, *columns] if by_id else columns
@@ -151,6 +157,8 @@ class TabularPipeline(base.Pipeline):
                                                  "the model and the sample read): run where there is more memory")
         test = joins.build(self.spec, s.data_dir, None, test, sample, ("", test_path.name), s.warn,
                            tuple(recipe["features"]["kinds"]))[1]
+        test = signal_features.joined(self.spec, s.data_dir, None, test, s.hardware.cpu_count, s.log,
+                                      recipe.get("series_columns", ()))[1]
         absent = [c for c in recipe["features"]["kinds"] if c not in test.columns]
         if absent:
             raise KitError(f"{test_path.name}: no column '{absent[0]}' the model reads ({len(absent)} such); predict with "
@@ -230,7 +238,6 @@ class TabularPipeline(base.Pipeline):
             column = confidence.column(self.spec, data.sample, list(data.target.columns), Path(self.spec.sample_submission))
             return confidence.frame(data.sample, data.target, pred, column, base.submission_frame)
         return super().submission(data, pred)
-
 
     def _in_sample_order(self, data: TableData, pred: np.ndarray) -> np.ndarray:
         out = np.zeros((len(data.sample), pred.shape[1]), np.float64)

@@ -17,8 +17,9 @@ from kit.train.targets import Target
 
 
 def require_test(spec: Spec) -> None:
-    if not spec.test:
-        raise KitError("[data] test is empty: the tabular template needs the test table's file name")
+    if not spec.test and not spec.test_series:
+        raise KitError("[data] test is empty: the tabular template needs the test table's file name (or, for rows of "
+                       "series files, test_series: the test rows are then the sample's ids)")
 
 
 def checked(spec: Spec, train: pd.DataFrame, test: pd.DataFrame, sample: pd.DataFrame, where: tuple[Path, Path, Path],

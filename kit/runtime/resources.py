@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 GB = 2**30
-PLACES = ("ram", "output", "scratch", "tail")  # host memory, /kaggle/working, scratch disk, seconds after training
+# host memory, /kaggle/working, scratch disk, seconds after training, seconds of the data step before it (a feature
+# step: its time is spent before the time plan splits what is left between the folds)
+PLACES = ("ram", "output", "scratch", "tail", "before")
 PHASES = ("data", "training", "prediction")  # RAM: held throughout, while training, while predicting
 LIBRARIES_RAM = int(2.5 * GB)  # the kernel's process with torch, CUDA's context and kit imported (Kaggle, T4)
 WIDTH = 52  # the table's first column
@@ -68,7 +70,7 @@ class Sizes:
 class Need:
     what: str
     place: str  # one of PLACES
-    amount: float  # bytes, or seconds for "tail"
+    amount: float  # bytes, or seconds for "tail" and "before"
     phase: str = "data"  # RAM: one of PHASES
     note: str = ""  # how it was sized, or what was changed to make it fit
 
@@ -108,8 +110,13 @@ class Plan:
     def tail_s(self) -> float:
         return self.total("tail")
 
+    @property
+    def before_s(self) -> float:
+        return self.total("before")
+
     def totals(self) -> dict[str, float]:
-        return {"ram": self.ram, "output": self.output, "scratch": self.scratch, "tail_s": self.tail_s}
+        return {"ram": self.ram, "output": self.output, "scratch": self.scratch, "tail_s": self.tail_s,
+                "before_s": self.before_s}
 
     def over(self, limits: Limits) -> list[str]:
         """One line for each limit the plan passes."""
@@ -125,7 +132,7 @@ class Plan:
 
     def table(self, limits: Limits) -> str:
         """One table: each need in its column, the totals, the limits."""
-        head = f"{'':<{WIDTH}}{'RAM GB':>8}{'output GB':>11}{'scratch GB':>12}{'tail s':>8}"
+        head = f"{'':<{WIDTH}}{'RAM GB':>8}{'output GB':>11}{'scratch GB':>12}{'tail s':>8}{'data s':>8}"
         lines = [f"resource plan{f': {self.headline}' if self.headline else ''}", head,
                  f"{'the process' + (' with its data (measured)' if self.base_holds_data else ''):<{WIDTH}}"
                  f"{self.base_ram / GB:>8.2f}"]
@@ -133,13 +140,13 @@ class Plan:
             lines.append(f"{'its peak while reading the data (measured)':<{WIDTH}}{self.peak_before / GB:>8.2f}")
         for n in self.needs:
             cells = {p: "" for p in PLACES}
-            cells[n.place] = f"{n.amount:.0f}" if n.place == "tail" else f"{n.amount / GB:.2f}"
+            cells[n.place] = f"{n.amount:.0f}" if n.place in ("tail", "before") else f"{n.amount / GB:.2f}"
             what = n.what + ("" if n.place != "ram" or n.phase == "data" else f" ({n.phase})")
             lines.append(f"{what[:WIDTH - 1]:<{WIDTH}}{cells['ram']:>8}{cells['output']:>11}{cells['scratch']:>12}"
-                         f"{cells['tail']:>8}"
+                         f"{cells['tail']:>8}{cells['before']:>8}"
                          + (f"  {n.note}" if n.note else ""))
         lines.append(f"{'planned (RAM at its peak)':<{WIDTH}}{self.ram / GB:>8.2f}{self.output / GB:>11.2f}"
-                     f"{self.scratch / GB:>12.2f}{self.tail_s:>8.0f}")
+                     f"{self.scratch / GB:>12.2f}{self.tail_s:>8.0f}{self.before_s:>8.0f}")
         lines.append(f"{limits.name:<{WIDTH}}{limits.ram / GB:>8.1f}{limits.output / GB:>11.1f}{limits.scratch / GB:>12.1f}")
         return "\n".join(lines)
 

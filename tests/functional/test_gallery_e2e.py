@@ -65,6 +65,9 @@ READ = {
         "train          train.csv: one row per image and class (3 classes: large_bowel, small_bowel, stomach)",
         "decode train: decoded 96 of 96 images and their masks onto 36 x 40 canvases",
         "submission     a run-length code per image and class (3) in 'predicted', 108 rows"],
+    "predict-volcanic-eruptions-ingv-oe": ["features train: 270 features of 36 series files (10 columns each)",
+                                           "features test: 270 features of 4 series files",  # the sample's ids
+                                           "features       270 columns: 270 numbers"],
 }
 
 

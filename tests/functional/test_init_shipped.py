@@ -27,6 +27,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "uw-madison-gi-tract-image-segmentation": "kit init does not find slices under <case>/<case>_<day>/scans/ by "
     "their ids and drafts a tabular config, which its data step refuses (empty codes): it does not draft [data] "
     "slices, class_column or the case it groups folds by",
+    "predict-volcanic-eruptions-ingv-oe": "its rows' features are read from a series file each (train_series, "
+                                          "test_series: train/<segment_id>.csv) and it has no test table: kit init "
+                                          "drafts no series folders, so its draft has no features to learn from",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",

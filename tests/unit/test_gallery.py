@@ -68,6 +68,7 @@ LISTINGS = {
     "google-research-identify-contrails-reduce-global-warming": "sample_submission.csv test train train_metadata.json "
                                                                 "validation validation_metadata.json",
     "uw-madison-gi-tract-image-segmentation": "sample_submission.csv test test.csv train train.csv",
+    "predict-volcanic-eruptions-ingv-oe": "sample_submission.csv test train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -146,6 +147,8 @@ HEADERS = {
         "sample_submission.csv": "record_id,encoded_pixels,height,width"},
     "uw-madison-gi-tract-image-segmentation": {"train.csv": "id,class,segmentation", "test.csv": "id,class",
                                                "sample_submission.csv": "id,class,predicted"},
+    "predict-volcanic-eruptions-ingv-oe": {"train.csv": "segment_id,time_to_eruption",
+                                           "sample_submission.csv": "segment_id,time_to_eruption"},
 }
 
 

@@ -20,6 +20,7 @@ from kit.smoke.gallery import (
     measures,
     photos,
     plants,
+    quakes,
     scans,
     signals,
     skies,
@@ -72,6 +73,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "chaii-hindi-and-tamil-question-answering": articles.chaii,
     "google-research-identify-contrails-reduce-global-warming": skies.contrails_dataset,
     "uw-madison-gi-tract-image-segmentation": bodies.uw_madison,
+    "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
 }
 
 

@@ -434,3 +434,16 @@ def uw_madison(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["uw-madison-gi-tract-image-segmentation"] = uw_madison
+
+
+def volcano(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """volcano's prepare_for_grading: time_to_eruption and segment_id, the segment_id set (it merges on segment_id, so
+    a repeated id would count twice). Beside the grader: unique ids, and finite numbers (its MAE of text or NaN
+    crashes)."""
+    has_columns(sub, "time_to_eruption", "segment_id")
+    same_id_set(sub, sample, "segment_id")
+    require(not sub["segment_id"].duplicated().any(), "a segment_id repeats (the grader's merge counts it twice)")
+    require(bool(np.isfinite(numeric(sub, "time_to_eruption")).all()), "time_to_eruption holds NaN or inf")
+
+
+CHECKS["predict-volcanic-eruptions-ingv-oe"] = volcano
