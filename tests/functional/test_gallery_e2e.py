@@ -51,6 +51,8 @@ READ = {
                                                         "submission     binary: probability"],
     "tensorflow-speech-recognition-challenge": ["train          32 clips, 6 classes (2 to 6 clips per class)",  # and the noise
                                                 "decode test: decoded 11 of 11 clips", "submission     label: label"],
+    "mlsp-2013-birds": ["train          48 clips, 19 labels", "test           12 clips",  # the `?` lines' recordings
+                        "submission     melted: Probability"],
 }
 
 

@@ -60,6 +60,7 @@ LISTINGS = {
     "tweet-sentiment-extraction": "sample_submission.csv test.csv train.csv",
     "the-icml-2013-whale-challenge-right-whale-redux": "sampleSubmission.csv test2.zip train2.zip",
     "tensorflow-speech-recognition-challenge": "sample_submission.csv test train",
+    "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -120,6 +121,11 @@ HEADERS = {
                                    "sample_submission.csv": "textID,selected_text"},
     "the-icml-2013-whale-challenge-right-whale-redux": {"sampleSubmission.csv": "clip,probability"},
     "tensorflow-speech-recognition-challenge": {"sample_submission.csv": "fname,label"},
+    "mlsp-2013-birds": {"sample_submission.csv": "Id,Probability", "essential_data/CVfolds_2.txt": "rec_id,fold",
+                        "essential_data/rec_id2filename.txt": "rec_id,filename",
+                        "essential_data/rec_labels_test_hidden.txt": "rec_id,[labels]",
+                        "essential_data/species_list.txt": "class_id,code,species",
+                        "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
 }
 
 

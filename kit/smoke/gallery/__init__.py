@@ -51,6 +51,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "tweet-sentiment-extraction": tweets.tweet_sentiment,
     "the-icml-2013-whale-challenge-right-whale-redux": sounds.whale,
     "tensorflow-speech-recognition-challenge": sounds.speech,
+    "mlsp-2013-birds": sounds.birds,
 }
 
 

@@ -340,6 +340,7 @@ CHECKS: dict[str, Check] = {
     "tweet-sentiment-extraction": tweet_sentiment,
     "the-icml-2013-whale-challenge-right-whale-redux": auroc("clip", "probability"),
     "tensorflow-speech-recognition-challenge": accuracy("fname", "label"),
+    "mlsp-2013-birds": auroc("Id", "Probability"),
 }
 
 
