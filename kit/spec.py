@@ -220,6 +220,10 @@ class Data:
     # audio files: target_column holds each row's labels joined by this (freesound's "Bark,Dog"), read as one 0/1
     # column per class of the sample submission; "" = one label (or the label columns) per row
     label_separator: str = ""
+    # audio files: a second training table read as train is, its clips in extra_images (freesound's noisy set):
+    # trained on with the loss weight [params] noisy_weight (0 leaves it out), never validated; "" = none
+    extra_train: str = ""
+    extra_images: str = ""
 
 
 DATA_DEFAULTS = Data()

@@ -8,6 +8,7 @@ making, the objective and the rest of the contract are the cnn template's.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ MAX_WINDOW_S = 10.0  # window_s auto: the clips' median length, at most this
 class AudioData(ImageData):
     # a melted sample's (label_lists): each sample row's recording, a row of test_cache; None: a clip per sample row
     clips: np.ndarray | None = None
+    # [data] extra_train's rows (a noisy set: trained on with noisy_weight, never validated), True per training row
+    extra: np.ndarray | None = None
 
 
 class AudioPipeline(CnnPipeline):
@@ -58,7 +61,9 @@ class AudioPipeline(CnnPipeline):
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, y[usable], spec.metric),
                   **dict(zip(("y_mean", "y_std"), moments(y[usable], spec.metric))),
                   "channels": 1, "frontend": frontend.as_dict(), "kept": 0}
-        data = AudioData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned, clips)
+        extra = np.arange(len(ids)) >= len(ids) - table.attrs.get("extra", 0)
+        data = AudioData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned, clips,
+                         extra)
         s.log(self.describe(data))
         s.log(f"spectrogram    {frontend.rate} Hz, windows of {frontend.length / frontend.rate:g} s, n_fft {frontend.n_fft}, "
               f"hop {frontend.hop}: {frontend.n_mels} mel bands x {frontend.frames} frames")
@@ -76,6 +81,8 @@ class AudioPipeline(CnnPipeline):
             raise KitError("[data] clip_table and split_table name the recordings of ragged label lists: set label_lists "
                            "= true, or remove them")
         read = audio_lists.read(self.session) if spec.label_lists else (*super()._read(), None)
+        if spec.extra_train:
+            read = audio_lists.with_extra(self.session, read, self.label_columns)
         for source in (read[4], read[5]):
             for suffix in sorted({Path(p).suffix.lower() for p in source.paths}):
                 why = audio.refusal(suffix)
@@ -83,6 +90,16 @@ class AudioPipeline(CnnPipeline):
                     example = next(n for n, p in zip(source.names, source.paths) if Path(p).suffix.lower() == suffix)
                     raise KitError(f"{example}: {why}")
         return read
+
+    def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The folds of the training rows (cnn's); [data] extra_train's rows join every fold's training rows where
+        noisy_weight is above 0, and are never validated."""
+        extra = getattr(data, "extra", None)
+        if extra is None or not extra.any():
+            return super().split(data)
+        noisy = data.usable[extra[data.usable]] if self.p.noisy_weight > 0 else np.zeros(0, np.int64)
+        folds = super().split(dataclasses.replace(data, usable=data.usable[~extra[data.usable]]))
+        return [(np.concatenate([tr, noisy]), v) for tr, v in folds]
 
     def label_columns(self, table: pd.DataFrame, target_columns: list[str], where: str) -> pd.DataFrame:
         """[data] label_separator: target_column's lists spread into one 0/1 column per sample column."""
@@ -127,21 +144,21 @@ class AudioPipeline(CnnPipeline):
         return data
 
     def _decode(self, splits: dict[str, layouts.Source], rate: int, found: dict | None = None) -> list:
-        """Each split's clips decoded once into the wave cache, or streamed where the disk or RAM has no room
-        (`found`: each split's headers, where read already)."""
+        """Each split's clips decoded once into the wave cache (each its first max_seconds), or streamed where the
+        disk or RAM has no room (`found`: each split's headers, where read already)."""
         s = self.session
-        workers, cache_dir = s.hardware.cpu_count, paths.scratch_dir()
+        workers, cache_dir, most = s.hardware.cpu_count, paths.scratch_dir(), int(round(self.p.max_seconds * rate))
         found = found or {name: waves.headers(src.paths, workers) for name, src in splits.items()}
-        need = sum(waves.bytes_of(found[name][0], rate) for name, src in splits.items()
-                   if not waves.complete(src.paths, rate, cache_dir))
+        need = sum(waves.bytes_of(found[name][0], rate, most) for name, src in splits.items()
+                   if not waves.complete(src.paths, rate, cache_dir, most))
         refusal = images.cache_refusal(need, cache_dir) if need else ""
         if refusal:
             s.warn(f"no decoded-clip cache: {refusal}; streaming from the sound files instead (each epoch decodes them "
-                   "again: free space, or lower sample_rate)")
+                   "again: free space, or lower sample_rate or max_seconds)")
             return [waves.WaveFiles([str(p) for p in src.paths], rate, found[name][1],
-                                    np.array([audio.frames_at(h, rate) if h else 0 for h in found[name][0]]))
+                                    np.array([waves.frames_of(h, rate, most) for h in found[name][0]]), most)
                     for name, src in splits.items()]
-        return [waves.build_cache(src.paths, rate, cache_dir, workers, f"decode {name}", s.log)
+        return [waves.build_cache(src.paths, rate, cache_dir, workers, f"decode {name}", s.log, most)
                 for name, src in splits.items()]
 
     def describe(self, data: ImageData) -> str:
@@ -200,7 +217,10 @@ class AudioPipeline(CnnPipeline):
         s, p = self.session, self.p
         f = self.frontend_of(data)
         cache = data.test_cache if test else data.train_cache
-        dataset = waves.WaveRows(cache, rows, f.length, None if test else data.y[rows], train=train, starts=starts, seed=seed)
+        extra = getattr(data, "extra", None)
+        weights = np.where(extra[rows], p.noisy_weight, 1.0) if train and extra is not None and extra.any() else None
+        dataset = waves.WaveRows(cache, rows, f.length, None if test else data.y[rows], train=train, starts=starts, seed=seed,
+                                 weights=weights)
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         augment = Augment(p.gain_db, p.shift, p.freq_masks, p.freq_width, p.time_masks, p.time_width)

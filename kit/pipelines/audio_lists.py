@@ -8,6 +8,7 @@
   class of the sample submission (a "multi" target)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -113,3 +114,33 @@ def source(s: Session, folder_name: str, key: str, names: list[str], where: str)
     layouts.check_image_files(folder, folder_name, names, spec.image_ext, where, key)
     return layouts.Source([f"{folder_name}/{n}{spec.image_ext}" for n in names],
                           paths=[folder / f"{n}{spec.image_ext}" for n in names])
+
+
+def with_extra(s: Session, read: tuple, label_columns) -> tuple:
+    """`read` with [data] extra_train's rows after the training table's (freesound's noisy set: the same columns, its
+    clips in extra_images); the table's attrs["extra"] counts them. `label_columns` spreads their label lists."""
+    spec = s.spec
+    sample, table, target, (groups, assigned), train, test, clips = read
+    if spec.label_lists:
+        raise KitError("[data] extra_train is read as a table, as train is; ragged label_lists take none")
+    other = dataclasses.replace(spec, train=spec.extra_train, train_images=spec.extra_images or spec.train_images)
+    extra, where = layouts.training_table(other, s.data_dir, sample, s.log)
+    extra = label_columns(extra, list(target.columns), where)
+    columns = [spec.id_column, *(target.sources if target.by_column else (spec.target_column,))]
+    tables.require_columns(extra, columns, Path(where), "[data] extra_train")
+    if not target.by_column:
+        strange = sorted(set(extra[spec.target_column].dropna().astype(str)) - {str(c) for c in target.classes})
+        if strange:
+            raise KitError(f"{where}: label '{strange[0]}' is not a class of {spec.train} ({len(strange)} such labels)")
+    twice = set(extra[spec.id_column].astype(str)) & set(table[spec.id_column].astype(str))
+    if twice:
+        raise KitError(f"{where}: id {sorted(twice)[0]} is in {spec.train} too ({len(twice)} such ids); the two training "
+                       "sets hold different clips")
+    source = layouts.training_source(other, s.data_dir, extra, where, None, s.log)
+    both = pd.concat([table, extra[[c for c in table.columns if c in extra.columns]]], ignore_index=True)
+    both.attrs["extra"] = len(extra)
+    pad = np.full(len(extra), "", dtype=object)
+    keys = tuple(None if k is None else np.concatenate([k, pad]) for k in (groups, assigned))
+    train = layouts.Source(train.names + source.names, paths=list(train.paths) + list(source.paths))
+    s.log(f"extra train    {len(extra):,} clips of {where}, trained on with noisy_weight, never validated")
+    return sample, both, target, keys, train, test, clips

@@ -53,6 +53,9 @@ READ = {
                                                 "decode test: decoded 11 of 11 clips", "submission     label: label"],
     "mlsp-2013-birds": ["train          48 clips, 19 labels", "test           12 clips",  # the `?` lines' recordings
                         "submission     melted: Probability"],
+    "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
+                                     "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
+                                     "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
 }
 
 

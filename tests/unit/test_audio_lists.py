@@ -21,8 +21,8 @@ BIRDS = {"slug": "mlsp-2013-birds", "template": "audio", "metric": "auc_micro", 
 
 
 class Session:
-    def __init__(self, data_dir: Path, **changes):
-        self.spec, self.data_dir = Spec.from_dict({**BIRDS, **changes}), data_dir
+    def __init__(self, data_dir: Path, base: dict = BIRDS, **changes):
+        self.spec, self.data_dir = Spec.from_dict({**base, **changes}), data_dir
 
     def log(self, line: str) -> None:
         pass
@@ -117,3 +117,72 @@ def test_wrong_birds_files_are_one_line(birds, tmp_path):
         pipe = AudioPipeline.__new__(AudioPipeline)
         pipe.session = Session(folder, label_lists=False)
         pipe._read()
+
+
+FREESOUND = {"slug": "freesound-audio-tagging-2019", "template": "audio", "metric": "lwlrap", "train": "train_curated.csv",
+             "label_separator": ",", "extra_train": "train_noisy.csv", "extra_images": "train_noisy", "id_column": "fname",
+             "target_column": "labels", "train_images": "train_curated", "test_images": "test", "image_ext": ""}
+
+
+@pytest.mark.parametrize("top_folder", [False, True])
+def test_freesounds_zips_are_read_with_or_without_a_top_folder(tmp_path, top_folder):
+    """Whether Kaggle's zips hold their files at the root or in a folder named as the zip is unstated: both read."""
+    import zipfile
+
+    from kit.data import archives
+
+    sounds.freesound(tmp_path / "data", curated=6, noisy=4, test=3, top_folder=top_folder)
+    names = zipfile.ZipFile(tmp_path / "data" / "train_noisy.zip").namelist()
+    assert all(n.startswith("train_noisy/") == top_folder for n in names)
+    for split, table in (("train_curated", "train_curated.csv"), ("train_noisy", "train_noisy.csv"),
+                         ("test", "sample_submission.csv")):
+        folder = archives.find_folder(tmp_path / "data", split, "train_images", tmp_path / f"scratch{split}", lambda line: None)
+        assert all((folder / f).is_file() for f in pd.read_csv(tmp_path / "data" / table)["fname"])
+
+
+def test_the_noisy_set_joins_the_training_rows_weighted_and_unvalidated(tmp_path):
+    import torch
+
+    from kit.pipelines.audio import AudioData, AudioPipeline
+    from kit.train.objectives import MultiLabel
+
+    sounds.freesound(tmp_path, curated=12, noisy=8, test=3)
+    pipe = AudioPipeline.__new__(AudioPipeline)
+    pipe.session = Session(tmp_path, FREESOUND)
+    sample, table, target, keys, train, test, clips = pipe._read()
+    assert target.kind == "multi" and len(target.columns) == 80 and table.attrs["extra"] == 8 and train.count == 20
+    curated = pd.read_csv(tmp_path / "train_curated.csv")
+    assert table[list(target.columns)].to_numpy()[:12].sum(1).tolist() == [len(x.split(",")) for x in curated["labels"]]
+    extra = np.arange(20) >= 12
+    data = AudioData(table["fname"].to_numpy(str), np.zeros((20, 80)), np.arange(20), target, sample, None, None, {},
+                     extra=extra)
+
+    class P:
+        folds, seed, noisy_weight = 2, 0, 0.5
+
+    pipe.__dict__["p"] = P()
+    folds = AudioPipeline.split(pipe, data)
+    assert all(set(range(12, 20)) <= set(tr) and not set(v) & set(range(12, 20)) for tr, v in folds)
+    P.noisy_weight = 0.0
+    assert all(not set(tr) & set(range(12, 20)) for tr, _ in AudioPipeline.split(pipe, data))
+
+    logits, target01 = torch.tensor([[2.0, -1.0], [0.5, 0.5]]), torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    rows = torch.nn.functional.binary_cross_entropy_with_logits(logits, target01, reduction="none").mean(1)
+    out = MultiLabel()(lambda x: logits, {"image": None, "target": target01, "weight": torch.tensor([1.0, 0.5])})
+    assert float(out["loss"]) == pytest.approx(float((rows[0] + 0.5 * rows[1]) / 1.5))
+    assert float(MultiLabel()(lambda x: logits, {"image": None, "target": target01})["loss"]) == pytest.approx(float(rows.mean()))
+
+
+def test_max_seconds_cuts_each_clip_in_the_cache_and_its_size(tmp_path):
+    from kit.data import waves
+    from kit.smoke.audio import tone, write
+
+    rng = np.random.default_rng(0)
+    paths = [write(tmp_path / f"{k}.wav", tone(rng, s, 8000, 440.0), 8000) for k, s in enumerate((0.5, 3.0))]
+    whole = waves.build_cache(paths, 8000, tmp_path / "c", 1, log=lambda line: None)
+    cut = waves.build_cache(paths, 8000, tmp_path / "c", 1, log=lambda line: None, max_frames=8000)
+    assert whole.lengths().tolist() == [4000, 24000] and cut.lengths().tolist() == [4000, 8000]
+    assert np.array_equal(cut.clip(1), whole.clip(1)[:8000]) and cut.path != whole.path
+    found, _ = waves.headers(paths)
+    assert waves.bytes_of(found, 8000, 8000) == 2 * 12000 and waves.bytes_of(found, 8000) == 2 * 28000
+    assert len(waves.WaveFiles([str(p) for p in paths], 8000, max_frames=8000).clip(1)) == 8000

@@ -16,7 +16,7 @@ from kit import config, smoke
 from kit.build import bundle
 from kit.data import archives
 from kit.smoke import gallery, tfrecords
-from kit.smoke.gallery import graders, plants
+from kit.smoke.gallery import graders, plants, sounds
 
 # the public folder's top level, as prepare.py leaves it (description.md is mlebench/data.py's)
 LISTINGS = {
@@ -61,6 +61,8 @@ LISTINGS = {
     "the-icml-2013-whale-challenge-right-whale-redux": "sampleSubmission.csv test2.zip train2.zip",
     "tensorflow-speech-recognition-challenge": "sample_submission.csv test train",
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
+    "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
+                                    "train_noisy.zip",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -126,6 +128,8 @@ HEADERS = {
                         "essential_data/rec_labels_test_hidden.txt": "rec_id,[labels]",
                         "essential_data/species_list.txt": "class_id,code,species",
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
+    "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
+                                     "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
 }
 
 

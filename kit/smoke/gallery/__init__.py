@@ -52,6 +52,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "the-icml-2013-whale-challenge-right-whale-redux": sounds.whale,
     "tensorflow-speech-recognition-challenge": sounds.speech,
     "mlsp-2013-birds": sounds.birds,
+    "freesound-audio-tagging-2019": sounds.freesound,
 }
 
 

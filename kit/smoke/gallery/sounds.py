@@ -123,3 +123,57 @@ def birds(folder: Path, seed: int = 0, recordings: int = 60, rate: int = 16000, 
         (supplemental / f"{table}.txt").write_text("rec_id,[histogram of segment features]\n" + rows)
     ids = [rec * 100 + sp for rec in np.flatnonzero(test) for sp in range(len(BIRDS))]
     pd.DataFrame({"Id": ids, "Probability": 0}).to_csv(folder / "sample_submission.csv", index=False)
+
+
+FREESOUND_CLASSES = ("Accelerating_and_revving_and_vroom", "Accordion", "Acoustic_guitar", "Applause", "Bark",
+                     "Bass_drum", "Bass_guitar", "Bathtub_(filling_or_washing)", "Bicycle_bell",
+                     "Burping_and_eructation", "Bus", "Buzz", "Car_passing_by", "Cheering",
+                     "Chewing_and_mastication", "Child_speech_and_kid_speaking", "Chink_and_clink",
+                     "Chirp_and_tweet", "Church_bell", "Clapping", "Computer_keyboard", "Crackle", "Cricket",
+                     "Crowd", "Cupboard_open_or_close", "Cutlery_and_silverware", "Dishes_and_pots_and_pans",
+                     "Drawer_open_or_close", "Drip", "Electric_guitar", "Fart", "Female_singing",
+                     "Female_speech_and_woman_speaking", "Fill_(with_liquid)", "Finger_snapping", "Frying_(food)",
+                     "Gasp", "Glockenspiel", "Gong", "Gurgling", "Harmonica", "Hi-hat", "Hiss", "Keys_jangling",
+                     "Knock", "Male_singing", "Male_speech_and_man_speaking", "Marimba_and_xylophone",
+                     "Mechanical_fan", "Meow", "Microwave_oven", "Motorcycle", "Printer", "Purr",
+                     "Race_car_and_auto_racing", "Raindrop", "Run", "Scissors", "Screaming", "Shatter", "Sigh",
+                     "Sink_(filling_or_washing)", "Skateboard", "Slam", "Sneeze", "Squeak", "Stream", "Strum", "Tap",
+                     "Tick-tock", "Toilet_flush", "Traffic_noise_and_roadway_noise", "Trickle_and_dribble",
+                     "Walk_and_footsteps", "Water_tap_and_faucet", "Waves_and_surf", "Whispering", "Writing", "Yell",
+                     "Zipper_(clothing)")  # vocabulary.py's CLASS_NAMES, in order
+FREESOUND_HEARD = (3, 4, 17, 18, 37, 49)  # the classes the smoke clips sound (a pitch each); the others never occur
+
+
+def freesound(folder: Path, seed: int = 0, curated: int = 48, noisy: int = 24, test: int = 16, rate: int = 44100,
+              top_folder: bool = False) -> None:
+    """train_curated.csv and train_noisy.csv (fname,labels: comma lists, quoted where they hold commas), the wavs in
+    train_curated.zip, train_noisy.zip and test.zip (16-bit mono at 44.1 kHz, 0.3 to 4 s; each zip's files at its
+    root, or with `top_folder` in a folder named as it), sample_submission.csv fname + the 80 classes = 0. A label is
+    a pitch (two pitches for two labels); a noisy clip's labels are right two times in three."""
+    rng = np.random.default_rng(seed)
+    staging = folder / ".staging"
+    heard = [FREESOUND_CLASSES[k] for k in FREESOUND_HEARD]
+
+    def clip(labels: list[int]) -> np.ndarray:
+        seconds = float(rng.uniform(0.3, 4.0))
+        wave = noise(rng, seconds, rate, 0.03)
+        for k in labels:
+            wave += tone(rng, seconds, rate, 400.0 + 350.0 * k, level=0.25)
+        return wave
+
+    for split, count in (("train_curated", curated), ("train_noisy", noisy), ("test", test)):
+        rows = []
+        for _ in range(count):
+            labels = sorted(rng.choice(len(heard), 1 + int(rng.random() < 0.3), replace=False).tolist())
+            name = f"{rng.integers(0, 2**32):08x}.wav"
+            write(staging / split / name, clip(labels), rate)
+            if split == "train_noisy" and rng.random() < 1 / 3:
+                labels = [int(rng.integers(0, len(heard)))]  # a wrong label, as the noisy set's often are
+            rows.append((name, ",".join(heard[k] for k in labels)))
+        packing.write_zip(staging / split, folder / f"{split}.zip", prefix=split if top_folder else "")
+        if split == "test":
+            sample = pd.DataFrame({"fname": [n for n, _ in rows], **{c: 0 for c in FREESOUND_CLASSES}})
+            sample.to_csv(folder / "sample_submission.csv", index=False)
+        else:
+            pd.DataFrame(rows, columns=["fname", "labels"]).to_csv(folder / f"{split}.csv", index=False)
+    shutil.rmtree(staging)
