@@ -8,7 +8,7 @@
 
 kit runs the built notebook (`kit run`: its default recipe, SpecAugment, gain, EMA, early stopping; the model, the
 spectrogram's sizes, the epochs, batch 32 and folds = 1 given, as the gunpoint row: a fifth of the clips choose the
-best epoch). Two folds, half the clips a model at equal epochs, lost by 0.09 here. The plain loop: the
+best epoch; docs/benchmarks.md says what two folds and the time masks cost here). The plain loop: the
 same log-mel (kit.data.spectra.LogMel, computed on the CPU in a Dataset: torchaudio is not in the dev environment),
 the same timm test model from random init, Adam with a cosine schedule on every training clip, no augmentation, the
 last epoch kept. Accuracy on the 200 held-out clips.
