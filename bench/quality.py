@@ -20,6 +20,9 @@ held-out rows, whose answers only this file knows, and are scored there.
                plain smp loop; map_iou on 160 held-out images (bench/segmentation_quality.py)
   articles     chaii's layout, Hindi and Tamil articles in strided windows; spans, a tiny BERT against a plain Hugging
                Face question-answering loop; word Jaccard on 60 held-out articles (bench/spans_quality.py)
+  calls        2 s synthetic calls and tones at 8 kHz in class folders; audio, timm's test_resnet on log-mels against a
+               plain loop (the same log-mel on the CPU, Adam, no augmentation); accuracy on 200 held-out clips
+               (bench/audio_quality.py)
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%; the
 tabular rows, AUC within 0.005, log loss and RMSE within 5%. Prints one table, writes JSON to --out; exit 1
@@ -52,6 +55,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import audio_quality  # noqa: E402
 import gunpoint_quality  # noqa: E402
 import segmentation_quality  # noqa: E402
 import spans_quality  # noqa: E402
@@ -62,8 +66,8 @@ from kit.spec import Spec, greater_is_better  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 # the rows' groups in the table's order, and the order --jobs starts them in (the longest first)
-GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans")
-LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "spans", "gunpoint")
+GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio")
+LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "spans", "gunpoint")
 FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
 
 
@@ -240,7 +244,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="output/quality.json")
     ap.add_argument("--work", default=".quality", help="data, kit's outputs and logs (replaced on each run)")
     ap.add_argument("--only", default="", help="comma-separated rows to run: cnn, lstm, transformer, gunpoint, tabular "
-                                               "(or mixed: only its small mixed tables), segmentation, spans")
+                                               "(or mixed: only its small mixed tables), segmentation, spans, audio")
     ap.add_argument("--jobs", type=int, default=1, help="run the rows' groups in this many processes at once, each "
                                                         "on one thread (make quality: 2)")
     args = ap.parse_args(argv)
@@ -287,6 +291,8 @@ def main(argv=None) -> int:
         rows += segmentation_quality.rows(work, run_kit, Row, plain_loop)
     if not only or "spans" in only:
         rows += spans_quality.rows(work, run_kit, Row, plain_loop)
+    if not only or "audio" in only:
+        rows += audio_quality.rows(work, run_kit, Row, plain_loop)
     return report(rows, Path(args.out))
 
 

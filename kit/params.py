@@ -109,6 +109,11 @@ class AudioParams(TrainParams):
     time_masks: int = setting(2, minimum=0, doc="SpecAugment: masked spans of frames per training clip")
     time_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
     mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha of the spectrograms, 0 is off (one class a clip only)")
+    max_seconds: float = setting(0.0, minimum=0.0,
+                                 doc="seconds of each clip the decoded cache keeps (its start); 0 keeps whole clips. With "
+                                     "sample_rate, what makes a large set's cache fit the disk")
+    noisy_weight: float = setting(0.0, minimum=0.0, maximum=1.0,
+                                  doc="loss weight of [data] extra_train's rows (a noisy set); 0 leaves them out")
     tta_hop: float = setting(0.5, minimum=0.05, maximum=1.0,
                              doc="prediction windows start this share of a window apart; their predictions are averaged")
     sync_bn: bool | str = sync_bn_setting()

@@ -70,6 +70,11 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("jaccard", True, "span", "kit.train.spans:score"),
     Metric("global_dice", True, "mask", "kit.train.mask_metrics:score"),
     Metric("dice_hausdorff", True, "mask", "kit.train.mask_metrics:score"),
+    # mlsp-2013-birds: one ROC AUC over every (recording, species) row pooled, as its grader scores the melted rows
+    Metric("auc_micro", True, "probability", _M + "auc_micro", multilabel=True),
+    # freesound-audio-tagging-2019: label-weighted label-ranking average precision (its grader's sklearn form); blends
+    # average probabilities: a rank per column across rows would change the order of labels within a row, which it scores
+    Metric("lwlrap", True, "probability", _M + "lwlrap", multilabel=True),
 )}
 
 
@@ -280,6 +285,22 @@ class Data:
     test_series: str = ""
     # tabular: the series files' columns the features are read from; () = every column of the first training file
     series_columns: tuple[str, ...] = ()
+    # audio: train holds ragged lines, `id,label,label...` after a header (a bare id: no label; `id,?`: a test row),
+    # as mlsp-2013-birds' rec_labels_test_hidden.txt; the sample is then melted (Id = recording * 100 + label)
+    label_lists: bool = False
+    # audio label_lists: a table of each id (first column) and its clip's file name without image_ext (second):
+    # train_images/<name><image_ext>, for training and test recordings alike; "" = the id is the name
+    clip_table: str = ""
+    # audio label_lists: a table of each id (first column) and its fold (`fold`), whose fold 1 rows are the test
+    # recordings (mlsp-2013-birds' CVfolds_2.txt): checked against the `?` lines; "" = the `?` lines alone
+    split_table: str = ""
+    # audio files: target_column holds each row's labels joined by this (freesound's "Bark,Dog"), read as one 0/1
+    # column per class of the sample submission; "" = one label (or the label columns) per row
+    label_separator: str = ""
+    # audio files: a second training table read as train is, its clips in extra_images (freesound's noisy set):
+    # trained on with the loss weight [params] noisy_weight (0 leaves it out), never validated; "" = none
+    extra_train: str = ""
+    extra_images: str = ""
 
 
 DATA_DEFAULTS = Data()

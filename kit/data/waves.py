@@ -33,16 +33,17 @@ CACHE_FORMAT = 1  # bump when `audio.mono_int16` changes what it writes
 CHUNK = 64  # clips per decoding task
 
 
-def cache_key(paths: Sequence[Path], rate: int) -> str:
-    h = hashlib.sha256(f"kit-wave-cache/mono/{CACHE_FORMAT}/{kit.__version__}/{rate}/1/int16".encode())
+def cache_key(paths: Sequence[Path], rate: int, max_frames: int = 0) -> str:
+    cut = f"/{max_frames}" if max_frames else ""
+    h = hashlib.sha256(f"kit-wave-cache/mono/{CACHE_FORMAT}/{kit.__version__}/{rate}/1/int16{cut}".encode())
     for p in paths:
         st = os.stat(p) if os.path.exists(p) else None
         h.update(f"\n{os.path.abspath(p)}|{st.st_size if st else -1}|{st.st_mtime_ns if st else -1}".encode())
     return h.hexdigest()[:20]
 
 
-def cache_files(paths: Sequence[Path], rate: int, cache_dir: Path) -> tuple[Path, Path, Path]:
-    key = cache_key(paths, rate)
+def cache_files(paths: Sequence[Path], rate: int, cache_dir: Path, max_frames: int = 0) -> tuple[Path, Path, Path]:
+    key = cache_key(paths, rate, max_frames)
     return cache_dir / f"{key}.wav16", cache_dir / f"{key}.off", cache_dir / f"{key}.json"
 
 
@@ -78,7 +79,8 @@ class WaveFiles:
     paths: list[str]
     rate: int
     bad: dict[int, str] = field(default_factory=dict)
-    frames: np.ndarray | None = None  # each clip's length at `rate`, from its header
+    frames: np.ndarray | None = None  # each clip's length at `rate`, from its header (at most max_frames)
+    max_frames: int = 0  # each clip's first this many samples; 0: whole clips
 
     @property
     def count(self) -> int:
@@ -92,7 +94,7 @@ class WaveFiles:
             return np.zeros(0, np.int16)
         try:
             rate, x = audio.read(self.paths[row])
-            return audio.mono_int16(x, rate, self.rate)
+            return cut(audio.mono_int16(x, rate, self.rate), self.max_frames)
         except audio.SoundError:
             return np.zeros(0, np.int16)
 
@@ -123,28 +125,42 @@ def _probe(paths: list[str]) -> list[audio.Header | str]:
     return out
 
 
-def bytes_of(found: Sequence[audio.Header | None], rate: int) -> int:
-    """The cache's size: two bytes a sample of every clip at `rate`."""
-    return 2 * sum(audio.frames_at(h, rate) for h in found if h is not None)
+def cut(y: np.ndarray, max_frames: int) -> np.ndarray:
+    """A clip's first `max_frames` samples (all of it for 0)."""
+    return y[:max_frames] if max_frames else y
 
 
-def complete(paths: Sequence[Path], rate: int, cache_dir: Path) -> bool:
-    data, off, meta = cache_files(paths, rate, cache_dir)
+def frames_of(header: audio.Header | None, rate: int, max_frames: int = 0) -> int:
+    """What the cache holds of a clip: its frames at `rate`, at most `max_frames` (0: no limit)."""
+    if header is None:
+        return 0
+    n = audio.frames_at(header, rate)
+    return min(n, max_frames) if max_frames else n
+
+
+def bytes_of(found: Sequence[audio.Header | None], rate: int, max_frames: int = 0) -> int:
+    """The cache's size: two bytes a sample of every clip at `rate`, each at most `max_frames`."""
+    return 2 * sum(frames_of(h, rate, max_frames) for h in found)
+
+
+def complete(paths: Sequence[Path], rate: int, cache_dir: Path, max_frames: int = 0) -> bool:
+    data, off, meta = cache_files(paths, rate, cache_dir, max_frames)
     return meta.exists() and data.exists() and off.exists()
 
 
 def build_cache(paths: Sequence[Path], rate: int, cache_dir: Path, workers: int, desc: str = "decode",
-                log: Callable[[str], None] = print) -> WaveCache:
-    """Decode `paths` into a cache under `cache_dir` (reused when the files, rate and code are unchanged)."""
+                log: Callable[[str], None] = print, max_frames: int = 0) -> WaveCache:
+    """Decode `paths` into a cache under `cache_dir` (reused when the files, rate, cut and code are unchanged), each
+    clip its first `max_frames` samples (0: whole)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    data_path, off_path, meta_path = cache_files(paths, rate, cache_dir)
+    data_path, off_path, meta_path = cache_files(paths, rate, cache_dir, max_frames)
     if meta_path.exists() and data_path.exists() and off_path.exists():
         meta = json.loads(meta_path.read_text())
         offsets = np.fromfile(off_path, np.int64)
         log(f"{desc}: reusing the decoded cache {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
         return WaveCache(data_path, offsets, rate, {int(k): v for k, v in meta["bad"].items()})
     chunks = [list(range(i, min(i + CHUNK, len(paths)))) for i in range(0, len(paths), CHUNK)]
-    job = _DecodeJob([str(p) for p in paths], str(cache_dir), rate)
+    job = _DecodeJob([str(p) for p in paths], str(cache_dir), rate, max_frames)
     parts: dict[int, tuple[np.ndarray, dict[int, str]]] = {}
     bar = progress.bar(total=len(paths), desc=desc, unit="clip")
     if workers > 1 and len(chunks) > 1:
@@ -178,9 +194,9 @@ def build_cache(paths: Sequence[Path], rate: int, cache_dir: Path, workers: int,
 class _DecodeJob:
     """Decode a chunk of clips into a piece file of its own (picklable for the pool)."""
 
-    def __init__(self, paths: list[str], cache_dir: str, rate: int):
-        self.paths, self.cache_dir, self.rate = paths, cache_dir, rate
-        self.stem = Path(cache_files([Path(p) for p in paths], rate, Path(cache_dir))[0]).stem
+    def __init__(self, paths: list[str], cache_dir: str, rate: int, max_frames: int = 0):
+        self.paths, self.cache_dir, self.rate, self.max_frames = paths, cache_dir, rate, max_frames
+        self.stem = Path(cache_files([Path(p) for p in paths], rate, Path(cache_dir), max_frames)[0]).stem
 
     def __call__(self, rows: list[int]) -> tuple[int, np.ndarray, dict[int, str]]:
         lengths, bad = np.zeros(len(rows), np.int64), {}
@@ -188,7 +204,7 @@ class _DecodeJob:
             for j, i in enumerate(rows):
                 try:
                     rate, x = audio.read(self.paths[i])
-                    y = audio.mono_int16(x, rate, self.rate)
+                    y = cut(audio.mono_int16(x, rate, self.rate), self.max_frames)
                 except audio.SoundError as e:
                     bad[i] = str(e)
                     continue
@@ -235,8 +251,9 @@ class WaveRows(Dataset):
     else the window at `starts` (the centred one where none is given). Batches hold "wave" (B, length) int16."""
 
     def __init__(self, source: WaveCache | WaveFiles, rows: np.ndarray, length: int, targets: np.ndarray | None = None,
-                 train: bool = False, starts: np.ndarray | None = None, seed: int = 0):
+                 train: bool = False, starts: np.ndarray | None = None, seed: int = 0, weights: np.ndarray | None = None):
         self.source, self.rows, self.length, self.targets = source, np.asarray(rows), length, targets
+        self.weights = weights  # each row's loss weight (a noisy set's rows weigh less), batched as "weight"
         self.train, self.starts, self.seed, self.draws = train, starts, seed, 0
 
     def __len__(self) -> int:
@@ -251,6 +268,8 @@ class WaveRows(Dataset):
         batch = {"wave": torch.from_numpy(waves), "row": torch.from_numpy(self.rows[items])}
         if self.targets is not None:
             batch["target"] = torch.from_numpy(np.asarray(self.targets[items]))
+        if self.weights is not None:
+            batch["weight"] = torch.from_numpy(np.asarray(self.weights[items], np.float32))
         return batch
 
     def __getitem__(self, item: int) -> Batch:

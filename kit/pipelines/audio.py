@@ -8,17 +8,20 @@ making, the objective and the rest of the contract are the cnn template's.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from torch import nn
 
 from kit.data import audio, images, layouts, waves
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.data.spectra import AudioTransform, Augment, Frontend, LogMel
 from kit.errors import KitError
-from kit.pipelines import base
+from kit.pipelines import audio_lists, base
 from kit.pipelines.cnn import CnnPipeline, ImageData, sample_label
 from kit.runtime import paths, runs
 from kit.train import targets
@@ -29,6 +32,14 @@ LAYOUTS = ("files", "folders", "names")  # kit.data.layouts' layouts of files
 MAX_WINDOW_S = 10.0  # window_s auto: the clips' median length, at most this
 
 
+@dataclass
+class AudioData(ImageData):
+    # a melted sample's (label_lists): each sample row's recording, a row of test_cache; None: a clip per sample row
+    clips: np.ndarray | None = None
+    # [data] extra_train's rows (a noisy set: trained on with noisy_weight, never validated), True per training row
+    extra: np.ndarray | None = None
+
+
 class AudioPipeline(CnnPipeline):
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> ImageData:
@@ -37,7 +48,7 @@ class AudioPipeline(CnnPipeline):
         s, spec = self.session, self.session.spec
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
-        sample, table, target, (groups, assigned), train, test = self._read()
+        sample, table, target, (groups, assigned), train, test, clips = self._read()
         found = {name: waves.headers(src.paths, s.hardware.cpu_count) for name, src in (("train", train), ("test", test))}
         frontend = self.frontend(found["train"][0], train.names)
         train_cache, test_cache = self._decode({"train": train, "test": test}, frontend.rate, found)
@@ -50,7 +61,9 @@ class AudioPipeline(CnnPipeline):
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, y[usable], spec.metric),
                   **dict(zip(("y_mean", "y_std"), moments(y[usable], spec.metric))),
                   "channels": 1, "frontend": frontend.as_dict(), "kept": 0}
-        data = ImageData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned)
+        extra = np.arange(len(ids)) >= len(ids) - table.attrs.get("extra", 0)
+        data = AudioData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned, clips,
+                         extra)
         s.log(self.describe(data))
         s.log(f"spectrogram    {frontend.rate} Hz, windows of {frontend.length / frontend.rate:g} s, n_fft {frontend.n_fft}, "
               f"hop {frontend.hop}: {frontend.n_mels} mel bands x {frontend.frames} frames")
@@ -61,10 +74,15 @@ class AudioPipeline(CnnPipeline):
         self._read()
 
     def _read(self):
-        layout = self.session.spec.layout
-        if layout not in LAYOUTS:
-            raise KitError(f'[data] layout = "{layout}": the audio template reads sound files ({", ".join(LAYOUTS)})')
-        read = super()._read()
+        spec = self.session.spec
+        if spec.layout not in LAYOUTS:
+            raise KitError(f'[data] layout = "{spec.layout}": the audio template reads sound files ({", ".join(LAYOUTS)})')
+        if (spec.clip_table or spec.split_table) and not spec.label_lists:
+            raise KitError("[data] clip_table and split_table name the recordings of ragged label lists: set label_lists "
+                           "= true, or remove them")
+        read = audio_lists.read(self.session) if spec.label_lists else (*super()._read(), None)
+        if spec.extra_train:
+            read = audio_lists.with_extra(self.session, read, self.label_columns)
         for source in (read[4], read[5]):
             for suffix in sorted({Path(p).suffix.lower() for p in source.paths}):
                 why = audio.refusal(suffix)
@@ -72,6 +90,23 @@ class AudioPipeline(CnnPipeline):
                     example = next(n for n, p in zip(source.names, source.paths) if Path(p).suffix.lower() == suffix)
                     raise KitError(f"{example}: {why}")
         return read
+
+    def split(self, data: ImageData) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The folds of the training rows (cnn's); [data] extra_train's rows join every fold's training rows where
+        noisy_weight is above 0, and are never validated."""
+        extra = getattr(data, "extra", None)
+        if extra is None or not extra.any():
+            return super().split(data)
+        noisy = data.usable[extra[data.usable]] if self.p.noisy_weight > 0 else np.zeros(0, np.int64)
+        folds = super().split(dataclasses.replace(data, usable=data.usable[~extra[data.usable]]))
+        return [(np.concatenate([tr, noisy]), v) for tr, v in folds]
+
+    def label_columns(self, table: pd.DataFrame, target_columns: list[str], where: str) -> pd.DataFrame:
+        """[data] label_separator: target_column's lists spread into one 0/1 column per sample column."""
+        spec = self.session.spec
+        if not spec.label_separator:
+            return table
+        return audio_lists.spread(table, target_columns, spec.target_column, spec.label_separator, where)
 
     def frontend(self, found: list, names: list[str]) -> Frontend:
         """The frontend the parameters say, "auto" settled from the training clips' headers."""
@@ -96,34 +131,38 @@ class AudioPipeline(CnnPipeline):
     def _load_test(self, recipe: dict) -> ImageData:
         s, spec = self.session, self.session.spec
         sample, sample_path, target = base.trained_sample(s)
-        test = layouts.test_source(spec, s.data_dir, sample, sample_path, log=s.log)
+        clips = None
+        if spec.label_lists:
+            test, clips = audio_lists.read_test(s, sample, sample_path, target)
+        else:
+            test = layouts.test_source(spec, s.data_dir, sample, sample_path, log=s.log)
         (test_cache,) = self._decode({"test": test}, recipe["frontend"]["rate"])
         check_bad(test_cache, test.names, "test", "are predicted with the training prior", s.log)
         none = np.zeros(0, np.int64)
-        data = ImageData(none.astype(str), none, none, target, sample, None, test_cache, recipe)
+        data = AudioData(none.astype(str), none, none, target, sample, None, test_cache, recipe, clips=clips)
         s.log(self.describe(data))
         return data
 
     def _decode(self, splits: dict[str, layouts.Source], rate: int, found: dict | None = None) -> list:
-        """Each split's clips decoded once into the wave cache, or streamed where the disk or RAM has no room
-        (`found`: each split's headers, where read already)."""
+        """Each split's clips decoded once into the wave cache (each its first max_seconds), or streamed where the
+        disk or RAM has no room (`found`: each split's headers, where read already)."""
         s = self.session
-        workers, cache_dir = s.hardware.cpu_count, paths.scratch_dir()
+        workers, cache_dir, most = s.hardware.cpu_count, paths.scratch_dir(), int(round(self.p.max_seconds * rate))
         found = found or {name: waves.headers(src.paths, workers) for name, src in splits.items()}
-        need = sum(waves.bytes_of(found[name][0], rate) for name, src in splits.items()
-                   if not waves.complete(src.paths, rate, cache_dir))
+        need = sum(waves.bytes_of(found[name][0], rate, most) for name, src in splits.items()
+                   if not waves.complete(src.paths, rate, cache_dir, most))
         refusal = images.cache_refusal(need, cache_dir) if need else ""
         if refusal:
             s.warn(f"no decoded-clip cache: {refusal}; streaming from the sound files instead (each epoch decodes them "
-                   "again: free space, or lower sample_rate)")
+                   "again: free space, or lower sample_rate or max_seconds)")
             return [waves.WaveFiles([str(p) for p in src.paths], rate, found[name][1],
-                                    np.array([audio.frames_at(h, rate) if h else 0 for h in found[name][0]]))
+                                    np.array([waves.frames_of(h, rate, most) for h in found[name][0]]), most)
                     for name, src in splits.items()]
-        return [waves.build_cache(src.paths, rate, cache_dir, workers, f"decode {name}", s.log)
+        return [waves.build_cache(src.paths, rate, cache_dir, workers, f"decode {name}", s.log, most)
                 for name, src in splits.items()]
 
     def describe(self, data: ImageData) -> str:
-        return super().describe(data).replace(" images", " clips")
+        return super().describe(data).replace(" images", " clips").replace(" per image", " per clip")
 
     def frontend_of(self, data: ImageData) -> Frontend:
         return Frontend(**data.recipe["frontend"])
@@ -178,7 +217,10 @@ class AudioPipeline(CnnPipeline):
         s, p = self.session, self.p
         f = self.frontend_of(data)
         cache = data.test_cache if test else data.train_cache
-        dataset = waves.WaveRows(cache, rows, f.length, None if test else data.y[rows], train=train, starts=starts, seed=seed)
+        extra = getattr(data, "extra", None)
+        weights = np.where(extra[rows], p.noisy_weight, 1.0) if train and extra is not None and extra.any() else None
+        dataset = waves.WaveRows(cache, rows, f.length, None if test else data.y[rows], train=train, starts=starts, seed=seed,
+                                 weights=weights)
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         augment = Augment(p.gain_db, p.shift, p.freq_masks, p.freq_width, p.time_masks, p.time_width)
@@ -213,7 +255,7 @@ class AudioPipeline(CnnPipeline):
         out = (total / counts).astype(np.float32)
         for r in sorted(data.test_cache.bad):
             out[r] = base.prior(data)
-        return out
+        return out if data.clips is None else out[data.clips]  # melted: each sample row its recording's outputs
 
 
 class _TransformWaves:

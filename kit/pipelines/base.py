@@ -304,7 +304,9 @@ def predictions(model: nn.Module, batches: Iterable[Batch], precision: Precision
 
 def submission_frame(sample: pd.DataFrame, target: Target, pred: np.ndarray) -> pd.DataFrame:
     """The sample's columns, its target columns filled from `pred` (the others, ids and columns copied through,
-    as the sample has them), in the sample's column order."""
+    as the sample has them), in the sample's column order. A melted target's rows each keep the output they name."""
+    if target.record.pick is not None:
+        pred = np.asarray(pred)[np.arange(len(sample)), target.record.pick(target, sample)][:, None]
     filled = targets.to_columns(target, pred)
     sub = sample.copy()
     for column, values in filled.items():

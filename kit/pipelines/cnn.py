@@ -89,6 +89,7 @@ class CnnPipeline(base.Pipeline):
         sample, sample_path = base.read_sample(s)
         target_columns = base.sample_targets(sample, spec, sample_path)
         table, where = layouts.training_table(spec, s.data_dir, sample, s.log)
+        table = self.label_columns(table, target_columns, where)
         target = targets.multi(spec.metric, table, target_columns, spec.target_column, where, spec.identity_columns,
                                spec.target_range)
         if target is None or target.record.spaced:  # a row without labels is left out, not trained as "none"
@@ -107,6 +108,10 @@ class CnnPipeline(base.Pipeline):
             raise KitError(f"the test images have {test.form.channels} channels and the training images "
                            f"{train.form.channels}; they must be alike")
         return sample, table, target, (groups, assigned), train, test
+
+    def label_columns(self, table: pd.DataFrame, target_columns: list[str], where: str) -> pd.DataFrame:
+        """The training table as its labels are read: here as it is (audio's spreads lists into label columns)."""
+        return table
 
     def _load_test(self, recipe: dict) -> ImageData:
         """Predict mode: the sample submission and the test images, read as the training run read its own;

@@ -263,6 +263,9 @@ class Kind:
     learns_classes: bool = False  # its training columns are its classes (bias_auc's identities beside the target)
     positive: bool = False  # two classes, the second's probability its column: blends rank that and its complement
     likeliest: bool = False  # one label a row from many classes: rows may keep only their likeliest (kit.train.topk)
+    # a melted submission's (birds' Id = recording * 100 + species): (target, the sample) -> the output each sample row
+    # holds, of the (sample rows, outputs) predictions, each row its recording's; None: every output is a column
+    pick: Callable[[Target, pd.DataFrame], np.ndarray] | None = None
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (

@@ -104,6 +104,31 @@ def auc(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | 
     return float(skm.roc_auc_score(target, p, multi_class="ovr", labels=present, sample_weight=weight))
 
 
+def auc_micro(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """One ROC AUC over every (row, label) cell pooled (mlsp-2013-birds' grader over its melted rows), not the mean
+    of each label's; a row's weight weighs each of its cells."""
+    truth = (target > 0.5).reshape(len(target), -1)
+    cells = np.asarray(pred, np.float64).reshape(truth.shape)
+    if truth.all() or not truth.any():
+        return float("nan")
+    w = None if weight is None else np.repeat(np.asarray(weight, np.float64), truth.shape[1])
+    return float(skm.roc_auc_score(truth.ravel(), cells.ravel(), sample_weight=w))
+
+
+def lwlrap(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """Label-weighted label-ranking average precision (freesound-audio-tagging-2019's grader): sklearn's
+    label-ranking average precision over the rows holding a label, each weighted by its count of labels (so that
+    every label, not every row, weighs alike); `weight` multiplies those weights."""
+    truth = (target > 0.5).reshape(len(target), -1)
+    held = truth.sum(1)
+    keep = held > 0
+    if not keep.any():
+        return float("nan")
+    w = held[keep].astype(np.float64) * (1.0 if weight is None else np.asarray(weight, np.float64)[keep])
+    return float(skm.label_ranking_average_precision_score(truth[keep], np.asarray(pred, np.float64)[keep],
+                                                           sample_weight=w))
+
+
 def at_cut(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
     """f1_samples, f2_samples, f1_micro, bias_auc: the score at the threshold that maximises it (`decide`)."""
     return decide(metric, pred, target, weight)[1]

@@ -38,8 +38,8 @@ class Classification:
 
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         logits = model(batch[self.input_key])
-        loss = F.cross_entropy(logits.float(), batch["target"], label_smoothing=self.label_smoothing)
-        return {"loss": loss, "output": logits}
+        losses = F.cross_entropy(logits.float(), batch["target"], label_smoothing=self.label_smoothing, reduction="none")
+        return {"loss": weighted(losses, batch), "output": logits}
 
     def predict(self, output: torch.Tensor) -> torch.Tensor:
         return output.float().softmax(-1)
@@ -63,7 +63,8 @@ class MultiLabel:
     def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
         x = batch[self.input_key]
         logits = model(x)
-        loss = F.binary_cross_entropy_with_logits(logits.float(), batch["target"].float())
+        losses = F.binary_cross_entropy_with_logits(logits.float(), batch["target"].float(), reduction="none").mean(1)
+        loss = weighted(losses, batch)
         if len(self.views) > 1 and not torch.is_grad_enabled():  # validation: the views' mean, as a logit
             others = [model(view(x)).float().sigmoid() for view in self.views[1:]]  # views[0] is the plain one
             mean = torch.stack([logits.float().sigmoid(), *others])
@@ -75,6 +76,16 @@ class MultiLabel:
 
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
         return {"pred": self.predict(output), "target": batch["target"].float()}
+
+
+def weighted(losses: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """The mean of rows' losses, weighted by the batch's "weight" (a row of a noisy training set weighs less) where it
+    has one."""
+    w = batch.get("weight") if hasattr(batch, "get") else None
+    if w is None:
+        return losses.mean()
+    w = w.to(losses.device, losses.dtype)
+    return (losses * w).sum() / w.sum().clamp(min=1e-6)
 
 
 def moments(y, metric: str) -> tuple[list[float], list[float]]:

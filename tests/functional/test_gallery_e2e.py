@@ -68,6 +68,11 @@ READ = {
     "predict-volcanic-eruptions-ingv-oe": ["features train: 270 features of 36 series files (10 columns each)",
                                            "features test: 270 features of 4 series files",  # the sample's ids
                                            "features       270 columns: 270 numbers"],
+    "mlsp-2013-birds": ["train          48 clips, 19 labels", "test           12 clips",  # the `?` lines' recordings
+                        "submission     melted: Probability"],
+    "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
+                                     "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
+                                     "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
 }
 
 

@@ -16,7 +16,7 @@ from kit import config, smoke
 from kit.build import bundle
 from kit.data import archives
 from kit.smoke import gallery, tfrecords
-from kit.smoke.gallery import graders, plants
+from kit.smoke.gallery import graders, plants, sounds
 
 # the public folder's top level, as prepare.py leaves it (description.md is mlebench/data.py's)
 LISTINGS = {
@@ -69,6 +69,9 @@ LISTINGS = {
                                                                 "validation validation_metadata.json",
     "uw-madison-gi-tract-image-segmentation": "sample_submission.csv test test.csv train train.csv",
     "predict-volcanic-eruptions-ingv-oe": "sample_submission.csv test train train.csv",
+    "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
+    "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
+                                    "train_noisy.zip",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -149,6 +152,13 @@ HEADERS = {
                                                "sample_submission.csv": "id,class,predicted"},
     "predict-volcanic-eruptions-ingv-oe": {"train.csv": "segment_id,time_to_eruption",
                                            "sample_submission.csv": "segment_id,time_to_eruption"},
+    "mlsp-2013-birds": {"sample_submission.csv": "Id,Probability", "essential_data/CVfolds_2.txt": "rec_id,fold",
+                        "essential_data/rec_id2filename.txt": "rec_id,filename",
+                        "essential_data/rec_labels_test_hidden.txt": "rec_id,[labels]",
+                        "essential_data/species_list.txt": "class_id,code,species",
+                        "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
+    "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
+                                     "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
 }
 
 

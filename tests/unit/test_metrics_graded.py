@@ -532,3 +532,68 @@ def test_dice_hausdorff_is_the_uw_madison_graders_and_kits_rows_score_its_dice_p
     assert volume_metrics.grade(truth, truth, ids) == pytest.approx(1.0)  # every Hausdorff 0, every Dice 1
     empty = [np.zeros_like(t) for t in truth]
     assert volume_metrics.grade(empty, truth, ids) == pytest.approx(uw_grade(empty, truth, ids)) == pytest.approx(0.0)
+
+
+def graders_birds_auc(sub, answers) -> float:
+    """mlsp-2013-birds' grade.py: prepare_for_auroc_metric (both sorted by Id), then one roc_auc_score."""
+    sub, answers = sub.sort_values("Id"), answers.sort_values("Id")
+    assert (sub["Id"].to_numpy() == answers["Id"].to_numpy()).all()
+    return skm.roc_auc_score(y_true=answers["Probability"].to_numpy(), y_score=sub["Probability"].to_numpy())
+
+
+def test_auc_micro_is_the_birds_graders_over_the_melted_rows():
+    """One AUC over every (recording, species) row, not the mean of the species' AUCs (kit's multi-label auc),
+    which differs wherever the species' scores sit at different levels."""
+    import pandas as pd
+
+    rng = np.random.default_rng(11)
+    truth = (rng.random((64, 19)) < 0.15).astype(np.float32)
+    truth[0, 0] = truth[1, 0] = 0
+    truth[2, 0] = 1
+    pred = np.clip(truth * 0.3 + rng.random((64, 19)) * 0.7 + np.linspace(0, 0.3, 19), 0, 1)
+    ids = [r * 100 + k for r in range(64) for k in range(19)]
+    order = rng.permutation(len(ids))  # the grader sorts; the submission's order is free
+    sub = pd.DataFrame({"Id": np.array(ids)[order], "Probability": pred.ravel()[order]})
+    answers = pd.DataFrame({"Id": ids, "Probability": truth.ravel().astype(int)})
+    value = metrics.score("auc_micro", pred, truth)
+    assert value == pytest.approx(graders_birds_auc(sub, answers))
+    assert abs(value - metrics.score("auc", pred, truth)) > 0.005
+    assert metrics.better("auc_micro", 0.8, 0.7) and spec.METRICS["auc_micro"].blend == "mean"
+    assert np.isnan(metrics.score("auc_micro", pred, np.zeros_like(truth)))
+
+
+def calculate_overall_lwlrap_sklearn(truth: np.ndarray, scores: np.ndarray) -> float:
+    """freesound-audio-tagging-2019's grade.py (MLE-bench), as written there."""
+    sample_weight = np.sum(truth > 0, axis=1)
+    nonzero_weight_sample_indices = np.flatnonzero(sample_weight > 0)
+    overall_lwlrap = skm.label_ranking_average_precision_score(
+        truth[nonzero_weight_sample_indices, :] > 0,
+        scores[nonzero_weight_sample_indices, :],
+        sample_weight=sample_weight[nonzero_weight_sample_indices],
+    )
+    return overall_lwlrap
+
+
+def lwlrap_per_class(truth: np.ndarray, scores: np.ndarray) -> float:
+    """lwlrap from its definition (the competition's notebook): each true (row, label)'s precision at its rank,
+    averaged over every true label alike."""
+    precisions = []
+    for row, s in zip(truth > 0, scores):
+        order = np.argsort(-s, kind="stable")
+        hits = row[order]
+        for rank in np.flatnonzero(hits):
+            precisions.append(hits[: rank + 1].sum() / (rank + 1))
+    return float(np.mean(precisions))
+
+
+def test_lwlrap_is_the_freesound_graders_and_its_definitions():
+    rng = np.random.default_rng(12)
+    truth = (rng.random((120, 80)) < 0.02).astype(np.float32)
+    truth[np.arange(0, 120, 2), rng.integers(0, 80, 60)] = 1  # most rows a label or more, some none (left out)
+    truth[5] = 0
+    scores = np.clip(truth * 0.4 + rng.random((120, 80)), 0, None)
+    value = metrics.score("lwlrap", scores, truth)
+    assert value == pytest.approx(calculate_overall_lwlrap_sklearn(truth, scores))
+    assert value == pytest.approx(lwlrap_per_class(truth, scores))
+    assert metrics.score("lwlrap", truth, truth) == pytest.approx(1.0)
+    assert metrics.better("lwlrap", 0.8, 0.7) and spec.METRICS["lwlrap"].blend == "mean"  # ranks within a row

@@ -74,6 +74,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "google-research-identify-contrails-reduce-global-warming": skies.contrails_dataset,
     "uw-madison-gi-tract-image-segmentation": bodies.uw_madison,
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
+    "mlsp-2013-birds": sounds.birds,
+    "freesound-audio-tagging-2019": sounds.freesound,
 }
 
 

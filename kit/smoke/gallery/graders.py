@@ -302,6 +302,17 @@ def ranzcr(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
         auroc("StudyInstanceUID", column)(sub, sample)
 
 
+def freesound(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """freesound-audio-tagging-2019's prepare_for_metric: the length, `fname` first, then exactly the 80 classes of
+    vocabulary.py in order (the sample's), the fnames equal once sorted, every class column numeric."""
+    same_length(sub, sample)
+    require(len(sub.columns) > 0 and sub.columns[0] == "fname", "Submission must have an 'fname' column")
+    require(list(sub.columns[1:]) == list(sample.columns[1:]), "Submission classes do not match expected classes")
+    sorted_ids_equal(sub, sample, "fname")
+    for column in sub.columns[1:]:
+        numeric(sub, column)
+
+
 CHECKS: dict[str, Check] = {
     "aerial-cactus-identification": auroc("id", "has_cactus"),
     "dogs-vs-cats-redux-kernels-edition": probability("id", "label"),
@@ -340,6 +351,8 @@ CHECKS: dict[str, Check] = {
     "tweet-sentiment-extraction": tweet_sentiment,
     "the-icml-2013-whale-challenge-right-whale-redux": auroc("clip", "probability"),
     "tensorflow-speech-recognition-challenge": accuracy("fname", "label"),
+    "mlsp-2013-birds": auroc("Id", "Probability"),
+    "freesound-audio-tagging-2019": freesound,
 }
 
 
