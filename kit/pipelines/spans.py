@@ -285,10 +285,17 @@ class SpansPipeline(base.Pipeline):
 
     def cut(self, data: SpanData, pred: np.ndarray, oof: list[dict]) -> np.ndarray:
         """(sample rows, 1) the span texts: each test context's best valid span over its windows' mean logits; the
-        whole text where no fold predicted (the prior's rows) or no span is valid."""
+        whole text where no fold predicted (the prior's rows) or no span is valid; the question where that holds no
+        word (a blank context: a cell must hold one)."""
         w = data.test_windows
         chars = (spans.best_spans(pred, w, self.p.max_answer_length) if pred.ndim == 3
                  else np.full((len(w.contexts), 2), -1, np.int64))
+        texts, blank = spans.worded(spans.span_texts(w.contexts, chars), w.questions)
+        if blank.any():
+            first = int(np.flatnonzero(blank)[0])
+            self.session.log(f"blank texts    {int(blank.sum())} test row(s) with no word in their context, such as "
+                             f"submission row {int(data.test_positions[first]) + 2}: their span is their question "
+                             f"('{texts[first]}'), as a span cell must hold a word")
         out = np.empty((len(data.sample), 1), dtype=object)
-        out[data.test_positions, 0] = spans.span_texts(w.contexts, chars)
+        out[data.test_positions, 0] = texts
         return out

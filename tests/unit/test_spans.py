@@ -101,3 +101,39 @@ def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokeniz
     data = SimpleNamespace(test_windows=w, train_windows=None, folder=tmp_path, target=Target("span", ("answer",)))
     sizes = footprints.Spans.sizes(None, data)
     assert (sizes.train_rows, sizes.test_rows, sizes.windows) == (0, 2, -(-len(w) // 2)) and len(w) > 20
+
+
+def test_a_blank_test_context_gets_its_question_not_an_empty_cell(tokenizer, tmp_path, capsys):
+    """A blank test text has one window with no context token, so no span: the whole text would be "", which the
+    grader reads as NaN -> "" and, where the answer is empty too, divides by zero on. The question stands in."""
+    import pandas as pd
+
+    from kit import templates
+    from kit.pipelines.spans import SpanData, SpansPipeline
+    from kit.runtime.hardware import Hardware, setup
+    from kit.runtime.session import Session
+    from kit.spec import Spec
+    from kit.train.targets import Target
+
+    record, hw = templates.get("spans"), Hardware("cpu", cpu_count=2, ram_gb=8)
+    (tmp_path / "out").mkdir()
+    session = Session("spans", record.params(), Spec(slug="toy", template="spans"), hw, setup(hw), tmp_path, tmp_path / "out")
+    w = spans.windows(tokenizer, ["positive", "neutral"], ["w1 w2 w3", ""], MAX_LENGTH, STRIDE)
+    sample = pd.DataFrame({"textID": ["a", "b"], "selected_text": ["", ""]})
+    data = SpanData(None, w, None, Target("span", ("selected_text",)), sample, np.array([0, 1]), 0, tmp_path, {})
+    logits = np.zeros((len(w), MAX_LENGTH, 2), np.float32)
+    out = SpansPipeline(session).cut(data, logits, [])
+    assert out[1, 0] == "neutral" and out[0, 0].split()
+    assert ("1 test row(s) with no word in their context, such as submission row 3: their span is their question "
+            "('neutral')") in capsys.readouterr().out
+
+
+def test_the_submission_check_refuses_a_span_cell_without_a_word():
+    import pandas as pd
+
+    from kit.errors import KitError
+    from kit.train.spans import check_submission
+
+    check_submission(pd.Series(["good day", "neutral"]), pd.Series(["", ""]))
+    with pytest.raises(KitError, match=r"^submission row 3 holds ' ', no word: the grader reads it as an empty text"):
+        check_submission(pd.Series(["good day", " "]), pd.Series(["", ""]))
