@@ -20,6 +20,7 @@ import torch
 
 from kit.data.batch import Batch
 from kit.data.text import TextBatches, Tokens
+from kit.errors import KitError
 
 N_BEST = 20  # starts and ends of a window paired (Hugging Face's n_best_size)
 OUTSIDE = -1  # a token's characters where it is no context token (the question, a special token, padding)
@@ -48,10 +49,12 @@ class Windows:
 
 
 def windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_length: int, stride: int,
-            answers: Sequence[str] | None = None) -> Windows:
-    """The pairs cut into windows of at most `max_length` tokens overlapping by `stride` (a fast tokenizer's)."""
+            answers: Sequence[str] | None = None, source: str = "pairs") -> Windows:
+    """The pairs cut into windows of at most `max_length` tokens overlapping by `stride` (a fast tokenizer's);
+    KitError where a question leaves no room for its context (`source` names the table in it)."""
     ids, bounds, example, chars = [], [0], [], []
     for start in range(0, len(contexts), 1024):  # a fast tokenizer works a batch of pairs on all cores
+        room_for_questions(tokenizer, questions[start : start + 1024], max_length, stride, source, start)
         enc = tokenizer(list(questions[start : start + 1024]), list(contexts[start : start + 1024]),
                         truncation="only_second", max_length=max_length, stride=stride,
                         return_overflowing_tokens=True, return_offsets_mapping=True)
@@ -66,6 +69,23 @@ def windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_le
     tokens = Tokens(np.concatenate(ids) if ids else np.zeros(0, np.int32), np.asarray(bounds, np.int64))
     return Windows(tokens, np.asarray(example, np.int64), np.concatenate(chars) if chars else np.zeros((0, 2), np.int32),
                    list(contexts), list(questions), None if answers is None else list(answers))
+
+
+def room_for_questions(tokenizer, questions: Sequence[str], max_length: int, stride: int, source: str,
+                       first: int = 0) -> None:
+    """KitError unless each question, with the pair's special tokens and `stride` context tokens, fits in
+    `max_length` (the tokenizer's truncation fails on such a pair, in Rust: "Sequence to truncate too short")."""
+    if not len(questions):
+        return
+    special = tokenizer.num_special_tokens_to_add(pair=True)
+    lengths = np.array([len(q) for q in tokenizer(list(questions), add_special_tokens=False)["input_ids"]])
+    longest = int(lengths.argmax())
+    if lengths[longest] + special + stride >= max_length:
+        text = questions[longest] if len(questions[longest]) <= 40 else questions[longest][:40] + "..."
+        raise KitError(f"{source}: the question of pair {first + longest + 1} ('{text}') is {int(lengths[longest])} "
+                       f"tokens, which with {special} special tokens and doc_stride {stride} leaves no room for its context in "
+                       f"max_length {max_length}; raise max_length, lower doc_stride, or check [data] text_columns' "
+                       "order (the question first, then the context)")
 
 
 def answer_chars(contexts: Sequence[str], answers: Sequence[str], starts: Sequence | None = None) -> np.ndarray:

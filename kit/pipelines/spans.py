@@ -106,7 +106,8 @@ class SpansPipeline(base.Pipeline):
             groups = None if groups is None else groups[keep]
             assigned = None if assigned is None else assigned[keep]
             contexts, answers = [c for c, k in zip(contexts, keep) if k], [a for a, k in zip(answers, keep) if k]
-        w = spans.windows(tokenizer, train[question].astype(str).tolist(), contexts, p.max_length, p.doc_stride, answers)
+        w = spans.windows(tokenizer, train[question].astype(str).tolist(), contexts, p.max_length, p.doc_stride, answers,
+                          train_path.name)
         y = spans.token_targets(w, chars)
         test_windows, where = self._test(test, test_path, sample, sample_path, tokenizer, p.max_length, p.doc_stride)
         recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": p.max_length,
@@ -186,7 +187,7 @@ class SpansPipeline(base.Pipeline):
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         question, context = spec.text_columns
         w = spans.windows(tokenizer, test[question].fillna("").astype(str).tolist(),
-                          test[context].fillna("").astype(str).tolist(), max_length, stride)
+                          test[context].fillna("").astype(str).tolist(), max_length, stride, source=test_path.name)
         return w, where.astype(np.int64)
 
     def _load_test(self, recipe: dict, folder: Path, tokenizer, key: str) -> SpanData:

@@ -137,3 +137,17 @@ def test_the_submission_check_refuses_a_span_cell_without_a_word():
     check_submission(pd.Series(["good day", "neutral"]), pd.Series(["", ""]))
     with pytest.raises(KitError, match=r"^submission row 3 holds ' ', no word: the grader reads it as an empty text"):
         check_submission(pd.Series(["good day", " "]), pd.Series(["", ""]))
+
+
+def test_a_question_that_leaves_its_context_no_room_is_one_line_naming_the_pair(tokenizer):
+    """The tokenizer's truncation panics in Rust ("stride must be strictly less than max_len") where the question,
+    the special tokens and the stride fill the window: caught before, with what to change."""
+    from kit.errors import KitError
+
+    long_question = " ".join(["w1"] * 45)  # 45 tokens + 3 special + 16 stride = 64
+    spans.windows(tokenizer, ["where", " ".join(["w1"] * 44)], ["w1 w2", "w3 " * 200], MAX_LENGTH, STRIDE)  # 63 fits
+    with pytest.raises(KitError, match=r"^train.csv: the question of pair 2 \('w1 w1 .*\.\.\.'\) is 45 tokens, "
+                                       r"which with 3 special tokens and doc_stride 16 leaves no room for its context "
+                                       r"in max_length 64; raise max_length, lower doc_stride, or check \[data\] "
+                                       r"text_columns' order"):
+        spans.windows(tokenizer, ["where", long_question], ["w1 w2", "w3 " * 200], MAX_LENGTH, STRIDE, source="train.csv")
