@@ -22,9 +22,9 @@ from kit.data import archives, spans, tables, text
 from kit.data.spans import SpanBatches, Windows
 from kit.data.text import Tokens
 from kit.errors import KitError
-from kit.models.text import SpanModel, fingerprint, positions
+from kit.models.text import SpanModel, checked_positions, fingerprint
 from kit.pipelines import base
-from kit.pipelines.text import MAX_EMPTY_SHARE, WEIGHTS, load_tokenizer, without_empty_texts
+from kit.pipelines.text import MAX_EMPTY_SHARE, load_tokenizer, without_empty_texts
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, metrics
@@ -72,13 +72,7 @@ class SpansPipeline(base.Pipeline):
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
             return self._load_test(s.trained.recipe, folder, tokenizer, key)
-        if not any((folder / name).is_file() for name in WEIGHTS):
-            raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
-                           "saved with the model's save_pretrained")
-        limit = positions(folder)
-        if limit and p.max_length > limit:
-            raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
-                           f"(its config.json); set max_length to {limit} or less")
+        checked_positions(folder, p.max_length)
         if p.doc_stride * 2 >= p.max_length:
             raise KitError(f"doc_stride {p.doc_stride} is half of max_length {p.max_length} or more: windows would "
                            "overlap more than they advance; set doc_stride below max_length / 2 (a quarter is usual)")
