@@ -63,7 +63,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("weighted_auc", True, "probability", _M + "weighted_auc_score", blend="rank"),
     Metric("bias_auc", True, "subgroup", _M + "at_cut", cut=True),
     Metric("group_log_mae", False, "value", _M + "group_log_mae", absolute=True, grouped=True),
-    Metric("laplace", True, "value", _M + "laplace", confidence=True),
+    Metric("laplace", True, "value", _M + "laplace", absolute=True, confidence=True),
     Metric("dice", True, "mask", "kit.train.mask_metrics:score"),
     Metric("iou", True, "mask", "kit.train.mask_metrics:score"),
     Metric("map_iou", True, "mask", "kit.train.mask_metrics:score"),
@@ -104,7 +104,7 @@ def metric_record(metric: str) -> Metric:
 
 
 def absolute(metric: str) -> bool:
-    """Whether `metric` scores absolute errors (mae, group_log_mae): learnt by L1, its best constant the median; False
+    """Whether `metric` scores absolute errors (mae, group_log_mae, laplace): learnt by L1, its best constant the median; False
     for a name kit does not know (a scorer asked for no metric)."""
     return metric_key(metric) in METRICS and METRICS[metric_key(metric)].absolute
 

@@ -69,7 +69,8 @@ def join(spec, table: pd.DataFrame | None, rows: pd.DataFrame, where: str) -> pd
     columns = brought_of(spec, table)
     added, points = {}, []
     for k, on in enumerate(spec.join_on):
-        wanted = pd.MultiIndex.from_arrays([_like(rows[c], table[c]) for c in shared] + [_like(rows[on], table[last])])
+        wanted = pd.MultiIndex.from_arrays([_like(rows[c], table[c], where, "join_keys") for c in shared]
+                                           + [_like(rows[on], table[last], where, "join_on")])
         at = index.get_indexer(wanted)  # (rows,) the joined row, -1 where the table has none
         found = at >= 0
         for c in columns:
@@ -81,9 +82,15 @@ def join(spec, table: pd.DataFrame | None, rows: pd.DataFrame, where: str) -> pd
     return pd.concat([rows, pd.DataFrame(added, index=rows.index)], axis=1)
 
 
-def _like(values: pd.Series, key: pd.Series) -> pd.Series:
-    """`values` as the join key's type: integers of any width as int64, else text."""
+def _like(values: pd.Series, key: pd.Series, where: str, field: str) -> pd.Series:
+    """`values` as the join key's type: integers of any width as int64, else text; KitError where an empty cell
+    cannot be an integer key."""
     if pd.api.types.is_integer_dtype(key) and pd.api.types.is_numeric_dtype(values):
+        empty = values.isna().to_numpy()
+        if empty.any():
+            raise KitError(f"{where}: column '{values.name}' ([data] {field}) is empty in {int(empty.sum())} rows, such "
+                           f"as row {int(np.flatnonzero(empty)[0]) + 2}, and {key.attrs.get('name', 'the join table')}'s "
+                           f"key {key.name} is an integer; fill or drop those rows")
         return values.astype(np.int64)
     return values.astype(str) if not pd.api.types.is_numeric_dtype(key) else values
 
@@ -159,6 +166,12 @@ def baseline(spec, rows: pd.DataFrame, source: pd.DataFrame, where: str) -> pd.D
     for column in (key, order):
         if column not in rows.columns or column not in source.columns:
             raise KitError(f"{where}: no column '{column}' ([data] baseline_key, baseline_order); fix them")
+    for table in (rows, source):
+        if not pd.api.types.is_numeric_dtype(table[order]):
+            text = table[order][pd.to_numeric(table[order], errors="coerce").isna()]
+            raise KitError(f"{where}: column '{order}' ([data] baseline_order) holds text such as "
+                           f"'{text.iloc[0] if len(text) else table[order].iloc[0]}', not numbers; the gap to each "
+                           "group's first row is a difference along it: name a numeric column")
     first = source.sort_values(order, kind="stable").drop_duplicates(key)
     first = first.rename(columns={c: f"base_{c}" for c in first.columns if c != key})
     out = rows.merge(first, on=key, how="left", validate="many_to_one")

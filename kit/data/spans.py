@@ -20,10 +20,12 @@ import torch
 
 from kit.data.batch import Batch
 from kit.data.text import TextBatches, Tokens
+from kit.errors import KitError
 
 N_BEST = 20  # starts and ends of a window paired (Hugging Face's n_best_size)
 OUTSIDE = -1  # a token's characters where it is no context token (the question, a special token, padding)
 PAD_LOGIT = -1e4  # a padded position's logit: finite in fp16, far below any real one
+NO_WORD = "none"  # a span cell's text where both its context and its question are blank: a cell must hold a word
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Windows:
     example: np.ndarray  # (windows,) int64
     chars: np.ndarray  # (tokens in all, 2) int32, aligned with tokens.ids
     contexts: list[str]
+    questions: list[str]  # a blank context's span is its question (a span cell must hold a word)
     answers: list[str] | None = None  # the training examples' answers (None for the test set)
 
     def __len__(self) -> int:
@@ -46,10 +49,12 @@ class Windows:
 
 
 def windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_length: int, stride: int,
-            answers: Sequence[str] | None = None) -> Windows:
-    """The pairs cut into windows of at most `max_length` tokens overlapping by `stride` (a fast tokenizer's)."""
+            answers: Sequence[str] | None = None, source: str = "pairs") -> Windows:
+    """The pairs cut into windows of at most `max_length` tokens overlapping by `stride` (a fast tokenizer's);
+    KitError where a question leaves no room for its context (`source` names the table in it)."""
     ids, bounds, example, chars = [], [0], [], []
     for start in range(0, len(contexts), 1024):  # a fast tokenizer works a batch of pairs on all cores
+        room_for_questions(tokenizer, questions[start : start + 1024], max_length, stride, source, start)
         enc = tokenizer(list(questions[start : start + 1024]), list(contexts[start : start + 1024]),
                         truncation="only_second", max_length=max_length, stride=stride,
                         return_overflowing_tokens=True, return_offsets_mapping=True)
@@ -63,7 +68,24 @@ def windows(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_le
             chars.append(where)
     tokens = Tokens(np.concatenate(ids) if ids else np.zeros(0, np.int32), np.asarray(bounds, np.int64))
     return Windows(tokens, np.asarray(example, np.int64), np.concatenate(chars) if chars else np.zeros((0, 2), np.int32),
-                   list(contexts), None if answers is None else list(answers))
+                   list(contexts), list(questions), None if answers is None else list(answers))
+
+
+def room_for_questions(tokenizer, questions: Sequence[str], max_length: int, stride: int, source: str,
+                       first: int = 0) -> None:
+    """KitError unless each question, with the pair's special tokens and `stride` context tokens, fits in
+    `max_length` (the tokenizer's truncation fails on such a pair, in Rust: "Sequence to truncate too short")."""
+    if not len(questions):
+        return
+    special = tokenizer.num_special_tokens_to_add(pair=True)
+    lengths = np.array([len(q) for q in tokenizer(list(questions), add_special_tokens=False)["input_ids"]])
+    longest = int(lengths.argmax())
+    if lengths[longest] + special + stride >= max_length:
+        text = questions[longest] if len(questions[longest]) <= 40 else questions[longest][:40] + "..."
+        raise KitError(f"{source}: the question of pair {first + longest + 1} ('{text}') is {int(lengths[longest])} "
+                       f"tokens, which with {special} special tokens and doc_stride {stride} leaves no room for its context in "
+                       f"max_length {max_length}; raise max_length, lower doc_stride, or check [data] text_columns' "
+                       "order (the question first, then the context)")
 
 
 def answer_chars(contexts: Sequence[str], answers: Sequence[str], starts: Sequence | None = None) -> np.ndarray:
@@ -138,6 +160,15 @@ def best_spans(logits: np.ndarray, w: Windows, max_answer: int, n_best: int = N_
 def span_texts(contexts: Sequence[str], chars: np.ndarray) -> list[str]:
     """Each span's text; the whole context where there is no span (-1)."""
     return [c[a:b] if a >= 0 else c for c, (a, b) in zip(contexts, chars)]
+
+
+def worded(texts: Sequence[str], questions: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Each text, or where it holds no word (a blank context's) its question, or NO_WORD where that is blank too;
+    and where each was replaced. A grader reads an empty cell as an empty text, and tweet-sentiment's divides by
+    zero where the answer is empty too."""
+    blank = np.array([not t.split() for t in texts], bool)
+    out = [(q if q.split() else NO_WORD) if b else t for t, q, b in zip(texts, questions, blank)]
+    return out, blank
 
 
 class SpanBatches(TextBatches):

@@ -46,7 +46,7 @@ Clock = Callable[[int], bool]  # asked with the rounds done after each round; Tr
 class Task:
     kind: str  # "binary", "multiclass" or "regression"
     classes: int = 2  # multiclass: how many
-    l1: bool = False  # regression on the absolute error (metric mae)
+    l1: bool = False  # regression on the absolute error (mae, group_log_mae, laplace: spec.absolute)
 
 
 @dataclass(frozen=True)

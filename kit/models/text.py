@@ -17,6 +17,9 @@ from kit.data.spans import PAD_LOGIT
 from kit.data.text import tokenizer_key
 from kit.errors import KitError
 
+# a save_pretrained folder's weights: one of these
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
 # what timm's layer-wise learning-rate decay groups by (its `group_matcher` protocol): the embeddings, then
 # each encoder layer by its number (encoder.layer.N in BERT, RoBERTa, DeBERTa, ELECTRA; transformer.layer.N
 # in DistilBERT; layers.N in ModernBERT); the rest (the head, a pooler) is the top group, at the full rate
@@ -100,6 +103,20 @@ def positions(folder: Path) -> int:
     if getattr(config, "position_biased_input", True) is False:
         return 0  # DeBERTa-v3: relative positions, no table that a longer text would overrun
     return max(n, 0)
+
+
+def checked_positions(folder: Path, max_length: int | str) -> int:
+    """The model folder's token positions (`positions`), after the checks a training run makes before it reads the
+    data: the folder holds weights (else fold 1 would find out, minutes in), and a numeric `max_length` is within
+    its positions ("auto" is settled later, within them)."""
+    if not any((folder / name).is_file() for name in WEIGHTS):
+        raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
+                       "saved with the model's save_pretrained")
+    limit = positions(folder)
+    if max_length != "auto" and limit and max_length > limit:
+        raise KitError(f"max_length {max_length} is beyond the {limit} token positions of the model in {folder} "
+                       f"(its config.json); set max_length to {limit} or less")
+    return limit
 
 
 class SpanModel(TextModel):

@@ -22,7 +22,7 @@ from kit.data.loaders import DeviceLoader, host_loader
 from kit.data.spectra import AudioTransform, Augment, Frontend, LogMel
 from kit.errors import KitError
 from kit.pipelines import audio_lists, base
-from kit.pipelines.cnn import CnnPipeline, ImageData, sample_label
+from kit.pipelines.cnn import CnnPipeline, ImageData, TransformImages, sample_label
 from kit.runtime import paths, runs
 from kit.train import targets
 from kit.train.objectives import moments
@@ -201,13 +201,6 @@ class AudioPipeline(CnnPipeline):
     def prediction_views(self, data: ImageData) -> list:
         return [("plain", lambda x: x)]  # a window is predicted as it is; windows, not views, are averaged
 
-    def mixer(self, data: ImageData):
-        if not self.p.mixup or not data.target.classification:
-            return None
-        from timm.data import Mixup
-
-        return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=0.0, label_smoothing=0.0, num_classes=data.target.outputs)
-
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: ImageData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
                 test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None,
@@ -226,7 +219,7 @@ class AudioPipeline(CnnPipeline):
         augment = Augment(p.gain_db, p.shift, p.freq_masks, p.freq_width, p.time_masks, p.time_width)
         transform = AudioTransform(f, s.device, train=train, augment=augment, seed=seed, precision=precision or s.precision,
                                    channels_last=s.setup.channels_last)
-        return DeviceLoader(loader, s.device, _TransformWaves(transform, self.mixer(data) if train else None),
+        return DeviceLoader(loader, s.device, TransformImages(transform, self.mixer(data) if train else None, key="wave"),
                             prefetch=s.setup.prefetch)
 
     def predict_rows(self, data: ImageData) -> int:
@@ -256,19 +249,6 @@ class AudioPipeline(CnnPipeline):
         for r in sorted(data.test_cache.bad):
             out[r] = base.prior(data)
         return out if data.clips is None else out[data.clips]  # melted: each sample row its recording's outputs
-
-
-class _TransformWaves:
-    """The device-side step of a batch: its int16 windows into log-mel images, then mixed if asked."""
-
-    def __init__(self, transform: AudioTransform, mixer=None):
-        self.transform, self.mixer = transform, mixer
-
-    def __call__(self, batch):
-        batch = {k: v for k, v in batch.items() if k != "wave"} | {"image": self.transform(batch["wave"])}
-        if self.mixer is not None and len(batch["image"]) % 2 == 0:
-            batch["image"], batch["target"] = self.mixer(batch["image"], batch["target"])
-        return batch
 
 
 def check_bad(cache, names: list[str], what: str, outcome: str, log) -> None:

@@ -5,6 +5,7 @@ pinned, to the GPU, where crops, flips and normalisation happen (`kit.data.augme
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -316,17 +317,18 @@ class CnnPipeline(base.Pipeline):
         transform = ImageTransform(self.p.image_size, mean, std, train=train, scale=scale,
                                    hflip=hflip, vflip=vflip, rotate90=rotate90, seed=seed, precision=precision or s.precision,
                                    channels_last=s.setup.channels_last, unit=unit)
-        return DeviceLoader(loader, s.device, _TransformImages(transform, self.mixer(data) if train else None),
+        return DeviceLoader(loader, s.device, TransformImages(transform, self.mixer(data) if train else None),
                             prefetch=s.setup.prefetch)
 
     def mixer(self, data: ImageData):
-        """timm's Mixup/CutMix on the device, with soft targets; None when both are off or nothing mixes."""
-        if not (self.p.mixup or self.p.cutmix) or not data.target.classification:
+        """timm's Mixup/CutMix on the device, with soft targets; None when both are off or nothing mixes (the audio
+        template's parameters have no cutmix: mixup only)."""
+        cutmix = getattr(self.p, "cutmix", 0.0)
+        if not (self.p.mixup or cutmix) or not data.target.classification:
             return None
         from timm.data import Mixup
 
-        return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=self.p.cutmix, label_smoothing=0.0,
-                     num_classes=data.target.outputs)
+        return Mixup(mixup_alpha=self.p.mixup, cutmix_alpha=cutmix, label_smoothing=0.0, num_classes=data.target.outputs)
 
     def trial_rows(self, data: ImageData) -> np.ndarray:
         """Training rows a batch-size trial may draw from."""
@@ -360,14 +362,15 @@ class CnnPipeline(base.Pipeline):
         return pred
 
 
-class _TransformImages:
-    """The device-side step of a batch: augment and normalise its images, then mix them if asked."""
+class TransformImages:
+    """The device-side step of a batch: its `key` input made the model's "image" by `transform` (images augmented
+    and normalised; the audio template's int16 windows made log-mel images), then mixed if asked."""
 
-    def __init__(self, transform: ImageTransform, mixer=None):
-        self.transform, self.mixer = transform, mixer
+    def __init__(self, transform: Callable[[torch.Tensor], torch.Tensor], mixer=None, key: str = "image"):
+        self.transform, self.mixer, self.key = transform, mixer, key
 
     def __call__(self, batch):
-        batch = {**batch, "image": self.transform(batch["image"])}
+        batch = {k: v for k, v in batch.items() if k != self.key} | {"image": self.transform(batch[self.key])}
         if self.mixer is not None and len(batch["image"]) % 2 == 0:  # timm mixes pairs: an odd last batch stays
             batch["image"], batch["target"] = self.mixer(batch["image"], batch["target"])
         return batch

@@ -22,9 +22,9 @@ from kit.data import archives, spans, tables, text
 from kit.data.spans import SpanBatches, Windows
 from kit.data.text import Tokens
 from kit.errors import KitError
-from kit.models.text import SpanModel, fingerprint, positions
+from kit.models.text import SpanModel, checked_positions, fingerprint
 from kit.pipelines import base
-from kit.pipelines.text import MAX_EMPTY_SHARE, WEIGHTS, load_tokenizer, without_empty_texts
+from kit.pipelines.text import MAX_EMPTY_SHARE, load_tokenizer, without_empty_texts
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, metrics
@@ -72,13 +72,7 @@ class SpansPipeline(base.Pipeline):
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
             return self._load_test(s.trained.recipe, folder, tokenizer, key)
-        if not any((folder / name).is_file() for name in WEIGHTS):
-            raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
-                           "saved with the model's save_pretrained")
-        limit = positions(folder)
-        if limit and p.max_length > limit:
-            raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
-                           f"(its config.json); set max_length to {limit} or less")
+        checked_positions(folder, p.max_length)
         if p.doc_stride * 2 >= p.max_length:
             raise KitError(f"doc_stride {p.doc_stride} is half of max_length {p.max_length} or more: windows would "
                            "overlap more than they advance; set doc_stride below max_length / 2 (a quarter is usual)")
@@ -106,7 +100,8 @@ class SpansPipeline(base.Pipeline):
             groups = None if groups is None else groups[keep]
             assigned = None if assigned is None else assigned[keep]
             contexts, answers = [c for c, k in zip(contexts, keep) if k], [a for a, k in zip(answers, keep) if k]
-        w = spans.windows(tokenizer, train[question].astype(str).tolist(), contexts, p.max_length, p.doc_stride, answers)
+        w = spans.windows(tokenizer, train[question].astype(str).tolist(), contexts, p.max_length, p.doc_stride, answers,
+                          train_path.name)
         y = spans.token_targets(w, chars)
         test_windows, where = self._test(test, test_path, sample, sample_path, tokenizer, p.max_length, p.doc_stride)
         recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": p.max_length,
@@ -186,7 +181,7 @@ class SpansPipeline(base.Pipeline):
             raise KitError(f"{test_path.name}: {detail}; the test table and the sample submission must list the same ids")
         question, context = spec.text_columns
         w = spans.windows(tokenizer, test[question].fillna("").astype(str).tolist(),
-                          test[context].fillna("").astype(str).tolist(), max_length, stride)
+                          test[context].fillna("").astype(str).tolist(), max_length, stride, source=test_path.name)
         return w, where.astype(np.int64)
 
     def _load_test(self, recipe: dict, folder: Path, tokenizer, key: str) -> SpanData:
@@ -285,10 +280,17 @@ class SpansPipeline(base.Pipeline):
 
     def cut(self, data: SpanData, pred: np.ndarray, oof: list[dict]) -> np.ndarray:
         """(sample rows, 1) the span texts: each test context's best valid span over its windows' mean logits; the
-        whole text where no fold predicted (the prior's rows) or no span is valid."""
+        whole text where no fold predicted (the prior's rows) or no span is valid; the question where that holds no
+        word (a blank context: a cell must hold one)."""
         w = data.test_windows
         chars = (spans.best_spans(pred, w, self.p.max_answer_length) if pred.ndim == 3
                  else np.full((len(w.contexts), 2), -1, np.int64))
+        texts, blank = spans.worded(spans.span_texts(w.contexts, chars), w.questions)
+        if blank.any():
+            first = int(np.flatnonzero(blank)[0])
+            self.session.log(f"blank texts    {int(blank.sum())} test row(s) with no word in their context, such as "
+                             f"submission row {int(data.test_positions[first]) + 2}: their span is their question "
+                             f"('{texts[first]}'), as a span cell must hold a word")
         out = np.empty((len(data.sample), 1), dtype=object)
-        out[data.test_positions, 0] = spans.span_texts(w.contexts, chars)
+        out[data.test_positions, 0] = texts
         return out

@@ -19,7 +19,7 @@ from torch import nn
 from kit.data import archives, tables, text
 from kit.data.text import TOKENIZER_VOCABS, TextBatches, Tokens
 from kit.errors import KitError
-from kit.models.text import TextModel, fingerprint, positions
+from kit.models.text import TextModel, checked_positions, fingerprint
 from kit.pipelines import base
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
@@ -31,7 +31,6 @@ AUTO_LENGTH = 512  # max_length = "auto": the model's positions, but no more tha
 # training rows whose text is empty are left out with a warning up to this share of the rows (movie-review's few
 # phrases that pandas reads as NaN: "null", "NA"); more is an error, which says more than a model of blanks
 MAX_EMPTY_SHARE = 0.01
-WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 
 
 @dataclass
@@ -111,13 +110,7 @@ class TextPipeline(base.Pipeline):
         tokenizer, key = load_tokenizer(folder), text.tokenizer_key(folder)
         if s.trained is not None:
             return self._load_test(s.trained.recipe, folder, tokenizer, key)
-        if not any((folder / name).is_file() for name in WEIGHTS):  # else fold 1 would find out, minutes in
-            raise KitError(f"model folder {folder} has no weights (none of {', '.join(WEIGHTS)}); attach the folder "
-                           "saved with the model's save_pretrained")
-        limit = positions(folder)
-        if p.max_length != "auto" and limit and p.max_length > limit:
-            raise KitError(f"max_length {p.max_length} is beyond the {limit} token positions of the model in {folder} "
-                           f"(its config.json); set max_length to {limit} or less")
+        limit = checked_positions(folder, p.max_length)
         cut = min(limit or AUTO_LENGTH, AUTO_LENGTH) if p.max_length == "auto" else p.max_length
         train, train_path, sample, sample_path, test, test_path, target, (groups, assigned) = self._read()
         y = targets.encode(target, train if target.by_column else train[spec.target_column])

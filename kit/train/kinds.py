@@ -184,7 +184,7 @@ def value_centre(target: Target, encoded: np.ndarray, metric: str) -> np.ndarray
     """Each value column's centre, as the metric measures distance: its median under mae, its mean in log space
     under rmsle, else its mean."""
     values = np.asarray(encoded, np.float64)
-    if absolute(metric):  # mae, group_log_mae
+    if absolute(metric):  # mae, group_log_mae, laplace
         return np.atleast_1d(np.median(values, axis=0))
     if metric == "rmsle":
         return np.atleast_1d(np.expm1(np.mean(np.log1p(np.maximum(values, 0.0)), axis=0)))

@@ -97,7 +97,7 @@ def moments(y, metric: str) -> tuple[list[float], list[float]]:
 
 
 class Regression:
-    """Targets standardised with the training mean and std (of each column, for several); MSE (L1 for mae);
+    """Targets standardised with the training mean and std (of each column, for several); MSE (L1 where spec.absolute);
     predictions in target units, clipped to `limits` (each column's [low, high]). Under rmsle the model
     regresses log1p(y), whose squared error is the squared log error the metric takes."""
 

@@ -23,11 +23,12 @@ from kit.train.kinds import Kind, Target, named, register
 
 
 def jaccard(a: str, b: str) -> float:
-    """The word Jaccard of two texts, lower-cased and split on whitespace (MLE-bench's grade.py; two empty texts,
-    which the grader divides by zero on, score 1 here: they agree)."""
+    """The word Jaccard of two texts, lower-cased and split on whitespace (MLE-bench's grade.py). Two texts without
+    a word score 0, as chaii's grader (scikit-learn's jaccard_score) scores them; tweet-sentiment's divides by zero
+    on them, which kit's span cells, each holding a word, never meet."""
     x, y = set(a.lower().split()), set(b.lower().split())
     union = len(x | y)
-    return len(x & y) / union if union else 1.0
+    return len(x & y) / union if union else 0.0
 
 
 def mean_jaccard(preds: list[str], answers: list[str]) -> float:
@@ -83,10 +84,15 @@ def text_column(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def check_submission(cells: pd.Series, sample: pd.Series, folder=None) -> None:
-    """Every cell a text (the grader reads an empty one as NaN and scores it as empty)."""
+    """Every cell a text with a word: the grader reads an empty one as NaN, then as an empty text, and
+    tweet-sentiment's divides by zero where its answer is empty too."""
     wrong = [i for i, v in enumerate(cells) if not isinstance(v, str)]
     if wrong:
         raise KitError(f"submission row {wrong[0] + 2} holds {cells.iloc[wrong[0]]!r}, not a text ({len(wrong)} such rows)")
+    blank = [i for i, v in enumerate(cells) if not v.split()]
+    if blank:
+        raise KitError(f"submission row {blank[0] + 2} holds {cells.iloc[blank[0]]!r}, no word: the grader reads it as an "
+                       f"empty text ({len(blank)} such rows); write a word in each span cell")
 
 
 def whole_text(t: Target, encoded: np.ndarray, metric: str) -> np.ndarray:

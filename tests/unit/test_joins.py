@@ -74,6 +74,16 @@ def test_a_join_column_the_rows_lack_is_one_line(atoms):
         joins.join(spec, joins.read_table(spec, atoms), pairs((0, "m1", 1, 0, "1JHC")), "test.csv")
 
 
+def test_a_join_on_column_with_missing_values_is_one_line(atoms):
+    """An integer key read beside an empty cell is a float column; its NaN cannot be cast to the table's int64."""
+    spec = Spec.from_dict(CHAMPS)
+    rows = pairs((0, "m1", 1, 0, "1JHC"), (1, "m1", None, 1, "2JHH"))
+    with pytest.raises(KitError, match=r"^train.csv: column 'atom_index_0' \(\[data\] join_on\) is empty in 1 rows, "
+                                       r"such as row 3, and structures.csv's key atom_index is an integer; fill or drop "
+                                       r"those rows"):
+        joins.join(spec, joins.read_table(spec, atoms), rows, "train.csv")
+
+
 @pytest.mark.parametrize("change, match", [
     ({"join_keys": []}, "a join needs join_table, join_keys and join_on together"),
     ({"join_on": ["atom_index_0"]}, "join_distance is the distance between two joined rows"),
@@ -113,6 +123,15 @@ def test_osics_test_rows_are_the_samples_ids_read_against_each_patients_first_vi
                     sample.assign(Patient_Week=["ID_8_1", "ID_7_4", "ID_7_5"]), ("", "test.csv"), print)
     with pytest.raises(KitError, match=r"^test.csv: id 'ID7' has no \"_\" to split into Patient, Weeks"):
         joins.test_rows(spec, sample.assign(Patient_Week=["ID7", "ID_7_4", "ID_7_5"]), test, "test.csv")
+
+
+def test_a_baseline_order_that_is_no_number_is_one_line():
+    spec = Spec.from_dict(OSIC)
+    train = visits(("A", "week 2", 2000, 60), ("A", "week 9", 2200, 60))
+    with pytest.raises(KitError, match=r"^train.csv: column 'Weeks' \(\[data\] baseline_order\) holds text such as "
+                                       r"'week 2', not numbers; the gap to each group's first row is a difference along "
+                                       r"it: name a numeric column"):
+        joins.baseline(spec, train, train, "train.csv")
 
 
 def test_a_booster_per_group_learns_each_groups_own_rule_and_survives_its_checkpoint():

@@ -388,12 +388,25 @@ CHAII_CASES = [("१९४७", "१९४७"), ("सन् 1947 में", "1
 
 def test_jaccard_is_chaiis_grader_on_shared_cases_in_devanagari_and_tamil():
     """chaii's grader computes the same word Jaccard (scikit-learn's per-sample Jaccard of the word sets): kit's
-    one `jaccard` record scores both competitions. They differ only where a prediction and its answer are both
-    empty (scikit-learn counts 0, kit 1), which chaii's answers, never empty, cannot meet."""
+    one `jaccard` record scores both competitions."""
     preds, answers = [a for a, _ in CHAII_CASES], [b for _, b in CHAII_CASES]
     assert mean_jaccard(preds, answers) == pytest.approx(chaii_grade(preds, answers))
     for a, b in CHAII_CASES:  # each beside an exact row (scikit-learn refuses a one-row sparse input)
         assert (jaccard(a, b) + 1) / 2 == pytest.approx(chaii_grade([a, "x"], [b, "x"])), (a, b)
+
+
+def test_two_texts_without_a_word_score_0_as_scikit_learn_scores_them():
+    """The one case the graders part on: chaii's (scikit-learn's jaccard_score) scores two empty texts 0, and
+    tweet-sentiment's divides by zero (a crash kit's span cells, each holding a word, never meet). kit scores 0: an
+    empty prediction earns nothing, whatever the answer."""
+    import warnings
+
+    assert jaccard("", "") == 0.0 and jaccard(" ", "\t") == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns that the empty row's Jaccard is ill-defined
+        assert chaii_grade(["", "x y"], ["", "x y"]) == pytest.approx((jaccard("", "") + 1) / 2)
+    with pytest.raises(ZeroDivisionError):
+        graders_jaccard("", "")
 
 
 def graders_rle_decode(code: str, height: int, width: int) -> np.ndarray:

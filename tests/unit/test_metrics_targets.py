@@ -105,6 +105,20 @@ def test_the_prior_is_the_constant_the_metric_scores_best():
     assert targets.prior_name(value, "mae") == "the training median"
 
 
+def test_laplace_is_learnt_by_absolute_error_its_prior_the_median():
+    """osic's Laplace score with one shared confidence is a function of each row's capped absolute error: its value
+    is learnt by L1 (boosters and networks) and its constant is the median, as under mae."""
+    from torch.nn import functional as F
+
+    from kit.spec import absolute
+    from kit.train.objectives import Regression
+
+    value, skewed = targets.Target("value", ("y",)), np.array([1.0, 1.0, 2.0, 10.0])
+    assert absolute("laplace") and targets.prior(value, skewed, "laplace").tolist() == [1.5]
+    assert targets.prior_name(value, "laplace") == "the training median"
+    assert Regression([0.0], [1.0], "laplace").loss is F.l1_loss
+
+
 def test_qwk_and_pearson_match_sklearn_and_numpy():
     target = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 3.0, 2.0])
     values = np.array([1.2, 2.6, 2.9, 4.4, 6.8, 5.5, 3.4, 0.2])  # rounded and clipped to 1..6: 1 3 3 4 6 6 3 1

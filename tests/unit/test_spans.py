@@ -101,3 +101,53 @@ def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokeniz
     data = SimpleNamespace(test_windows=w, train_windows=None, folder=tmp_path, target=Target("span", ("answer",)))
     sizes = footprints.Spans.sizes(None, data)
     assert (sizes.train_rows, sizes.test_rows, sizes.windows) == (0, 2, -(-len(w) // 2)) and len(w) > 20
+
+
+def test_a_blank_test_context_gets_its_question_not_an_empty_cell(tokenizer, tmp_path, capsys):
+    """A blank test text has one window with no context token, so no span: the whole text would be "", which the
+    grader reads as NaN -> "" and, where the answer is empty too, divides by zero on. The question stands in."""
+    import pandas as pd
+
+    from kit import templates
+    from kit.pipelines.spans import SpanData, SpansPipeline
+    from kit.runtime.hardware import Hardware, setup
+    from kit.runtime.session import Session
+    from kit.spec import Spec
+    from kit.train.targets import Target
+
+    record, hw = templates.get("spans"), Hardware("cpu", cpu_count=2, ram_gb=8)
+    (tmp_path / "out").mkdir()
+    session = Session("spans", record.params(), Spec(slug="toy", template="spans"), hw, setup(hw), tmp_path, tmp_path / "out")
+    w = spans.windows(tokenizer, ["positive", "neutral"], ["w1 w2 w3", ""], MAX_LENGTH, STRIDE)
+    sample = pd.DataFrame({"textID": ["a", "b"], "selected_text": ["", ""]})
+    data = SpanData(None, w, None, Target("span", ("selected_text",)), sample, np.array([0, 1]), 0, tmp_path, {})
+    logits = np.zeros((len(w), MAX_LENGTH, 2), np.float32)
+    out = SpansPipeline(session).cut(data, logits, [])
+    assert out[1, 0] == "neutral" and out[0, 0].split()
+    assert ("1 test row(s) with no word in their context, such as submission row 3: their span is their question "
+            "('neutral')") in capsys.readouterr().out
+
+
+def test_the_submission_check_refuses_a_span_cell_without_a_word():
+    import pandas as pd
+
+    from kit.errors import KitError
+    from kit.train.spans import check_submission
+
+    check_submission(pd.Series(["good day", "neutral"]), pd.Series(["", ""]))
+    with pytest.raises(KitError, match=r"^submission row 3 holds ' ', no word: the grader reads it as an empty text"):
+        check_submission(pd.Series(["good day", " "]), pd.Series(["", ""]))
+
+
+def test_a_question_that_leaves_its_context_no_room_is_one_line_naming_the_pair(tokenizer):
+    """The tokenizer's truncation panics in Rust ("stride must be strictly less than max_len") where the question,
+    the special tokens and the stride fill the window: caught before, with what to change."""
+    from kit.errors import KitError
+
+    long_question = " ".join(["w1"] * 45)  # 45 tokens + 3 special + 16 stride = 64
+    spans.windows(tokenizer, ["where", " ".join(["w1"] * 44)], ["w1 w2", "w3 " * 200], MAX_LENGTH, STRIDE)  # 63 fits
+    with pytest.raises(KitError, match=r"^train.csv: the question of pair 2 \('w1 w1 .*\.\.\.'\) is 45 tokens, "
+                                       r"which with 3 special tokens and doc_stride 16 leaves no room for its context "
+                                       r"in max_length 64; raise max_length, lower doc_stride, or check \[data\] "
+                                       r"text_columns' order"):
+        spans.windows(tokenizer, ["where", long_question], ["w1 w2", "w3 " * 200], MAX_LENGTH, STRIDE, source="train.csv")
