@@ -78,7 +78,7 @@ def coco_map(pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes], threshold
     classes = np.unique(np.concatenate([t.labels for t in target])) if target else np.zeros(0)
     aps = []
     for c in classes:
-        scores, hits, counted, truths = [], [], [], 0
+        scores, hits, truths = [], [], 0
         for i, (p, t) in enumerate(zip(pred, target)):
             g = np.flatnonzero(t.labels == c)
             d = _sorted(p, p.labels == c)[:MAX_BOXES]
