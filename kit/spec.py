@@ -27,7 +27,8 @@ class Metric:
     # what its rows are: "probability" (class or label probabilities), "ranking" (only the order of a row's likeliest
     # classes counts), "ordinal" (whole scores, from probabilities or a regressed value), "value" (one or several values
     # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
-    # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans)
+    # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans),
+    # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics)
     family: str
     # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
     score: str
@@ -75,6 +76,10 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # freesound-audio-tagging-2019: label-weighted label-ranking average precision (its grader's sklearn form); blends
     # average probabilities: a rank per column across rows would change the order of labels within a row, which it scores
     Metric("lwlrap", True, "probability", _M + "lwlrap", multilabel=True),
+    # the detection template's (issue 40, still to come): vinbigdata's, siim-covid19's and kuzushiji's graders
+    Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
+    Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
+    Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
 )}
 
 
@@ -85,6 +90,7 @@ def metrics_where(**fields: Any) -> tuple[str, ...]:
 
 MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
 SPAN_METRICS = metrics_where(family="span")  # the spans template's
+BOX_METRICS = metrics_where(family="box")  # the detection template's, which is still to come (issue 40)
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -125,6 +131,8 @@ def metric_misfit(template: str, metric: str) -> str:
         return f"metric {metric} does not score spans of text: the spans template takes {', '.join(SPAN_METRICS)}"
     if template != "spans" and metric in SPAN_METRICS:
         return f"metric {metric} scores spans of text, which only the spans template predicts"
+    if template != "detection" and metric in BOX_METRICS:
+        return f"metric {metric} scores boxes on images, which only the detection template (still to come) predicts"
     return ""
 
 

@@ -34,7 +34,8 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     (kit.train.mask_metrics, named by their records and imported only here, when scored). `groups`: (N,) each
     row's group, which a grouped metric (its record's `grouped`) scores apart."""
     record = metric_record(metric)
-    if record.family in ("mask", "span"):  # rows of overlap counts, of windows' spans: no weights, no label columns
+    # rows of overlap counts, of windows' spans, of images' boxes: no weights, no label columns
+    if record.family in ("mask", "span", "box"):
         return record.scorer()(metric, pred, target)
     if weight is not None:
         keep = weight > 0
