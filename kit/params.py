@@ -92,8 +92,7 @@ class AudioParams(TrainParams):
     sample_rate: int | str = setting("auto", choices=("auto",), minimum=1000,
                                      doc="Hz every clip is resampled to once, at decode; auto: the first training clip's")
     window_s: float | str = setting("auto", choices=("auto",), minimum=0.05,
-                                    doc="seconds a training crop (and each prediction window) holds; auto: the clips' "
-                                        "median length, at most 10 s")
+                                    doc="seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s")
     n_fft: int | str = setting("auto", choices=("auto",), minimum=16,
                                doc="STFT size in samples; auto: the power of two nearest 32 ms")
     hop: int | str = setting("auto", choices=("auto",), minimum=1, doc="STFT hop in samples; auto: n_fft / 4")
@@ -110,8 +109,7 @@ class AudioParams(TrainParams):
     time_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
     mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha of the spectrograms, 0 is off (one class a clip only)")
     max_seconds: float = setting(0.0, minimum=0.0,
-                                 doc="seconds of each clip the decoded cache keeps (its start); 0 keeps whole clips. With "
-                                     "sample_rate, what makes a large set's cache fit the disk")
+                                 doc="seconds of each clip's start the cache keeps (0: whole clips): a large set's fit")
     noisy_weight: float = setting(0.0, minimum=0.0, maximum=1.0,
                                   doc="loss weight of [data] extra_train's rows (a noisy set); 0 leaves them out")
     tta_hop: float = setting(0.5, minimum=0.05, maximum=1.0,
@@ -191,8 +189,7 @@ class SpansParams(TextParams):
     }
 
     max_length: int = setting(384, minimum=16,
-                              doc="tokens per window (question, context and special tokens); longer contexts are cut "
-                                  "into several windows")
+                              doc="tokens per window (question, context, special tokens); longer contexts: more windows")
     doc_stride: int = setting(128, minimum=0,
                               doc="tokens a context's windows overlap by: an answer one window cuts is whole in the next")
     max_answer_length: int = setting(64, minimum=1, doc="tokens a predicted span holds at most")
@@ -228,8 +225,7 @@ class TabularParams(TrainParams):
                                doc="xgboost, lightgbm: the share of columns each tree sees")
     train_rows: int = setting(0, minimum=0,
                               doc="training rows read, drawn at random; 0: all (a table too big for the memory stops)")
-    models_by: str = setting("", doc="boosters: a booster for each value of this feature (champs' coupling types); "
-                                     "\"\" one for all rows")
+    models_by: str = setting("", doc="boosters: one per value of this feature (champs' types); \"\" one for all")
     hidden_size: int = setting(256, minimum=8, doc="mlp: units per hidden layer")
     num_layers: int = setting(3, minimum=1, doc="mlp: hidden layers")
     dropout: float = setting(0.1, minimum=0.0, maximum=0.9, doc="mlp: dropout after each hidden layer")

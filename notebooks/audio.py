@@ -65,7 +65,7 @@ model_name: str = "efficientnet_b0"  # any timm model name: a 2-D CNN reading on
 pretrained: bool = True  # start from ImageNet weights (timm adapts the first layer to one channel)
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
 sample_rate = "auto"  # Hz every clip is resampled to once, at decode; auto: the first training clip's
-window_s = "auto"  # seconds a training crop (and each prediction window) holds; auto: the clips' median length, at most 10 s
+window_s = "auto"  # seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s
 n_fft = "auto"  # STFT size in samples; auto: the power of two nearest 32 ms
 hop = "auto"  # STFT hop in samples; auto: n_fft / 4
 n_mels: int = 64  # mel bands: the spectrogram image's height
@@ -79,7 +79,7 @@ freq_width: float = 0.1  # SpecAugment: a frequency mask's widest share of the b
 time_masks: int = 2  # SpecAugment: masked spans of frames per training clip
 time_width: float = 0.1  # SpecAugment: a time mask's widest share of the frames
 mixup: float = 0.0  # mixup alpha of the spectrograms, 0 is off (one class a clip only)
-max_seconds: float = 0.0  # seconds of each clip the decoded cache keeps (its start); 0 keeps whole clips. With sample_rate, what makes a large set's cache fit the disk
+max_seconds: float = 0.0  # seconds of each clip's start the cache keeps (0: whole clips): a large set's fit
 noisy_weight: float = 0.0  # loss weight of [data] extra_train's rows (a noisy set); 0 leaves them out
 tta_hop: float = 0.5  # prediction windows start this share of a window apart; their predictions are averaged
 sync_bn = "auto"  # ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); auto: only below 16 rows per GPU

@@ -16,6 +16,12 @@ from kit.data import archives, layouts, tables
 from kit.spec import Spec
 
 DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs from it
+    "mlsp-2013-birds": "its labels are ragged lines in essential_data/ (rec_labels_test_hidden.txt, label_lists), its "
+                       "clips named by a table (clip_table) and its sample melted (Id = rec_id*100 + species): kit init "
+                       "finds no template for that layout",
+    "freesound-audio-tagging-2019": "its labels are comma lists in one column (label_separator) and its noisy set a "
+                                    "second table (extra_train): kit init drafts neither, so its draft's data step "
+                                    "refuses 'Applause,Chirp_and_tweet' as a class",
     "champs-scalar-coupling": "its rows join structures.csv (join_table, join_keys, join_on) and its metric scores each "
                               "coupling type apart (group_log_mae, which kit init reads as mae): kit init drafts "
                               "neither a join nor score_groups",
@@ -40,6 +46,8 @@ SETS = ("text_columns", "step_columns")  # the same columns in any order
 EVALUATION = {
     "accuracy": "Submissions are scored on their accuracy: the share of test rows whose predicted class is right.",
     "auc": "Submissions are evaluated on the area under the ROC curve between the predicted probability and the truth.",
+    "auc_micro": "Submissions are judged on area under the ROC curve.",  # mlsp-2013-birds' words: the pooled AUC unsaid
+    "lwlrap": "The task is evaluated with label-weighted label-ranking average precision (lwlrap).",
     "group_log_mae": "Submissions are evaluated on the Log of the Mean Absolute Error, calculated for each scalar "
                      "coupling type, and then averaged across types.",
     "laplace": "Submissions are evaluated using a modified version of the Laplace Log Likelihood.",

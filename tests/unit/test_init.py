@@ -154,6 +154,9 @@ def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(t
      "dice_hausdorff"),
     ("## Evaluation\nSubmissions are scored on the intersection over union of the predicted and true masks.", "iou"),
     ("## Evaluation\nThe metric in this competition is the [word-level Jaccard score](https://x).", "jaccard"),
+    # freesound's: its "average precision" must not read as another metric's
+    ("## Evaluation\nThe task is evaluated based on the label-weighted label-ranking average precision (lwlrap).",
+     "lwlrap"),
     ("## Overview\nNothing about how it is scored.", ""),
 ])
 def test_an_evaluation_section_names_its_metric(evaluation, metric):

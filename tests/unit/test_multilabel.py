@@ -39,7 +39,7 @@ def test_multilabel_bad_inputs_are_one_line():
         targets.multi("auc", table, ["x", "y"], "target", "train.csv")
     with pytest.raises(KitError, match="^train.csv: holds the label columns x, y of the sample submission but not 'w'"):
         targets.multi("auc", table, ["x", "y", "w"], "target", "train.csv")
-    with pytest.raises(KitError, match="with metric accuracy; a multi-label target is scored by auc, log_loss"):
+    with pytest.raises(KitError, match="with metric accuracy; a multi-label target is scored by auc, auc_micro, log_loss"):
         targets.multi("accuracy", table.assign(x=[1, 0, 1]), ["x", "y"], "target", "train.csv")
     with pytest.raises(KitError, match="metric f2_samples scores sets of labels, but the sample submission's column 'label'"):
         targets.infer("f2_samples", pd.Series(["a", "b"]), ["label"], "train.csv, column 'label'")
