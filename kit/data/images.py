@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -223,14 +224,23 @@ def pixel_cache_files(pixels: np.ndarray, side: int, cache_dir: Path) -> tuple[P
 def streaming(paths: Sequence[Path], side: int, workers: int, form: Form = Form()) -> ImageFiles:
     """ImageFiles for `paths`, with files that are missing or not images found now (headers only)."""
     names = [str(p) for p in paths]
-    chunks = [names[i : i + 256] for i in range(0, len(names), 256)]
+    found = in_chunks(_check_headers, names, workers)
+    bad = {i * CHUNK + j: why for i, part in enumerate(found) for j, why in part.items()}
+    return ImageFiles(names, side, bad, form)
+
+
+CHUNK = 256  # file names one task of a header pool reads
+T = TypeVar("T")
+
+
+def in_chunks(read: Callable[[list[str]], T], names: list[str], workers: int, size: int = CHUNK) -> list[T]:
+    """`read` of each run of `size` names, in order: in a fork pool of `workers` where there is more than one run
+    (headers only: a pool's start costs more than a few hundred files' headers)."""
+    chunks = [names[i : i + size] for i in range(0, len(names), size)]
     if workers > 1 and len(chunks) > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            found = pool.map(_check_headers, chunks)
-    else:
-        found = [_check_headers(c) for c in chunks]
-    bad = {i * 256 + j: why for i, part in enumerate(found) for j, why in part.items()}
-    return ImageFiles(names, side, bad, form)
+            return pool.map(read, chunks)
+    return [read(c) for c in chunks]
 
 
 def _check_headers(paths: list[str]) -> dict[int, str]:

@@ -27,6 +27,7 @@ import kit
 from kit import files
 from kit.data import audio
 from kit.data.batch import Batch
+from kit.data.images import in_chunks
 from kit.runtime import progress
 
 CACHE_FORMAT = 1  # bump when `audio.mono_int16` changes what it writes
@@ -101,13 +102,7 @@ class WaveFiles:
 
 def headers(paths: Sequence[Path], workers: int = 1) -> tuple[list[audio.Header | None], dict[int, str]]:
     """Each clip's header (None where it cannot be read) and why the bad ones are bad."""
-    names = [str(p) for p in paths]
-    chunks = [names[i:i + 256] for i in range(0, len(names), 256)]
-    if workers > 1 and len(chunks) > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_probe, chunks)
-    else:
-        parts = [_probe(c) for c in chunks]
+    parts = in_chunks(_probe, [str(p) for p in paths], workers)
     found = [h for part in parts for h in part]
     return [h if isinstance(h, audio.Header) else None for h in found], \
         {i: h for i, h in enumerate(found) if isinstance(h, str)}
