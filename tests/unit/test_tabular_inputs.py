@@ -94,7 +94,7 @@ def test_a_test_table_too_big_for_the_memory_says_it_is_read_whole(tmp_path, dat
     folder = data()
     reading, estimate = [], frames.estimate
     monkeypatch.setattr(frames, "estimate", lambda path, *a: reading.append(path.name) or estimate(path, *a))
-    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 100_000 if reading[-1:] == ["test.csv"] else 10**12)
+    monkeypatch.setattr(hardware, "available_ram_bytes", lambda: 10_000 if reading[-1:] == ["test.csv"] else 10**12)
     values = {**config.load(SHIP).parameters(smoke=True), "data_dir": str(folder), "output_dir": str(tmp_path / "out"),
               "train_rows": 500}
     with pytest.raises(KitError) as e:
