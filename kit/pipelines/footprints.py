@@ -147,6 +147,9 @@ class Text:
                      note=f"{tokens} tokens a text")]
 
 
+# a table cell read as text: a Python string object (49 bytes and its characters) and its pointer, in Kaggle's pandas 2.2
+# (object columns). Measured on champs at Kaggle's size: 4 text columns of 7.2M pairs took 2.15 GB, 75 bytes a cell
+STRING_BYTES = 75
 JOIN_ROW_BYTES = 60  # a joined row's share of the join: 55 bytes measured on champs (kit.data.joins)
 class Spans(Text):
     """Rows are contexts, each cut into `windows` windows of up to max_length tokens: each window's tokens and their
@@ -187,7 +190,7 @@ class Tabular:
         test = data.test
         columns = test.numbers.shape[1] + test.codes.shape[1]
         return Sizes(len(data.y) if data.y is not None else 0, len(data.where), data.target.outputs, data.target.kind,
-                     columns=columns)
+                     columns=columns, strings=test.codes.shape[1] + 1)  # categories are read as text, and the ids
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
@@ -196,7 +199,10 @@ class Tabular:
     @staticmethod
     def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
         s = sizes
-        needs = [Need("the tables (frames, then float32 features)", "ram", (s.train_rows + s.test_rows) * s.columns * 12),
+        strings = f"; {s.strings} text column{'s' * (s.strings != 1)} at {STRING_BYTES} bytes a cell" if s.strings else ""
+        needs = [Need("the tables (frames, then float32 features)", "ram",
+                      (s.train_rows + s.test_rows) * (s.columns * 12 + s.strings * STRING_BYTES),
+                      note=f"{s.columns} columns at 12 bytes a cell{strings}"),
                  Need("a fold's booster matrices", "ram", s.train_rows * s.columns * 8, "training")]
         if spec.train_series:  # volcano: each row's series file read once into a row of features, cached in scratch
             files, values = s.train_rows + s.test_rows, s.samples * s.channels

@@ -54,6 +54,9 @@ class Sizes:
     channels: int = 3
     value_bytes: int = 1  # bytes of a decoded value (photos' uint8; float16 arrays: 2)
     columns: int = 0  # tables: feature columns
+    # tables: the columns read as text (ids, categories, names): a Python string a cell in Kaggle's pandas 2.2, whatever
+    # their width (kit.pipelines.footprints.STRING_BYTES)
+    strings: int = 0
     steps: int = 0  # sequences: steps per sequence
     tokens: int = 0  # texts: tokens per text (the mean); spans: per window
     samples: int = 0  # sounds: samples per clip at the run's rate (the mean)

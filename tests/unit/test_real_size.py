@@ -284,3 +284,25 @@ def test_the_submissions_rows_hold_what_the_plan_counts_for_them(tmp_path):
     planned = sum(n.amount for n in footprint.common(sizes, CnnParams(folds=2, ema=False), "f1_micro", "cuda")
                   if n.place == "ram" and n.phase == "prediction")
     assert used == [0, 1] and abs(peak - planned) <= 0.25 * planned, (peak / 2**20, planned / 2**20)
+
+
+def test_a_tables_text_columns_are_planned_at_what_kaggles_pandas_holds_them_in():
+    """Text cells (ids, categories, names) are Python strings in Kaggle's pandas 2.2, 60-75 bytes each whatever their
+    width: champs' four took 2.15 GB at 7.2M pairs where the plan had counted 12 bytes a cell (0.36 GB)."""
+    from kit.params import TabularParams
+    from kit.pipelines.footprints import Tabular
+    from kit.runtime.resources import Sizes
+    from kit.spec import Spec
+
+    rows, rng = 20_000, np.random.default_rng(0)
+    table = pd.DataFrame({"molecule_name": [f"dsgdb9nsd_{i:06d}" for i in rng.integers(1, 130_000, rows)],
+                          "type": rng.choice(["1JHC", "2JHH", "3JHN"], rows), "atom_0": rng.choice(list("HCN"), rows),
+                          "atom_1": rng.choice(list("HCNOF"), rows), "atom_index_0": rng.integers(0, 29, rows),
+                          "distance": rng.random(rows)})
+    text = table.select_dtypes(exclude="number").astype(object)  # pandas 2.2's object columns
+    took = int(text.memory_usage(deep=True, index=False).sum()) + rows * 2 * 12
+    sizes = Sizes(rows, 0, 1, "values", columns=2, strings=text.shape[1])
+    spec = Spec.from_dict({"slug": "champs-scalar-coupling", "template": "tabular", "metric": "mae", "target_column": "y"})
+    [tables] = [n for n in Tabular.needs(sizes, TabularParams(), spec, None) if n.what.startswith("the tables")]
+    assert took <= tables.amount <= 1.5 * took, (took, tables.amount)
+    assert "4 text columns at 75 bytes a cell" in tables.note
