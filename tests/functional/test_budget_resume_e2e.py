@@ -46,12 +46,12 @@ def notebook_seconds(executed: Path) -> float:
     return (parse(times[-1]["end_time"]) - parse(times[0]["start_time"])).total_seconds()
 
 
-def test_a_thousand_epochs_in_sixty_seconds(tmp_path, data):
+def test_a_thousand_epochs_in_thirty_seconds(tmp_path, data):
     out = tmp_path / "out"
-    run = subprocess.run(cli(data, out, "epochs=1000", "time_budget_s=60", "patience=0"), capture_output=True, text=True,
+    run = subprocess.run(cli(data, out, "epochs=1000", "time_budget_s=30", "patience=0"), capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert notebook_seconds(out / "executed.ipynb") <= 60.0
+    assert notebook_seconds(out / "executed.ipynb") <= 30.0
     valid_submission(out, data)
     log = (out / "kit.log").read_text()
     assert re.search(r"plan: 2 folds x 1000 epochs would need .*: .*cut from", log), log[-2000:]
@@ -60,7 +60,7 @@ def test_a_thousand_epochs_in_sixty_seconds(tmp_path, data):
 
 def test_sigkill_mid_fold_then_rerun_reuses_finished_folds(tmp_path, data):
     out = tmp_path / "out"
-    args = cli(data, out, "epochs=30", "patience=0")
+    args = cli(data, out, "epochs=12", "patience=0")
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     log = out / "kit.log"
     deadline = time.time() + 300
@@ -84,7 +84,7 @@ def test_sigkill_mid_fold_then_rerun_reuses_finished_folds(tmp_path, data):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "fold 1/2: finished earlier" in again.stdout
     # the kill came after the epoch 3 line: its checkpoint, or the one before it, is where the fold resumes
-    assert re.search(r"fold 2/2: resuming after epoch ([2-9]|[12]\d) from fold1.last.pt", again.stdout)
+    assert re.search(r"fold 2/2: resuming after epoch ([2-9]|1[01]) from fold1.last.pt", again.stdout)
     assert hashlib.sha256((ckpt / "fold0.pt").read_bytes()).hexdigest() == fold0
     assert (ckpt / "fold0.pt").stat().st_mtime_ns == fold0_time
     assert (ckpt / "fold1.json").exists() and not (resume / "fold1.last.pt").exists()

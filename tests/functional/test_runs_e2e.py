@@ -15,7 +15,7 @@ from kit.runtime.run_folder import LATEST, PREDICTION_FILES
 pytestmark = pytest.mark.e2e
 BASE = ["device=cpu", "model_name=test_efficientnet", "pretrained=false", "batch_size=16", "patience=0"]
 FIRST = ["folds=2", "image_size=64", "epochs=2"]
-SECOND = ["folds=3", "image_size=96", "epochs=5"]
+SECOND = ["folds=3", "image_size=72", "epochs=3"]
 
 
 def kit_run(data: Path, out: Path, params: list[str]) -> str:
@@ -42,19 +42,19 @@ def test_changed_settings_train_afresh_and_the_first_settings_find_their_folds_a
 
     log = kit_run(data, out, SECOND)
     assert "finished earlier" not in log and "resuming" not in log, log[-3000:]
-    for fold in range(3):  # three folds, each five epochs (patience 0: none stops early)
-        assert f"fold {fold + 1}/3 epoch  5/5" in log
+    for fold in range(3):  # three folds, each three epochs (patience 0: none stops early)
+        assert f"fold {fold + 1}/3 epoch  3/3" in log
     assert {k: v for k, v in stamps(out / "checkpoints").items() if k in first_files} == first_files  # all kept
     second = run_folder(out)
     first = next(p for p in (out / "checkpoints").iterdir() if p.is_dir() and p != second)
     assert {"fold0.pt", "fold1.pt", "fold0.json", "fold1.json", "run.json"} <= {p.name for p in first.iterdir()}
     changed = re.search(r"run \w+: new, in .*; since run (\w+): (.*) \(its files stay in", log)
     assert changed and changed.group(1) == first.name, log[-3000:]
-    assert changed.group(2) == "epochs 2 -> 5, folds 2 -> 3, image_size 64 -> 96"
+    assert changed.group(2) == "epochs 2 -> 3, folds 2 -> 3, image_size 64 -> 72"
     record = json.loads((second / "run.json").read_text())["params"]
-    assert (record["folds"], record["image_size"], record["epochs"]) == (3, 96, 5)
+    assert (record["folds"], record["image_size"], record["epochs"]) == (3, 72, 3)
     for fold in range(3):
-        assert json.loads((second / f"fold{fold}.json").read_text())["epochs_run"] == 5
+        assert json.loads((second / f"fold{fold}.json").read_text())["epochs_run"] == 3
 
     log = kit_run(data, out, FIRST)
     assert "fold 1/2: finished earlier" in log and "fold 2/2: finished earlier" in log and "epoch  1/" not in log

@@ -112,7 +112,7 @@ def test_a_million_rounds_in_thirty_seconds(tmp_path, data):
 
 def test_a_killed_run_keeps_its_finished_folds(tmp_path, data):
     out = tmp_path / "out"
-    args = kit_run(data, out, "rounds=1000000", "early_stopping_rounds=0", "learning_rate=0.01", "time_budget_s=40")
+    args = kit_run(data, out, "rounds=1000000", "early_stopping_rounds=0", "learning_rate=0.01", "time_budget_s=25")
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     log = out / "kit.log"
     deadline = time.time() + 300
