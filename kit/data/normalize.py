@@ -76,18 +76,22 @@ def inputs(sentences: Sequence, before: Sequence[str], words: int) -> list[str]:
     return out
 
 
-def model_rows(before: Sequence[str], after: Sequence[str], limit: int, seed: int = 0) -> np.ndarray:
-    """The training pairs the model learns from, up to `limit`: every pair that changes its token (what the model is
-    for), one of each distinct such (before, after), then as many unchanged ones as there are changed (so it learns
-    to copy an unseen plain word too), drawn at random."""
+def model_rows(before: Sequence[str], after: Sequence[str], limit: int, seed: int = 0, table: bool = True) -> np.ndarray:
+    """The training pairs the model learns from, up to `limit`: one of each distinct (before, after) that changes its
+    token (what the model is for), then as many unchanged ones whose token the pairs hold once (a rare word stands for
+    the unseen words the model meets, which it should copy), drawn at random. Tokens the pairs hold often are the
+    table's, which the model never answers. Without the `table` the model answers every token: any pairs, drawn."""
     before, after = np.asarray(before, dtype=object), np.asarray(after, dtype=object)
     rng = np.random.default_rng(seed)
+    if not table:
+        return np.sort(rng.choice(len(before), min(limit, len(before)), replace=False))
     changed = np.flatnonzero(before != after)
     key = pd.Series(before[changed]).astype(str) + "\x00" + pd.Series(after[changed]).astype(str)
     changed = changed[~key.duplicated().to_numpy()]
-    same = np.flatnonzero(before == after)
+    once = pd.Series(before).map(pd.Series(before).value_counts()).to_numpy() == 1
+    same = np.flatnonzero((before == after) & once)
     same = rng.choice(same, min(len(same), len(changed) or limit), replace=False) if len(same) else same
-    rows = np.concatenate([changed, same])
+    rows = np.concatenate([changed, same]).astype(np.int64)
     if len(rows) > limit:
         rows = rng.choice(rows, limit, replace=False)
     return np.sort(rows)

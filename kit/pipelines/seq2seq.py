@@ -101,7 +101,7 @@ class Seq2SeqPipeline(base.Pipeline):
             targets = train_table[spec.target_column].fillna("").astype(str).tolist()
             lookup = normalize.learn(sources, targets)
             contexts = normalize.inputs(train_table[spec.group_column], sources, p.context_words)
-            rows = normalize.model_rows(sources, targets, p.max_pairs, p.seed)
+            rows = normalize.model_rows(sources, targets, p.max_pairs, p.seed, p.table)
             sources, targets = [sources[i] for i in rows], [targets[i] for i in rows]
             train = text.tokenize(tokenizer, [contexts[i] for i in rows], p.max_length, key, log=s.log, what="inputs")
             labels = text.tokenize(tokenizer, targets, p.max_new_tokens, key, log=s.log, what="answers")
@@ -237,12 +237,12 @@ class Seq2SeqPipeline(base.Pipeline):
 
     def cut(self, data: Seq2SeqData, pred, oof: list[dict]) -> np.ndarray:
         """(sample rows, 1) the texts: copy's and the table's, and the folds' most voted text for the model's tokens
-        (the token itself where no fold predicted)."""
+        (the token itself where no fold predicted, or the vote is an empty text)."""
         answers = list(data.answers)
         if isinstance(pred, TopK) and len(data.model_positions):
             texts = {i: t for t, i in self.known.items()}
             for position, best in zip(data.model_positions, pred.argmax()):
-                if best >= 0:
+                if best >= 0 and texts[int(best)].strip():  # an empty text reads back as NaN: the token stays
                     answers[position] = texts[int(best)]
         out = np.empty((len(data.sample), 1), dtype=object)
         out[data.sample_positions, 0] = answers

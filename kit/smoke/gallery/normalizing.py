@@ -94,7 +94,7 @@ def _zipped(table: pd.DataFrame, folder: Path, name: str) -> None:
     path.unlink()
 
 
-def normalization(folder: Path, lang: str, seed: int = 0, train: int = 300, test: int = 40) -> None:
+def normalization(folder: Path, lang: str, seed: int = 0, train: int = 800, test: int = 40) -> None:
     rng = np.random.default_rng(seed)
     train_table, answers = sentences(rng, train, lang), sentences(rng, test, lang)
     test_table = answers.drop(columns=["after", "class"])
@@ -113,7 +113,7 @@ def russian(folder: Path, seed: int = 0) -> None:
     normalization(folder, "ru", seed)
 
 
-def answers(folder: Path, lang: str, seed: int = 0, train: int = 300, test: int = 40) -> pd.DataFrame:
+def answers(folder: Path, lang: str, seed: int = 0, train: int = 800, test: int = 40) -> pd.DataFrame:
     """The smoke test set's answers (id, after), drawn as `normalization` draws them."""
     rng = np.random.default_rng(seed)
     sentences(rng, train, lang)
