@@ -72,7 +72,7 @@ def rows(work: Path, run_kit: Callable, make_row: Callable) -> list:
     print(f"normalization: copy alone {copy:.4f}, copy + table {accuracy(table_only, answers):.4f}, "
           f"copy + table + model {accuracy(both, answers):.4f}, the model alone {accuracy(alone, answers):.4f}")
     score = accuracy(both, answers)
-    return [make_row("tokens vs copy + table", "seq2seq", "text_accuracy", score, accuracy(table_only, answers), both_s,
+    return [make_row("tokens, copy + table", "seq2seq", "text_accuracy", score, accuracy(table_only, answers), both_s,
                      table_s),
-            make_row("tokens vs the model alone", "seq2seq", "text_accuracy", score, accuracy(alone, answers), both_s,
+            make_row("tokens, model alone", "seq2seq", "text_accuracy", score, accuracy(alone, answers), both_s,
                      alone_s)]

@@ -168,8 +168,9 @@ class Seq2SeqPipeline(base.Pipeline):
     def describe(self, data: Seq2SeqData) -> str:
         lines = [f"model          {data.folder}"]
         if data.train is not None:
-            lines.append(f"train          {len(data.train)} pairs for the model ({sum(a != b for a, b in zip(data.sources, data.targets))} "
-                         f"changed), {int(data.train.lengths.max(initial=0))} input tokens at most")
+            changed = sum(a != b for a, b in zip(data.sources, data.targets))
+            lines.append(f"train          {len(data.train)} pairs for the model ({changed} changed), "
+                         f"{int(data.train.lengths.max(initial=0))} input tokens at most")
         lines.append(f"test           {len(data.test)} tokens for the model of {len(data.answers)}")
         lines.append(f"target         texts of '{data.target.columns[0]}', metric {self.spec.metric}")
         return "\n".join(lines)
