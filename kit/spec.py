@@ -28,7 +28,8 @@ class Metric:
     # classes counts), "ordinal" (whole scores, from probabilities or a regressed value), "value" (one or several values
     # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
     # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans),
-    # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics)
+    # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics), "text" (generated texts:
+    # kit.train.seq2seq)
     family: str
     # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
     score: str

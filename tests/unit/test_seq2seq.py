@@ -85,11 +85,11 @@ def test_the_tiny_t5_learns_a_pair_teacher_forced_and_generates_it(tiny):
     first = None
     for _ in range(150):
         loss = model(source, labels)
-        first = first if first is not None else float(loss)
+        first = first if first is not None else float(loss.detach())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    assert float(loss) < first / 10
+    assert float(loss.detach()) < first / 10
     model.eval()
     objective = Seq2SeqObjective(tokenizer, ["nineteen ninety five"], ["1995"], max_new_tokens=30, num_beams=2)
     out = objective(model, {"input_ids": source, "labels": labels, "row": torch.tensor([0])})
@@ -128,3 +128,11 @@ def test_the_graders_checks_refuse_an_empty_after_and_other_ids(tmp_path):
         check(sample.assign(after=[None] + sample["after"].tolist()[1:]), sample)
     with pytest.raises(graders.Invalid):
         check(sample.assign(id=sample["id"].str.replace("0_0", "0_99")), sample)
+
+
+def test_text_accuracy_is_the_seq2seq_templates_alone():
+    from kit.spec import metric_misfit
+
+    assert metric_misfit("seq2seq", "text_accuracy") == ""
+    assert "does not score generated texts" in metric_misfit("seq2seq", "accuracy")
+    assert "only the seq2seq template" in metric_misfit("text", "text_accuracy")
