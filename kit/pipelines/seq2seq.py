@@ -100,10 +100,10 @@ class Seq2SeqPipeline(base.Pipeline):
             sources = train_table[word].fillna("").astype(str).tolist()
             targets = train_table[spec.target_column].fillna("").astype(str).tolist()
             lookup = normalize.learn(sources, targets)
-            contexts = normalize.inputs(train_table[spec.group_column], sources, p.context_words)
             rows = normalize.model_rows(sources, targets, p.max_pairs, p.seed, p.table)
+            contexts = normalize.inputs(train_table[spec.group_column], sources, p.context_words, rows)
             sources, targets = [sources[i] for i in rows], [targets[i] for i in rows]
-            train = text.tokenize(tokenizer, [contexts[i] for i in rows], p.max_length, key, log=s.log, what="inputs")
+            train = text.tokenize(tokenizer, contexts, p.max_length, key, log=s.log, what="inputs")
             labels = text.tokenize(tokenizer, targets, p.max_new_tokens, key, log=s.log, what="answers")
             groups = train_table[spec.group_column].astype(str).to_numpy()[rows]
             recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": p.max_length,
@@ -123,9 +123,8 @@ class Seq2SeqPipeline(base.Pipeline):
         s.log(f"routes         test tokens: {normalize.counts(routes)} (copy: always unchanged in training; table: "
               f"the most frequent answer of {len(lookup)} tokens seen; model: the rest)")
         ask = np.flatnonzero(routes == normalize.MODEL)
-        contexts = normalize.inputs(test[spec.group_column], before, recipe["context_words"])
-        test_tokens = text.tokenize(tokenizer, [contexts[i] for i in ask], recipe["max_length"], key, log=s.log,
-                                    what="test inputs")
+        contexts = normalize.inputs(test[spec.group_column], before, recipe["context_words"], ask)
+        test_tokens = text.tokenize(tokenizer, contexts, recipe["max_length"], key, log=s.log, what="test inputs")
         data = Seq2SeqData(train, labels, test_tokens, sources, targets, normalize.answers(before, routes, lookup), ask,
                            where, target, sample, tokenizer.pad_token_id, folder, recipe, identity, groups)
         s.log(self.describe(data))

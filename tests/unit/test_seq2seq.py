@@ -73,7 +73,16 @@ def tiny(tmp_path_factory):
     return build_tiny_t5(["in <tok> 1995 </tok> he", "nineteen ninety five", "BBC b"], folder, seed=0)
 
 
-def test_the_tiny_t5_learns_a_pair_teacher_forced_and_generates_it(tiny):
+@pytest.fixture
+def one_thread():
+    """A few thousand weights: a second thread only waits on shared cores (36 s measured for 150 steps, 5 s on one)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_the_tiny_t5_learns_a_pair_teacher_forced_and_generates_it(tiny, one_thread):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny, local_files_only=True)
@@ -81,19 +90,25 @@ def test_the_tiny_t5_learns_a_pair_teacher_forced_and_generates_it(tiny):
     source = torch.tensor([tokenizer("in <tok> 1995 </tok> he")["input_ids"]])
     labels = torch.tensor([tokenizer("nineteen ninety five")["input_ids"]])
     labels = torch.cat([labels, torch.full((1, 2), IGNORE)], 1)  # padding the loss leaves out
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    first = None
-    for _ in range(150):
-        loss = model(source, labels)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)  # 1e-2 oscillates: "nineten nety five"
+    objective = Seq2SeqObjective(tokenizer, ["nineteen ninety five"], ["1995"], max_new_tokens=30, num_beams=2)
+    batch = {"input_ids": source, "labels": labels, "row": torch.tensor([0])}
+    first, generated = None, []
+    for step in range(1, 201):  # until it generates the answer (50 steps measured)
+        model.train()
+        loss = objective(model, batch)["loss"]
         first = first if first is not None else float(loss.detach())
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if step % 50 == 0:
+            model.eval()
+            out = objective(model, batch)  # eval mode: the output is the generated ids
+            generated = decode(tokenizer, out["output"])
+            if generated == ["nineteen ninety five"]:
+                break
     assert float(loss.detach()) < first / 10
-    model.eval()
-    objective = Seq2SeqObjective(tokenizer, ["nineteen ninety five"], ["1995"], max_new_tokens=30, num_beams=2)
-    out = objective(model, {"input_ids": source, "labels": labels, "row": torch.tensor([0])})
-    assert decode(tokenizer, out["output"]) == ["nineteen ninety five"]
+    assert generated == ["nineteen ninety five"]
     rows = objective.rows(out["output"], {"row": torch.tensor([0])})
     assert rows["pred"].tolist() == [[1.0, 0.0]]  # generated exactly; copying "1995" would not be
 
@@ -136,3 +151,10 @@ def test_text_accuracy_is_the_seq2seq_templates_alone():
     assert metric_misfit("seq2seq", "text_accuracy") == ""
     assert "does not score generated texts" in metric_misfit("seq2seq", "accuracy")
     assert "only the seq2seq template" in metric_misfit("text", "text_accuracy")
+
+
+def test_inputs_of_some_rows_are_those_rows_of_all():
+    sentences, tokens = [0, 0, 0, 1, 1, 2], ["a", "b", "c", "d", "e", "f"]
+    every = normalize.inputs(sentences, tokens, words=2)
+    assert normalize.inputs(sentences, tokens, words=2, rows=np.array([5, 1, 3])) == [every[5], every[1], every[3]]
+    assert every[5] == "<tok> f </tok>" and every[1] == "a <tok> b </tok> c"
