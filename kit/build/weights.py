@@ -97,7 +97,8 @@ def _save_transformers(name: str, folder: Path) -> None:
     local = Path(name).expanduser().is_dir()
     try:
         config = AutoConfig.from_pretrained(name, local_files_only=local)
-        # an encoder-decoder (T5, BART) with its LM head: AutoModel would leave out an untied head (ByT5's, T5 v1.1's)
+        # an encoder-decoder (T5, BART) as its LM class: AutoModel saves the bare T5Model, without the generation config
+        # (the decoder's start and end tokens) and BART's final_logits_bias
         auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModel
         model = auto.from_pretrained(name, config=config, local_files_only=local)
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)

@@ -113,16 +113,23 @@ def test_the_tiny_t5_learns_a_pair_teacher_forced_and_generates_it(tiny, one_thr
     assert rows["pred"].tolist() == [[1.0, 0.0]]  # generated exactly; copying "1995" would not be
 
 
-def test_make_weights_saves_an_encoder_decoder_with_its_head_and_tokenizer(tiny, tmp_path):
-    """AutoModel saved a T5's encoder and decoder without its LM head (untied, as ByT5's and T5 v1.1's are)."""
+def test_make_weights_saves_an_encoder_decoder_as_its_seq2seq_class_with_its_tokenizer(tiny, tmp_path):
+    """AutoModel saved a T5 as T5Model: no generation_config.json (the decoder's start and end tokens that generation
+    reads) and config.json naming the bare model; transformers 5 ties T5's LM head to its embeddings, so the head's
+    weights themselves came through."""
+    import json
+
     from transformers import AutoModelForSeq2SeqLM
 
     saved = weights.save(str(tiny), out=tmp_path / "out", slug="tiny")
     assert saved.kind == "transformers"
-    assert {"tokenizer.json", "config.json", "model.safetensors"} <= {p.name for p in saved.folder.iterdir()}
+    assert {"tokenizer.json", "config.json", "model.safetensors", "generation_config.json"} <= {
+        p.name for p in saved.folder.iterdir()}
+    assert json.loads((saved.folder / "config.json").read_text())["architectures"] == ["T5ForConditionalGeneration"]
     a = AutoModelForSeq2SeqLM.from_pretrained(tiny, local_files_only=True)
     b = AutoModelForSeq2SeqLM.from_pretrained(saved.folder, local_files_only=True)
     assert torch.equal(a.lm_head.weight, b.lm_head.weight)
+    assert b.generation_config.decoder_start_token_id == 0
 
 
 def test_without_the_table_the_model_learns_from_any_pairs():
