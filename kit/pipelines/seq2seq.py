@@ -199,6 +199,8 @@ class Seq2SeqPipeline(base.Pipeline):
         return model.to(self.session.device)
 
     def objective(self, data: Seq2SeqData) -> Seq2SeqObjective:
+        if getattr(self, "tokenizer", None) is None:  # a worker process's pipeline, handed the data without `load`
+            self.tokenizer = load_tokenizer(data.folder)
         return Seq2SeqObjective(self.tokenizer, data.targets, data.sources, data.recipe["max_new_tokens"], self.p.num_beams)
 
     # -- batches ----------------------------------------------------------------------------------------
@@ -221,6 +223,8 @@ class Seq2SeqPipeline(base.Pipeline):
     # -- prediction -------------------------------------------------------------------------------------
     def predict(self, model: nn.Module, data: Seq2SeqData, precision, batch_size: int) -> TopK:
         """Each model row's generated text as a vote: (rows, 1) its number among the texts generated so far."""
+        if getattr(self, "tokenizer", None) is None:
+            self.tokenizer = load_tokenizer(data.folder)
         index = np.full((len(data.test), 1), -1, np.int32)
         batches = self.batches(data, np.arange(len(data.test)), train=False, batch_size=batch_size, test=True)
         new_tokens, beams = data.recipe["max_new_tokens"], self.p.num_beams
