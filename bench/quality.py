@@ -23,6 +23,9 @@ held-out rows, whose answers only this file knows, and are scored there.
   calls        2 s synthetic calls and tones at 8 kHz in class folders; audio, timm's test_resnet on log-mels against a
                plain loop (the same log-mel on the CPU, Adam, no augmentation); accuracy on 200 held-out clips
                (bench/audio_quality.py)
+  tokens       text normalization's layout, English tokens (numbers, years, abbreviations, measures, plain words); seq2seq,
+               copy + table + a tiny T5 against copy + table alone and against the T5 alone; exact-match accuracy on 100
+               held-out sentences (bench/normalize_quality.py)
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%; the
 tabular rows, AUC within 0.005, log loss and RMSE within 5%. Prints one table, writes JSON to --out; exit 1
@@ -57,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 
 import audio_quality  # noqa: E402
 import gunpoint_quality  # noqa: E402
+import normalize_quality  # noqa: E402
 import segmentation_quality  # noqa: E402
 import spans_quality  # noqa: E402
 import tabular_quality  # noqa: E402
@@ -66,8 +70,8 @@ from kit.spec import Spec, greater_is_better  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 # the rows' groups in the table's order, and the order --jobs starts them in (the longest first)
-GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio")
-LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "spans", "gunpoint")
+GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio", "seq2seq")
+LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "spans", "seq2seq", "gunpoint")
 FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
 
 
@@ -293,6 +297,8 @@ def main(argv=None) -> int:
         rows += spans_quality.rows(work, run_kit, Row, plain_loop)
     if not only or "audio" in only:
         rows += audio_quality.rows(work, run_kit, Row, plain_loop)
+    if not only or "seq2seq" in only:
+        rows += normalize_quality.rows(work, run_kit, Row)
     return report(rows, Path(args.out))
 
 

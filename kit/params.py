@@ -196,6 +196,27 @@ class SpansParams(TextParams):
 
 
 @dataclass(frozen=True)
+class Seq2SeqParams(TextParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        **TextParams.DOCS,
+        "lr": "peak AdamW learning rate of the top blocks and the LM head (for a batch of 64 or fewer)",
+        "batch_size": "an int, or auto: the largest batch of the longest inputs that fits and runs fastest",
+    }
+
+    max_length: int = setting(64, minimum=8, doc="input tokens at most: the token and its neighbours (longer are cut)")
+    max_new_tokens: int = setting(48, minimum=1, doc="tokens a generated text holds at most")
+    num_beams: int = setting(1, minimum=1, doc="beam search's width; 1 is greedy (the fastest)")
+    context_words: int = setting(3, minimum=0, doc="neighbours each side of a token in the model's input")
+    table: bool = setting(True, doc="copy and a table of the training pairs answer the tokens seen; false: the model all")
+    max_pairs: int = setting(200000, minimum=1, doc="training pairs the model learns from at most (the changed ones "
+                                                    "distinct, as many rare unchanged)")
+    lr: float = setting(3e-4, minimum=0.0)
+    layer_decay: float = setting(1.0, minimum=0.0, maximum=1.0,
+                                 doc="each block down learns at this times the rate of the one above; 1 is off")
+    epochs: int = setting(3, minimum=1)
+
+
+@dataclass(frozen=True)
 class TabularParams(TrainParams):
     DOCS: ClassVar[dict[str, str]] = {
         "epochs": "mlp: at most this many epochs per fold (the boosters count rounds)",

@@ -28,7 +28,8 @@ class Metric:
     # classes counts), "ordinal" (whole scores, from probabilities or a regressed value), "value" (one or several values
     # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
     # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans),
-    # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics)
+    # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics), "text" (generated texts:
+    # kit.train.seq2seq)
     family: str
     # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
     score: str
@@ -80,6 +81,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
     Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
+    # text normalization's: exact-match accuracy of generated texts (the seq2seq template's; its grader's accuracy_score)
+    Metric("text_accuracy", True, "text", "kit.train.seq2seq:score"),
 )}
 
 
@@ -90,6 +93,7 @@ def metrics_where(**fields: Any) -> tuple[str, ...]:
 
 MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
 SPAN_METRICS = metrics_where(family="span")  # the spans template's
+TEXT_METRICS = metrics_where(family="text")  # the seq2seq template's
 BOX_METRICS = metrics_where(family="box")  # the detection template's, which is still to come (issue 40)
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
@@ -131,6 +135,10 @@ def metric_misfit(template: str, metric: str) -> str:
         return f"metric {metric} does not score spans of text: the spans template takes {', '.join(SPAN_METRICS)}"
     if template != "spans" and metric in SPAN_METRICS:
         return f"metric {metric} scores spans of text, which only the spans template predicts"
+    if template == "seq2seq" and metric not in TEXT_METRICS:
+        return f"metric {metric} does not score generated texts: the seq2seq template takes {', '.join(TEXT_METRICS)}"
+    if template != "seq2seq" and metric in TEXT_METRICS:
+        return f"metric {metric} scores generated texts, which only the seq2seq template predicts"
     if template != "detection" and metric in BOX_METRICS:
         return f"metric {metric} scores boxes on images, which only the detection template (still to come) predicts"
     return ""

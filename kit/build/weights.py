@@ -3,8 +3,8 @@ for kernels that run with it off; prints the config lines that attach and use th
 
 NAME is a timm model name (its pretrained weights, or those of a local file with --file, are saved as
 model.safetensors: what `weights_path` loads through timm's file overlay), a Hugging Face model folder, or a
-hub id (saved with save_pretrained, with its tokenizer: the folder `model_path` names). The files go to
-kernels/weights/<slug>/ and become the next version of the model <you>/<slug>."""
+hub id (saved with save_pretrained, with its tokenizer, an encoder-decoder with its LM head: the folder
+`model_path` names). The files go to kernels/weights/<slug>/ and become the next version of the model <you>/<slug>."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import timm
 from safetensors.torch import save_file
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
 
 from kit import files
 from kit.build import bundle, models
@@ -96,7 +96,11 @@ def _save_timm(name: str, folder: Path, file: str) -> None:
 def _save_transformers(name: str, folder: Path) -> None:
     local = Path(name).expanduser().is_dir()
     try:
-        model = AutoModel.from_pretrained(name, local_files_only=local)
+        config = AutoConfig.from_pretrained(name, local_files_only=local)
+        # an encoder-decoder (T5, BART) as its LM class: AutoModel saves the bare T5Model, without the generation config
+        # (the decoder's start and end tokens) and BART's final_logits_bias
+        auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModel
+        model = auto.from_pretrained(name, config=config, local_files_only=local)
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
     except Exception as e:  # no such id, no network, a folder transformers cannot read
         first = str(e).splitlines()[0][:200] if str(e) else ""

@@ -123,8 +123,12 @@ class Text:
 
     @staticmethod
     def from_config(config: dict[str, Any]) -> int:
-        """A Transformer encoder's parameters from its config.json: 12 h^2 a layer and the embeddings."""
-        h, layers = config.get("hidden_size", 768), config.get("num_hidden_layers", 12)
+        """A Transformer encoder's parameters from its config.json: 12 h^2 a layer and the embeddings (an
+        encoder-decoder's, T5's d_model and its encoder's and decoder's layers, counted alike)."""
+        h = config.get("hidden_size", config.get("d_model", 768))
+        layers = config.get("num_hidden_layers",
+                            config.get("num_layers", 6) + config.get("num_decoder_layers", config.get("num_layers", 6))
+                            if "d_model" in config else 12)
         return 12 * h * h * layers + (config.get("vocab_size", 30522) + config.get("max_position_embeddings", 512)) * h
 
     @staticmethod

@@ -56,7 +56,9 @@ def load_tokenizer(folder: Path):
     """The folder's tokenizer with the Auto class, offline; one line when the folder has none."""
     from transformers import AutoTokenizer
 
-    if not any((folder / name).is_file() for name in TOKENIZER_VOCABS):
+    config = folder / "tokenizer_config.json"  # ByT5's bytes need no vocabulary file
+    byte_level = config.is_file() and "ByT5Tokenizer" in config.read_text(errors="replace")
+    if not byte_level and not any((folder / name).is_file() for name in TOKENIZER_VOCABS):
         raise KitError(f"model folder {folder} has no tokenizer files (none of {', '.join(TOKENIZER_VOCABS[:4])}, ...); "
                        "attach a model folder saved with its tokenizer (tokenizer.save_pretrained) or copy them into it")
     try:

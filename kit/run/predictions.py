@@ -240,6 +240,9 @@ class Kept:
         if np.ndim(pred) > 2:
             return (f"the {self.session.template} template predicts masks, pages or windows' logits, not a row per id: "
                     f"no {OOF} or {TEST_PRED} for blends")
+        if len(pred) != len(self.data.sample):  # seq2seq: the model's tokens only, copy and a table answer the rest
+            return (f"the {self.session.template} template predicts {len(pred)} of the sample's {len(self.data.sample)} "
+                    f"rows (the others answered without a model): no {OOF} or {TEST_PRED} for blends")
         t = self.data.target
         oof = sum(len(v) for _, v in self.pipe.split(self.data))
         kept = pred.index.shape[1] if isinstance(pred, TopK) else 0

@@ -73,6 +73,10 @@ READ = {
     "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
                                      "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
                                      "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
+    "text-normalization-challenge-english-language": ["unpack         en_train.csv.zip: 1 entries",
+                                                      "routes         test tokens: copy 192, table 69, model 19"],
+    "text-normalization-challenge-russian-language": ["unpack         ru_train.csv.zip: 1 entries",
+                                                      "routes         test tokens: copy "],
 }
 
 

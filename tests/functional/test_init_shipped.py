@@ -36,6 +36,12 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-ingv-oe": "its rows' features are read from a series file each (train_series, "
                                           "test_series: train/<segment_id>.csv) and it has no test table: kit init "
                                           "drafts no series folders, so its draft has no features to learn from",
+    "text-normalization-challenge-english-language": "its rows are tokens whose answers are generated texts (the seq2seq "
+                                                     "template, its sentence and token columns): kit init drafts no "
+                                                     "seq2seq config",
+    "text-normalization-challenge-russian-language": "its rows are tokens whose answers are generated texts (the seq2seq "
+                                                     "template, its sentence and token columns): kit init drafts no "
+                                                     "seq2seq config",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",

@@ -72,6 +72,8 @@ LISTINGS = {
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
     "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
                                     "train_noisy.zip",
+    "text-normalization-challenge-english-language": "en_sample_submission_2.csv.zip en_test_2.csv.zip en_train.csv.zip",
+    "text-normalization-challenge-russian-language": "ru_sample_submission_2.csv.zip ru_test_2.csv.zip ru_train.csv.zip",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {

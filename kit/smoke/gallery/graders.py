@@ -141,6 +141,15 @@ def tweet_sentiment(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
     sorted_ids_equal(sub, sample, "textID")
 
 
+def normalization(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its length, id and after, and the same ids in sorted order (it sorts both by id and refuses any that differ);
+    every after is read as a string (astype(str)), so none is refused, though an empty one reads as "nan"."""
+    same_length(sub, sample)
+    has_columns(sub, "id", "after")
+    sorted_ids_equal(sub, sample, "id")
+    require(not sub["after"].isna().any(), "an empty after: the grader reads it as NaN, then as the text 'nan'")
+
+
 RANZCR = ["ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
           "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline"]
 
@@ -204,6 +213,8 @@ CHECKS: dict[str, Check] = {
     "tensorflow-speech-recognition-challenge": accuracy("fname", "label"),
     "mlsp-2013-birds": auroc("Id", "Probability"),
     "freesound-audio-tagging-2019": freesound,
+    "text-normalization-challenge-english-language": normalization,
+    "text-normalization-challenge-russian-language": normalization,
 }
 
 

@@ -1,0 +1,53 @@
+"""The seq2seq template's model: a Hugging Face encoder-decoder (T5, mT5, ByT5, BART) from a local model folder,
+read with `AutoModelForSeq2SeqLM` and `local_files_only=True` (never the hub), as kit.models.text reads an encoder.
+
+Training is teacher-forced: the decoder reads the target shifted right and the loss is the cross-entropy of each
+target token (labels padded with -100 are left out). Prediction generates greedily or with a beam search, up to
+`max_new_tokens` tokens.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+IGNORE = -100  # labels' padding: the loss leaves it out (transformers' convention)
+
+# layer-wise learning-rate decay's groups (timm's group_matcher): the shared embeddings, then each block by its number,
+# the encoder's and the decoder's block N together (T5's block.N, BART's layers.N); the rest (the LM head) at the top
+LAYER_GROUPS = {"stem": r"^net\.(?:shared|model\.shared|(?:model\.)?(?:encoder|decoder)\.embed_(?:tokens|positions))",
+                "blocks": [(r"^net\.(?:model\.)?(?:encoder|decoder)\.(?:block|layers)\.(\d+)\.", None)]}
+
+
+class Seq2SeqModel(nn.Module):
+    """input_ids (B, L) padded with `pad_id`, labels (B, T) padded with IGNORE -> the mean token cross-entropy."""
+
+    def __init__(self, folder: Path, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
+        super().__init__()
+        from transformers import AutoConfig, AutoModelForSeq2SeqLM
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        if pretrained:
+            net = AutoModelForSeq2SeqLM.from_pretrained(folder, config=config, local_files_only=True)
+        else:
+            net = AutoModelForSeq2SeqLM.from_config(config)
+        self.net = net.float()  # fp32 master weights: autocast makes the half-precision copies
+        if gradient_checkpointing:
+            self.net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.pad_id = pad_id
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.net(input_ids=input_ids, attention_mask=input_ids.ne(self.pad_id).long(), labels=labels).loss
+
+    @torch.no_grad()
+    def generate(self, input_ids: torch.Tensor, max_new_tokens: int, num_beams: int = 1) -> torch.Tensor:
+        """(B, T) generated ids (the decoder's start token first), padded with the pad id after each one's end."""
+        return self.net.generate(input_ids=input_ids, attention_mask=input_ids.ne(self.pad_id).long(),
+                                 max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)
+
+    @torch.jit.ignore
+    def group_matcher(self, coarse: bool = False) -> dict:
+        return LAYER_GROUPS
