@@ -80,6 +80,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
     Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
+    # tensorflow2-question-answering: its grader's micro F1 of long and short answers (kit.train.nq), which is the
+    # share of its rows right; the spans template reads Natural Questions' JSONL pages under it (kit.pipelines.nq)
+    Metric("nq_micro_f1", True, "span", "kit.train.nq:score"),
 )}
 
 

@@ -5,6 +5,8 @@ rows right: a blank row is right where the example has no such answer, an answer
 
 - `micro_f1`: the grader's score of the submission's strings against the examples.
 - `right`: an example's rows right, answered and left blank: the out-of-fold rows the threshold is chosen on.
+- The "nq" kind of target (a submission of "start:end", YES, NO or blank cells) and `NQObjective`, whose
+  validation rows say how many of an example's rows its best span gets right, answered and left blank.
 - `choose`: the score threshold (answer above it, leave blank under it) that scores best on out-of-fold examples,
   and that score.
 """
@@ -13,9 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
+import torch
 
-from kit.data.nq import YES_NO, Example
+from kit.data.batch import Batch
+from kit.data.nq import YES_NO, Example, char_tokens, long_answer, strings, token_chars
+from kit.data.spans import Windows, window_best
 from kit.errors import KitError
+from kit.train.kinds import Kind, Target, named, register
+from kit.train.spans import SpanObjective
 
 
 def valid(example: Example, which: str) -> list:
@@ -93,3 +101,57 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray) -> float:
     first = np.r_[True, target[order][1:] != target[order][:-1]]
     best = pred[order[first]]
     return choose(best[:, 0], best[:, 1], best[:, 2])[1]
+
+
+def check_submission(cells: pd.Series, sample: pd.Series, folder=None) -> None:
+    """Every cell one the grader parses: "start:end", YES, NO or blank."""
+    for i, v in enumerate(cells):
+        text = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+        try:
+            parsed(text)
+        except KitError as e:
+            raise KitError(f"submission row {i + 2}: {e}") from None
+
+
+def blank_prior(t: Target, encoded: np.ndarray, metric: str) -> np.ndarray:
+    """No constant a row: the prior leaves every answer blank, which `cut` writes where no fold predicted."""
+    return np.zeros(1)
+
+
+def nq_columns(target: Target, pred: np.ndarray) -> dict[str, np.ndarray]:
+    """The PredictionStrings (cut's (rows, 1) of strings) as the one column."""
+    return {target.columns[0]: np.asarray(pred, dtype=object).reshape(len(pred), -1)[:, 0]}
+
+
+NQ = register(Kind("nq", nq_columns, "kit.train.nq:check_submission", one_output=True,
+                   describe=lambda t: "each example's long and short answer, or blank", prior=blank_prior,
+                   prior_name=named("every answer blank"), prior_text=lambda t, name, known: "every answer blank"))
+
+
+class NQObjective(SpanObjective):
+    """Span extraction's loss; its validation rows, one a window: the window's best span's score, and the example's
+    rows right answered with that span (as "start:end" tokens and its smallest top-level candidate) and left blank."""
+
+    def __init__(self, w: Windows | None, max_answer: int, examples: Sequence[Example] = ()):
+        super().__init__(w, max_answer)
+        self.examples = list(examples)
+        self._tokens: dict[int, np.ndarray] = {}
+
+    def tokens(self, example: int) -> np.ndarray:
+        if example not in self._tokens:
+            self._tokens[example] = token_chars(self.examples[example].document)
+        return self._tokens[example]
+
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
+        w, logits = self.windows, output.float().cpu().numpy()
+        rows, examples = [], []
+        for i, window in enumerate(batch["window"].cpu().numpy()):
+            n, example = int(w.tokens.lengths[window]), int(w.example[window])
+            best, a, b = window_best(logits[i, :n, 0], logits[i, :n, 1], w.span(window), self.max_answer)
+            e = self.examples[example]
+            short = char_tokens(self.tokens(example), a, b)
+            long, short_s = strings(short, long_answer(e.candidates, short), True)
+            rows.append((best if np.isfinite(best) else -1e9, *right(e, long, short_s)))
+            examples.append(example)
+        return {"pred": torch.tensor(rows, dtype=torch.float64).reshape(-1, 3),
+                "target": torch.tensor(examples, dtype=torch.int64)}

@@ -73,6 +73,8 @@ READ = {
     "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
                                      "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
                                      "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
+    "tensorflow2-question-answering": ["training pages 180 of 180 pages kept", "answers        ",  # the JSONL pages
+                                       "target         spans of 'PredictionString', metric nq_micro_f1"],
 }
 
 

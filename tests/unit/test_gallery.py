@@ -72,6 +72,7 @@ LISTINGS = {
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
     "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
                                     "train_noisy.zip",
+    "tensorflow2-question-answering": "sample_submission.csv simplified-nq-test.jsonl simplified-nq-train.jsonl",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -159,6 +160,7 @@ HEADERS = {
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
+    "tensorflow2-question-answering": {"sample_submission.csv": "example_id,PredictionString"},
 }
 
 

@@ -18,6 +18,7 @@ from kit.smoke.gallery import (
     graders,
     grades,
     measures,
+    pages,
     photos,
     plants,
     quakes,
@@ -76,6 +77,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "tensorflow2-question-answering": pages.tf2qa,
 }
 
 
