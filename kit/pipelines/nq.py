@@ -18,8 +18,10 @@ import pandas as pd
 
 from kit.data import archives, nq, spans
 from kit.errors import KitError
+from kit.models.text import fingerprint
 from kit.pipelines import base
 from kit.runtime import runs
+from kit.train import metrics
 from kit.train import nq as nq_metric
 from kit.train.targets import Target
 
@@ -51,10 +53,9 @@ def sample_rows(sample: pd.DataFrame, id_column: str, test: list[nq.Example], pa
     return where.astype(np.int64)
 
 
-def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None):
-    """SpanData of NQ pages: training windows and targets (none in predict mode, `recipe` the trained one's)."""
-    from kit.pipelines.spans import SpanData
-
+def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None) -> dict:
+    """SpanData's fields for NQ pages: training windows and targets (none in predict mode, `recipe` the trained
+    run's)."""
     s, spec, p = pipe.session, pipe.spec, pipe.p
     sample, sample_path = base.read_sample(s)
     columns = base.sample_targets(sample, spec, sample_path)
@@ -69,7 +70,8 @@ def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None):
                            source=test_path.name)
     test_w.answers = test  # the pages, for their candidates
     if recipe is not None:
-        return SpanData(None, test_w, None, target, sample, where, tokenizer.pad_token_id, folder, recipe)
+        return dict(train_windows=None, test_windows=test_w, y=None, target=target, sample=sample, test_positions=where,
+                    pad_id=tokenizer.pad_token_id, folder=folder, recipe=recipe)
     train, train_path = examples(s, spec.train, "training pages", p.max_examples or None, p.negatives, p.seed)
     chars = np.array([nq.span_chars(nq.token_chars(e.document), e.short) if e.short else (-1, -1) for e in train],
                      np.int64).reshape(-1, 2)
@@ -79,18 +81,15 @@ def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None):
     y = spans.token_targets(w, chars)
     recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": max_length, "doc_stride": stride,
               "tokenizer": key}
-    from kit.models.text import fingerprint
-
     identity = runs.digest(np.array([e.example_id for e in train]),
                            np.array([fingerprint(folder, key), str(max_length), str(stride)]))
-    return SpanData(w, test_w, y, target, sample, where, tokenizer.pad_token_id, folder, recipe, identity,
-                    np.array([e.example_id for e in train])[w.example], None)
+    return dict(train_windows=w, test_windows=test_w, y=y, target=target, sample=sample, test_positions=where,
+                pad_id=tokenizer.pad_token_id, folder=folder, recipe=recipe, identity=identity,
+                groups=np.array([e.example_id for e in train])[w.example])
 
 
 def threshold(session, oof: list[dict]) -> float:
     """The score at or above which a test page is answered: the out-of-fold pages' best (+inf: none answered)."""
-    from kit.train import metrics
-
     if not oof:
         session.warn("no out-of-fold pages to choose the answer threshold on: every answer is left blank")
         return float("inf")

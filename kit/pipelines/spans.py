@@ -73,14 +73,14 @@ class SpansPipeline(base.Pipeline):
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
             if self.pages:
-                return self._described(nq.load(self, folder, tokenizer, key, s.trained.recipe))
+                return self._described(SpanData(**nq.load(self, folder, tokenizer, key, s.trained.recipe)))
             return self._load_test(s.trained.recipe, folder, tokenizer, key)
         checked_positions(folder, p.max_length)
         if p.doc_stride * 2 >= p.max_length:
             raise KitError(f"doc_stride {p.doc_stride} is half of max_length {p.max_length} or more: windows would "
                            "overlap more than they advance; set doc_stride below max_length / 2 (a quarter is usual)")
         if self.pages:
-            return self._described(nq.load(self, folder, tokenizer, key))
+            return self._described(SpanData(**nq.load(self, folder, tokenizer, key)))
         train, train_path, sample, sample_path, test, test_path, target, (groups, assigned) = self._read()
         question, context = spec.text_columns
         contexts = train[context].astype(str).tolist()

@@ -36,6 +36,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-ingv-oe": "its rows' features are read from a series file each (train_series, "
                                           "test_series: train/<segment_id>.csv) and it has no test table: kit init "
                                           "drafts no series folders, so its draft has no features to learn from",
+    "tensorflow2-question-answering": "its pages are Natural Questions' JSONL (a page a line, answers as token ranges in "
+                                      "annotations) and its sample two rows a page (_long, _short): kit init drafts no "
+                                      "spans config from them, nor reads nq_micro_f1 in a description",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -69,6 +72,7 @@ EVALUATION = {
     "rmsle": "The score is the root mean squared logarithmic error of the predictions.",
     "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
     "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
+    "nq_micro_f1": "Submissions are evaluated using micro F1 between the predicted and expected answers.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 
