@@ -97,6 +97,20 @@ def read(path: Path, keep: int | None = None, negatives: float = 1.0, seed: int 
     return answered + [empty[i] for i in chosen], sum(seen)
 
 
+def check(path: Path, first: int = 100) -> int:
+    """KitError unless the file's first `first` lines are Natural Questions pages (a 17 GB file is not read whole
+    for a check); how many were read."""
+    n = 0
+    for number, text in lines(path):
+        parse(text, f"{path.name}:{number}")
+        n += 1
+        if n >= first:
+            break
+    if not n:
+        raise KitError(f"{path.name}: no examples (an empty file)")
+    return n
+
+
 def token_chars(document: str) -> np.ndarray:
     """(tokens, 2) int64 each whitespace token's [start, end) characters in `document` (split on single spaces, as
     the grader's extract_string splits it: two spaces make an empty token)."""

@@ -29,11 +29,21 @@ METRIC = "nq_micro_f1"
 SUFFIXES = ("_long", "_short")
 
 
-def examples(session, name: str, what: str, keep: int | None, negatives: float, seed: int) -> tuple[list[nq.Example], Path]:
+def jsonl(session, name: str, what: str) -> Path:
     path = archives.find_file(session.data_dir, name, what, log=session.log)
     if path.suffix != ".jsonl":
         raise KitError(f"{path.name}: metric {METRIC} reads Natural Questions' JSONL (simplified-nq-*.jsonl), one "
                        "page a line; set [data] train and test to those files")
+    return path
+
+
+def check_pages(session, name: str, what: str) -> None:
+    """The file's first pages read as Natural Questions' (the data check: the whole file is not read)."""
+    nq.check(jsonl(session, name, what))
+
+
+def examples(session, name: str, what: str, keep: int | None, negatives: float, seed: int) -> tuple[list[nq.Example], Path]:
+    path = jsonl(session, name, what)
     found, seen = nq.read(path, keep, negatives, seed)
     answered = sum(e.answered for e in found)
     session.log(f"{what:<15}{len(found)} of {seen} pages kept, {answered} answered"

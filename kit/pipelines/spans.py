@@ -140,7 +140,7 @@ class SpansPipeline(base.Pipeline):
     def check_data(self) -> None:
         self._required()
         if self.pages:
-            nq.examples(self.session, self.spec.train, "training pages", 1, 1.0, 0)
+            nq.check_pages(self.session, self.spec.train, "training pages")
             return
         train, train_path, *_ = self._read()
         self._starts(train, train_path)

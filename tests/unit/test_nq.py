@@ -179,3 +179,25 @@ def test_a_30000_token_page_is_decoded_a_batch_of_windows_at_a_time(tmp_path):
     short = nq.char_tokens(tokens, *best.chars[0])
     candidates = np.array([[k, k + 1000] for k in range(0, n, 1000)])
     assert nq.strings(short, nq.long_answer(candidates, short), True) == ("25000:26000", "25000:25003")
+
+
+def test_the_submission_check_takes_blank_spans_and_yes_no_and_the_sample_must_list_each_page_twice(tmp_path):
+    from kit.pipelines import nq as nq_pipeline
+
+    nq_metric.check_submission(pd.Series(["3:4", "", float("nan"), "YES", "NO", " 0:10 "]), pd.Series([""] * 6))
+    with pytest.raises(KitError, match=r"^submission row 3: PredictionString '3-4' is none of 'start:end', YES, NO"):
+        nq_metric.check_submission(pd.Series(["3:4", "3-4"]), pd.Series(["", ""]))
+    pages = [nq.parse(json.dumps(line(i)), "t") for i in ("7", "8")]
+    sample = pd.DataFrame({"example_id": ["7_short", "7_long", "8_short", "8_long"], "PredictionString": ""})
+    where = nq_pipeline.sample_rows(sample, "example_id", pages, tmp_path / "sample_submission.csv")
+    assert where.tolist() == [[1, 0], [3, 2]]  # each page's _long, then its _short row
+    with pytest.raises(KitError, match=r"^sample_submission.csv: page 8 has no _long or _short row; the sample lists "):
+        nq_pipeline.sample_rows(sample.iloc[:3], "example_id", pages, tmp_path / "sample_submission.csv")
+
+
+def test_the_data_check_reads_the_first_pages_only(tmp_path):
+    path = tmp_path / "simplified-nq-train.jsonl"
+    path.write_text("".join(json.dumps(line(str(i))) + "\n" for i in range(5)) + "not json\n")
+    assert nq.check(path, first=5) == 5  # the bad sixth line is never read
+    with pytest.raises(KitError, match=r"^simplified-nq-train.jsonl:6: not a Natural Questions line"):
+        nq.check(path, first=10)
