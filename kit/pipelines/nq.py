@@ -42,11 +42,12 @@ def check_pages(session, name: str, what: str) -> None:
     nq.check(jsonl(session, name, what))
 
 
-def examples(session, name: str, what: str, keep: int | None, negatives: float, seed: int) -> tuple[list[nq.Example], Path]:
+def examples(session, name: str, what: str, keep: int | None, negatives: float, seed: int,
+             labelled: bool = True) -> tuple[list[nq.Example], Path]:
     path = jsonl(session, name, what)
     found, seen = nq.read(path, keep, negatives, seed)
-    answered = sum(e.answered for e in found)
-    session.log(f"{what:<15}{len(found)} of {seen} pages kept, {answered} answered"
+    answered = f", {sum(e.answered for e in found)} answered" if labelled else ""  # a test page has no annotation
+    session.log(f"{what:<15}{len(found)} of {seen} pages kept{answered}"
                 + (f" (at most {keep}, unanswered ones at most {negatives} of the answered)" if keep else ""))
     return found, path
 
@@ -74,7 +75,7 @@ def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None) ->
     target = Target(nq_metric.NQ.name, tuple(columns))
     max_length = recipe["max_length"] if recipe else p.max_length
     stride = recipe["doc_stride"] if recipe else p.doc_stride
-    test, test_path = examples(s, spec.test, "test pages", None, 1.0, p.seed)
+    test, test_path = examples(s, spec.test, "test pages", None, 1.0, p.seed, labelled=False)
     where = sample_rows(sample, spec.id_column, test, sample_path)
     test_w = spans.windows(tokenizer, [e.question for e in test], [e.document for e in test], max_length, stride,
                            source=test_path.name)
