@@ -147,6 +147,7 @@ class Text:
                      note=f"{tokens} tokens a text")]
 
 
+CHARS_PER_TOKEN = 4  # a subword token's characters in English text (a byte each in an ASCII str): a context's text
 JOIN_ROW_BYTES = 60  # a joined row's share of the join: 55 bytes measured on champs (kit.data.joins)
 class Spans(Text):
     """Rows are contexts, each cut into `windows` windows of up to max_length tokens: each window's tokens and their
@@ -171,8 +172,11 @@ class Spans(Text):
         tokens = min(s.tokens or length, length)
         note = f"{windows} window{'s' * (windows > 1)} a context of {tokens} tokens"
         test_windows = s.test_rows * windows
+        new = max(tokens - p.doc_stride, 1) if windows > 1 else tokens  # a window's tokens the one before lacks
         return [Need("the windows' tokens and their characters", "ram", (s.train_rows + s.test_rows) * windows * tokens
                      * (4 + 8), note=note),
+                Need("the contexts' texts", "ram", (s.train_rows + s.test_rows) * windows * new * CHARS_PER_TOKEN,
+                     note=f"~{CHARS_PER_TOKEN} characters a token"),
                 Need("test windows' start and end logits, a fold's and their sum", "ram", 2 * test_windows * length * 2 * 4,
                      "prediction", f"{test_windows:,} windows x {length} tokens x 2 logits, float32")]
 # a series file's features (kit.data.signal_features) take this long a million values on one core: 0.09 s measured

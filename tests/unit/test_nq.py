@@ -201,3 +201,17 @@ def test_the_data_check_reads_the_first_pages_only(tmp_path):
     assert nq.check(path, first=5) == 5  # the bad sixth line is never read
     with pytest.raises(KitError, match=r"^simplified-nq-train.jsonl:6: not a Natural Questions line"):
         nq.check(path, first=10)
+
+
+def test_the_plan_counts_the_test_pages_windows_and_fits_a_t4x2_on_one_gpu():
+    """tf2-qa at MLE-bench's size ([sizes]: 30,737 test pages of ~40 windows of 384 tokens; 8,000 training pages):
+    the test windows' logits (a fold's and the sum) and the pages' texts are counted, and the run fits a T4 x2's
+    29 GB with one GPU training (two fold workers would each hold the test windows: over)."""
+    from kit.build import plan
+    from kit.runtime.resources import KAGGLE_T4X2
+
+    made = plan.plan("tensorflow2-question-answering", log=lambda line: None)
+    amounts = {n.what: n.amount for n in made.needs}
+    assert amounts["test windows' start and end logits, a fold's and their sum"] == 2 * 30737 * 40 * 384 * 2 * 4
+    assert amounts["the contexts' texts"] == (8000 + 30737) * 40 * (384 - 128) * 4
+    assert made.over(KAGGLE_T4X2) == []
