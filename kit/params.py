@@ -193,6 +193,8 @@ class SpansParams(TextParams):
     doc_stride: int = setting(128, minimum=0,
                               doc="tokens a context's windows overlap by: an answer one window cuts is whole in the next")
     max_answer_length: int = setting(64, minimum=1, doc="tokens a predicted span holds at most")
+    max_examples: int = setting(0, minimum=0, doc="tf2-qa: training pages kept from the JSONL, streamed (0: all)")
+    negatives: float = setting(1.0, minimum=0.0, doc="tf2-qa: unanswered training pages kept, per answered one")
 
 
 @dataclass(frozen=True)

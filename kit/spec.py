@@ -83,6 +83,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
     # text normalization's: exact-match accuracy of generated texts (the seq2seq template's; its grader's accuracy_score)
     Metric("text_accuracy", True, "text", "kit.train.seq2seq:score"),
+    # tensorflow2-question-answering: its grader's micro F1 of long and short answers (kit.train.nq), which is the
+    # share of its rows right; the spans template reads Natural Questions' JSONL pages under it (kit.pipelines.nq)
+    Metric("nq_micro_f1", True, "span", "kit.train.nq:score"),
 )}
 
 

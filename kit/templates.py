@@ -95,7 +95,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
               "text_columns", "answer_start_column"),
              "kit.pipelines.spans:SpansPipeline", "kit.smoke.text:make_dataset", smoke_inputs="kit.smoke.text:make_model_folder",
              model_folder=True, prefetch=False, footprint="kit.pipelines.footprints:Spans", labels_table=False,
-             kinds="kit.train.spans"),
+             kinds="kit.train.nq"),  # span and nq (which imports kit.train.spans)
     Template("seq2seq", params.Seq2SeqParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "text_columns", "group_column",
               "order_column"),

@@ -69,6 +69,8 @@ gradient_checkpointing: bool = False  # recompute activations in backward: a thi
 accumulate: int = 1  # batches per optimizer step (an effective batch of accumulate x batch_size)
 doc_stride: int = 128  # tokens a context's windows overlap by: an answer one window cuts is whole in the next
 max_answer_length: int = 64  # tokens a predicted span holds at most
+max_examples: int = 0  # tf2-qa: training pages kept from the JSONL, streamed (0: all)
+negatives: float = 1.0  # tf2-qa: unanswered training pages kept, per answered one
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "tweet-sentiment-extraction",
     "template": "spans",

@@ -38,7 +38,7 @@ class Windows:
     chars: np.ndarray  # (tokens in all, 2) int32, aligned with tokens.ids
     contexts: list[str]
     questions: list[str]  # a blank context's span is its question (a span cell must hold a word)
-    answers: list[str] | None = None  # the training examples' answers (None for the test set)
+    answers: list | None = None  # the training examples' answers (None for the test set); NQ's: its pages (kit.data.nq)
 
     def __len__(self) -> int:
         return len(self.tokens)

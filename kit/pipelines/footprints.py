@@ -154,6 +154,7 @@ class Text:
 # a table cell read as text: a Python string object (49 bytes and its characters) and its pointer, in Kaggle's pandas 2.2
 # (object columns). Measured on champs at Kaggle's size: 4 text columns of 7.2M pairs took 2.15 GB, 75 bytes a cell
 STRING_BYTES = 75
+CHARS_PER_TOKEN = 4  # a subword token's characters in English text (a byte each in an ASCII str): a context's text
 JOIN_ROW_BYTES = 60  # a joined row's share of the join: 55 bytes measured on champs (kit.data.joins)
 class Spans(Text):
     """Rows are contexts, each cut into `windows` windows of up to max_length tokens: each window's tokens and their
@@ -178,8 +179,11 @@ class Spans(Text):
         tokens = min(s.tokens or length, length)
         note = f"{windows} window{'s' * (windows > 1)} a context of {tokens} tokens"
         test_windows = s.test_rows * windows
+        new = max(tokens - p.doc_stride, 1) if windows > 1 else tokens  # a window's tokens the one before lacks
         return [Need("the windows' tokens and their characters", "ram", (s.train_rows + s.test_rows) * windows * tokens
                      * (4 + 8), note=note),
+                Need("the contexts' texts", "ram", (s.train_rows + s.test_rows) * windows * new * CHARS_PER_TOKEN,
+                     note=f"~{CHARS_PER_TOKEN} characters a token"),
                 Need("test windows' start and end logits, a fold's and their sum", "ram", 2 * test_windows * length * 2 * 4,
                      "prediction", f"{test_windows:,} windows x {length} tokens x 2 logits, float32")]
 # a series file's features (kit.data.signal_features) take this long a million values on one core: 0.09 s measured

@@ -23,11 +23,12 @@ from kit.data.spans import SpanBatches, Windows
 from kit.data.text import Tokens
 from kit.errors import KitError
 from kit.models.text import SpanModel, checked_positions, fingerprint
-from kit.pipelines import base
+from kit.pipelines import base, nq
 from kit.pipelines.text import MAX_EMPTY_SHARE, load_tokenizer, without_empty_texts
 from kit.runtime import paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, metrics
+from kit.train.nq import NQObjective
 from kit.train.spans import SPAN, SpanObjective
 from kit.train.targets import Target
 
@@ -39,7 +40,7 @@ class SpanData:
     y: np.ndarray | None  # (training windows, 2) the answer's first and last token, (0, 0) where not in the window
     target: Target  # kind "span": the sample's one column the spans fill
     sample: pd.DataFrame
-    test_positions: np.ndarray  # (test contexts,) the sample row of each
+    test_positions: np.ndarray  # (test contexts,) the sample row of each; NQ's (test pages, 2): its _long and _short
     pad_id: int
     folder: Path  # the model folder
     recipe: dict  # the target, max_length, doc_stride, max_answer_length, the tokenizer's key
@@ -71,11 +72,15 @@ class SpansPipeline(base.Pipeline):
         folder = paths.find_model(p.model_path)
         tokenizer, key = self._tokenizer(folder)
         if s.trained is not None:
+            if self.pages:
+                return self._described(SpanData(**nq.load(self, folder, tokenizer, key, s.trained.recipe)))
             return self._load_test(s.trained.recipe, folder, tokenizer, key)
         checked_positions(folder, p.max_length)
         if p.doc_stride * 2 >= p.max_length:
             raise KitError(f"doc_stride {p.doc_stride} is half of max_length {p.max_length} or more: windows would "
                            "overlap more than they advance; set doc_stride below max_length / 2 (a quarter is usual)")
+        if self.pages:
+            return self._described(SpanData(**nq.load(self, folder, tokenizer, key)))
         train, train_path, sample, sample_path, test, test_path, target, (groups, assigned) = self._read()
         question, context = spec.text_columns
         contexts = train[context].astype(str).tolist()
@@ -115,6 +120,15 @@ class SpansPipeline(base.Pipeline):
         s.log(self.describe(data))
         return data
 
+    @property
+    def pages(self) -> bool:
+        """tensorflow2-question-answering's Natural Questions pages (kit.pipelines.nq), by its metric."""
+        return self.spec.metric == nq.METRIC
+
+    def _described(self, data: SpanData) -> SpanData:
+        self.session.log(self.describe(data))
+        return data
+
     def _starts(self, train: pd.DataFrame, path: Path) -> np.ndarray | None:
         """[data] answer_start_column's values (NaN where a cell is no number), or None where it is unset."""
         column = self.spec.answer_start_column
@@ -125,6 +139,9 @@ class SpansPipeline(base.Pipeline):
 
     def check_data(self) -> None:
         self._required()
+        if self.pages:
+            nq.check_pages(self.session, self.spec.train, "training pages")
+            return
         train, train_path, *_ = self._read()
         self._starts(train, train_path)
 
@@ -241,6 +258,8 @@ class SpansPipeline(base.Pipeline):
         return model.to(self.session.device)
 
     def objective(self, data: SpanData) -> SpanObjective:
+        if self.pages:
+            return NQObjective(data.train_windows, self.p.max_answer_length, data.train_windows.answers)
         return SpanObjective(data.train_windows, self.p.max_answer_length)
 
     # -- batches ----------------------------------------------------------------------------------------
@@ -274,6 +293,8 @@ class SpansPipeline(base.Pipeline):
 
     def judge(self, data: SpanData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold Jaccard of each context's best span, against the whole text's (the trivial submission)."""
+        if self.pages:
+            return nq.judge(data, rows)
         pred = np.asarray(rows["pred"])
         return base.Judged(metrics.score(metric, pred[:, :2], rows["target"]),
                            metrics.score(metric, pred[:, [0, 2]], rows["target"]), "the whole text")
@@ -282,6 +303,8 @@ class SpansPipeline(base.Pipeline):
         """(sample rows, 1) the span texts: each test context's best valid span over its windows' mean logits; the
         whole text where no fold predicted (the prior's rows) or no span is valid; the question where that holds no
         word (a blank context: a cell must hold one)."""
+        if self.pages:
+            return nq.cut(self, data, pred, oof)
         w = data.test_windows
         chars = (spans.best_spans(pred, w, self.p.max_answer_length) if pred.ndim == 3
                  else np.full((len(w.contexts), 2), -1, np.int64))

@@ -77,6 +77,8 @@ READ = {
                                                       "routes         test tokens: copy 192, table 69, model 19"],
     "text-normalization-challenge-russian-language": ["unpack         ru_train.csv.zip: 1 entries",
                                                       "routes         test tokens: copy "],
+    "tensorflow2-question-answering": ["training pages 180 of 180 pages kept", "answers        ",  # the JSONL pages
+                                       "target         spans of 'PredictionString', metric nq_micro_f1"],
 }
 
 

@@ -42,6 +42,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "text-normalization-challenge-russian-language": "its rows are tokens whose answers are generated texts (the seq2seq "
                                                      "template, its sentence and token columns): kit init drafts no "
                                                      "seq2seq config",
+    "tensorflow2-question-answering": "its pages are Natural Questions' JSONL (a page a line, answers as token ranges in "
+                                      "annotations) and its sample two rows a page (_long, _short): kit init drafts no "
+                                      "spans config from them, nor reads nq_micro_f1 in a description",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -75,6 +78,7 @@ EVALUATION = {
     "rmsle": "The score is the root mean squared logarithmic error of the predictions.",
     "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
     "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
+    "nq_micro_f1": "Submissions are evaluated using micro F1 between the predicted and expected answers.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

@@ -74,6 +74,7 @@ LISTINGS = {
                                     "train_noisy.zip",
     "text-normalization-challenge-english-language": "en_sample_submission_2.csv.zip en_test_2.csv.zip en_train.csv.zip",
     "text-normalization-challenge-russian-language": "ru_sample_submission_2.csv.zip ru_test_2.csv.zip ru_train.csv.zip",
+    "tensorflow2-question-answering": "sample_submission.csv simplified-nq-test.jsonl simplified-nq-train.jsonl",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -161,6 +162,7 @@ HEADERS = {
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
+    "tensorflow2-question-answering": {"sample_submission.csv": "example_id,PredictionString"},
 }
 
 

@@ -19,6 +19,7 @@ from kit.smoke.gallery import (
     grades,
     measures,
     normalizing,
+    pages,
     photos,
     plants,
     quakes,
@@ -79,6 +80,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "freesound-audio-tagging-2019": sounds.freesound,
     "text-normalization-challenge-english-language": normalizing.english,
     "text-normalization-challenge-russian-language": normalizing.russian,
+    "tensorflow2-question-answering": pages.tf2qa,
 }
 
 

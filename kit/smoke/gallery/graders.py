@@ -322,3 +322,21 @@ def volcano(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["predict-volcanic-eruptions-ingv-oe"] = volcano
+
+
+def tf2qa(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """grade.py's prepare_for_metric: twice as many rows as pages, example_id and PredictionString, the same ids
+    each once; every cell (blank read as NaN, then "") "start:end" with integers, YES, NO or blank."""
+    same_length(sub, sample)
+    has_columns(sub, "example_id", "PredictionString")
+    require(set(sub["example_id"].astype(str)) == set(sample["example_id"].astype(str)),
+            "its example_ids are not the sample's")
+    require(sub["example_id"].nunique() == len(sub), "its example_ids are not unique")
+    for cell in sub["PredictionString"]:
+        pred = "" if pd.isna(cell) else str(cell).strip()
+        ok = pred in ("YES", "NO", "") or (len(pred.split(":")) == 2 and all(p.strip().lstrip("-").isdigit()
+                                                                             for p in pred.split(":")))
+        require(ok, f"PredictionString {cell!r} is not start:end, YES, NO or blank")
+
+
+CHECKS["tensorflow2-question-answering"] = tf2qa
