@@ -40,6 +40,7 @@ class Metric:
     # its rows are a value and a confidence: the value learnt, the confidence fitted on the out-of-fold residuals
     # into the sample's one other column (osic's Laplace log-likelihood)
     confidence: bool = False
+    soft: bool = False  # it scores rows of distributions (votes normalised): its target is kit.train.kinds' "soft"
 
     def scorer(self) -> Callable[..., float]:
         return templates.load(self.score)
@@ -80,6 +81,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
     Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
+    # hms-harmful-brain-activity-classification: KL divergence of the votes' distribution from the predicted one, each
+    # row's sum over its voted classes, the prediction clipped to [1e-15, 1 - 1e-15] as the grader's scorer does
+    Metric("kl_div", False, "probability", _M + "kl_div", soft=True),
 )}
 
 
