@@ -73,6 +73,9 @@ READ = {
     "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
                                      "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
                                      "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
+    "hms-harmful-brain-activity-classification": ["recordings     69 labelled windows of 36 recordings: one row a recording",
+                                                  "montage        16 bipolar channels (LL, LP, RP, RL) at 200 Hz",
+                                                  "submission     soft: seizure_vote"],
 }
 
 

@@ -14,6 +14,7 @@ from kit.errors import KitError
 from kit.smoke.gallery import (
     articles,
     bodies,
+    brains,
     catalogues,
     graders,
     grades,
@@ -76,6 +77,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "hms-harmful-brain-activity-classification": brains.hms,
 }
 
 
