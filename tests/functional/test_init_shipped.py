@@ -36,6 +36,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-ingv-oe": "its rows' features are read from a series file each (train_series, "
                                           "test_series: train/<segment_id>.csv) and it has no test table: kit init "
                                           "drafts no series folders, so its draft has no features to learn from",
+    "hms-harmful-brain-activity-classification": "its recordings are parquet files read as an EEG montage (image_ext "
+                                                 ".parquet), its training rows windows of a recording and its sample's "
+                                                 "ids repeated: kit init finds no sound files and drafts a tabular config",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -69,6 +72,8 @@ EVALUATION = {
     "rmsle": "The score is the root mean squared logarithmic error of the predictions.",
     "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
     "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
+    "kl_div": "Submissions are evaluated on the Kullback Liebler divergence between the predicted probability and the "
+              "observed target.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

@@ -72,6 +72,8 @@ LISTINGS = {
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
     "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
                                     "train_noisy.zip",
+    "hms-harmful-brain-activity-classification": "example_figures sample_submission.csv test.csv test_eegs "
+                                                 "test_spectrograms train.csv train_eegs train_spectrograms",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -159,6 +161,12 @@ HEADERS = {
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
+    "hms-harmful-brain-activity-classification": {
+        "train.csv": "eeg_id,eeg_sub_id,eeg_label_offset_seconds,spectrogram_id,spectrogram_sub_id,"
+                     "spectrogram_label_offset_seconds,label_id,patient_id,expert_consensus,seizure_vote,lpd_vote,"
+                     "gpd_vote,lrda_vote,grda_vote,other_vote",
+        "test.csv": "spectrogram_id,eeg_id,patient_id",
+        "sample_submission.csv": "eeg_id,seizure_vote,lpd_vote,gpd_vote,lrda_vote,grda_vote,other_vote"},
 }
 
 
