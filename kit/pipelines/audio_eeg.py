@@ -56,6 +56,10 @@ def read(s, target: Target | None = None) -> tuple:
     spec, cap = s.spec, int(round(s.params.max_seconds * eeg.RATE))
     sample, sample_path = read_sample(s)
     columns = list(target.columns) if target else base.sample_targets(sample, spec, sample_path)
+    absent = [c for c in columns if c not in sample.columns]
+    if absent:
+        raise KitError(f"{sample_path.name}: no column '{absent[0]}' of the {len(columns)} the model was trained for "
+                       f"({', '.join(columns[:3])} ...); predict with this competition's model")
     recordings = [str(r) for r in dict.fromkeys(sample[spec.id_column].astype(str))]
     index = {r: k for k, r in enumerate(recordings)}
     clips = np.array([index[r] for r in sample[spec.id_column].astype(str)], np.int64)
@@ -128,7 +132,7 @@ def load(pipe, check_bad, data_type) -> object:
 def load_test(pipe, recipe: dict, check_bad, data_type) -> object:
     """Predict mode: the sample's test recordings only."""
     s = pipe.session
-    sample, _, target = base.trained_sample(s)
+    target = Target(**s.trained.recipe["target"])
     sample, _, target, _, _, test, clips = read(s, target)
     check_room(s, test)
     test_cache = eeg.build_cache(test, paths.scratch_dir(), s.hardware.cpu_count, "read test", s.log)

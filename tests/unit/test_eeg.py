@@ -88,3 +88,28 @@ def test_gain_and_shift_roll_a_clips_channels_together(shape):
     if len(shape) == 3:
         assert torch.equal(y[:, 0] - x[:, 0, :1], y[:, 1] - x[:, 1, :1])  # both channels rolled by one offset
     assert sorted(y[0].flatten().tolist()) == sorted(x[0].flatten().tolist())
+
+
+def test_predict_mode_reads_the_samples_repeated_ids_as_one_recording_each(tmp_path):
+    """MLE-bench's sample repeats a recording's eeg_id (a row per test window): predict mode reads each recording once
+    and maps every sample row to it (the shared sample check, ids unique, refused it)."""
+    from types import SimpleNamespace
+
+    from kit import config
+    from kit.pipelines import audio_eeg
+    from kit.smoke.gallery import brains
+    from kit.train.kinds import Target
+
+    brains.hms(tmp_path, train=6, test=3)
+    cfg = config.load("hms-harmful-brain-activity-classification")
+    session = SimpleNamespace(spec=cfg.spec, params=SimpleNamespace(max_seconds=20.0), data_dir=tmp_path,
+                              log=lambda m: None)
+    target = Target("soft", brains.VOTES, brains.VOTES)
+    sample, table, _, _, train, test, clips = audio_eeg.read(session, target)
+    ids = sample["eeg_id"].astype(str).tolist()
+    assert table is None and train == [] and len(test) == 3 and len(ids) > 3  # rows repeat their recording
+    assert [test[c].path.endswith(f"/{i}.parquet") for c, i in zip(clips, ids)] == [True] * len(ids)
+    assert {w.frames for w in test} == {4000}  # max_seconds at 200 Hz
+    _, table, target, (groups, _), train, _, _ = audio_eeg.read(session)
+    assert target.kind == "soft" and len(table) == 6 and len(groups) == 6
+    assert all(w.frames <= 4000 for w in train)
