@@ -23,6 +23,11 @@ length-bucketed batches padded to their own longest text against the plain way, 
 max_length (the longest text rounded up to 64), with the share of token slots that hold padding in each.
 On CUDA (BERT-base wide, batch 128) the clock starts after a warm-up epoch, whose rate is shown apart.
 
+Audio (any machine; bench/audio_bench.py), 5 s wav clips at 32 kHz, 2 s random windows as 128-mel log spectrograms:
+clips/s delivered to the device by a Dataset that reads each wav and makes its mel with numpy/scipy on the
+DataLoader's workers (librosa's arithmetic; librosa is not installed) against kit's decode-once wave cache whose
+int16 windows become log-mels on the device (its first epoch, decoding included, and its cached epochs).
+
 Prints a table and writes the figures as JSON to BENCH_OUT (default output/bench.json).
 """
 from __future__ import annotations
@@ -44,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import gpu_arms  # noqa: E402  (bench/ is on the path: the script's own folder)
+from audio_bench import bench_audio, print_audio  # noqa: E402
 from text_bench import bench_text, print_text  # noqa: E402
 
 from kit.data import images  # noqa: E402
@@ -266,6 +272,8 @@ def main(argv=None) -> int:
     parser.add_argument("--images", type=int, default=int(os.environ.get("BENCH_IMAGES", 512)))
     parser.add_argument("--sequences", type=int, default=4096)
     parser.add_argument("--texts", type=int, default=None, help="essays in the text section (default 384 on a CPU, 2048 on CUDA)")
+    parser.add_argument("--clips", type=int, default=None, help="wav clips in the audio section (default 256 on a CPU, "
+                        "2048 on CUDA)")
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", "output/bench.json"))
     args = parser.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -289,6 +297,10 @@ def main(argv=None) -> int:
         print(f"{label:<38}{a:>10.1f}{b:>11.1f}{a / b:>7.1f}x")
     result["text"] = bench_text(device, count=args.texts)
     print_text(result["text"])
+    cuda = device.type == "cuda"
+    result["audio"] = bench_audio(device, count=args.clips or (2048 if cuda else 256),
+                                  workers=min(4, os.cpu_count() or 1) if cuda else 0, root=ROOT / ".bench")
+    print_audio(result["audio"])
     if device.type == "cuda":
         tr = result["training"] = bench_training(paths, device)
         print(f"\ntraining samples/s, efficientnet_b0 @224, batch {tr['batch']}, {tr['gpu']} ({tr['precision']})")

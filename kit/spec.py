@@ -41,6 +41,7 @@ class Metric:
     # its rows are a value and a confidence: the value learnt, the confidence fitted on the out-of-fold residuals
     # into the sample's one other column (osic's Laplace log-likelihood)
     confidence: bool = False
+    soft: bool = False  # it scores rows of distributions (votes normalised): its target is kit.train.kinds' "soft"
 
     def scorer(self) -> Callable[..., float]:
         return templates.load(self.score)
@@ -86,6 +87,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # tensorflow2-question-answering: its grader's micro F1 of long and short answers (kit.train.nq), which is the
     # share of its rows right; the spans template reads Natural Questions' JSONL pages under it (kit.pipelines.nq)
     Metric("nq_micro_f1", True, "span", "kit.train.nq:score"),
+    # hms-harmful-brain-activity-classification: KL divergence of the votes' distribution from the predicted one, each
+    # row's sum over its voted classes, the prediction clipped to [1e-15, 1 - 1e-15] as the grader's scorer does
+    Metric("kl_div", False, "probability", _M + "kl_div", soft=True),
 )}
 
 

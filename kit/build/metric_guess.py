@@ -14,6 +14,7 @@ from kit.build.guesses import Guess, numbers, text
 SAID = (
     (r"quadratic(ally)? weighted kappa|quadratic kappa", "qwk"),
     (r"\blwlrap\b|label[- ]weighted label[- ]ranking", "lwlrap"),  # freesound: before its "average precision"
+    (r"kullback[- ]l(?:ei|ie)bler|\bkl[- ]divergence", "kl_div"),  # hms: "Kullback Liebler divergence", as it is spelt
     (r"weighted auc|weighted area under", "weighted_auc"),
     # TGS: "mean average precision at different intersection over union (IoU) thresholds"
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),

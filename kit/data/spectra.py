@@ -59,7 +59,8 @@ class Frontend:
 
 
 class LogMel(torch.nn.Module):
-    """(B, T) float32 samples -> (B, n_mels, frames) normalised log-mel, in float32 whatever autocast says."""
+    """(B, T) float32 samples -> (B, n_mels, frames) normalised log-mel, in float32 whatever autocast says; (B, C, T)
+    (several channels: an EEG montage) -> (B, C, n_mels, frames), each channel its own."""
 
     def __init__(self, f: Frontend):
         super().__init__()
@@ -69,6 +70,10 @@ class LogMel(torch.nn.Module):
         self.register_buffer("window", torch.hann_window(f.n_fft), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 3:
+            b, c, t = x.shape
+            out = self.forward(x.reshape(b * c, t))
+            return out.reshape(b, c, *out.shape[1:])
         with torch.autocast(x.device.type, enabled=False):
             spec = torch.stft(x.float(), self.f.n_fft, self.f.hop, window=self.window, center=True, pad_mode="reflect",
                               return_complex=True)  # (B, F, frames)
@@ -82,23 +87,28 @@ class LogMel(torch.nn.Module):
 
 
 def gain_and_shift(x: torch.Tensor, gain_db: float, shift: float, generator: torch.Generator) -> torch.Tensor:
-    """(B, T): each clip scaled by a gain drawn in ±gain_db, and rolled in time by up to `shift` of its length."""
-    b, t = x.shape
+    """(B, T) or (B, C, T): each clip scaled by a gain drawn in ±gain_db, and rolled in time by up to `shift` of its
+    length (a clip's channels alike)."""
+    b, t = x.shape[0], x.shape[-1]
+    ones = (1,) * (x.dim() - 2)
     if gain_db:
         db = (torch.rand(b, 1, generator=generator, device=x.device) * 2 - 1) * gain_db
-        x = x * 10.0 ** (db / 20.0)
+        x = x * 10.0 ** (db.view(b, *ones, 1) / 20.0)
     if shift:
         most = int(shift * t)
         offsets = torch.randint(-most, most + 1, (b, 1), generator=generator, device=x.device)
         index = (torch.arange(t, device=x.device)[None, :] - offsets) % t
-        x = torch.gather(x, 1, index)
+        x = torch.gather(x, -1, index.view(b, *ones, t).expand_as(x))
     return x
 
 
 def masks(spec: torch.Tensor, count: int, width: float, dim: int, generator: torch.Generator) -> torch.Tensor:
-    """SpecAugment: `count` bands per clip along `dim` (1: mel bands, 2: frames), each up to `width` of it, set to 0."""
+    """SpecAugment: `count` bands per clip along `dim` (1: mel bands, 2: frames), each up to `width` of it, set to 0
+    (spec (B, n_mels, frames), or (B, C, n_mels, frames): a clip's channels masked alike)."""
     if not count or not width:
         return spec
+    ones = (1,) * (spec.dim() - 3)
+    dim = dim + len(ones)
     b, size = spec.shape[0], spec.shape[dim]
     most = max(1, int(width * size))
     keep = torch.ones(b, size, dtype=torch.bool, device=spec.device)
@@ -107,7 +117,7 @@ def masks(spec: torch.Tensor, count: int, width: float, dim: int, generator: tor
         w = torch.randint(0, most + 1, (b, 1), generator=generator, device=spec.device)
         start = (torch.rand(b, 1, generator=generator, device=spec.device) * (size - w + 1)).long()
         keep &= ~((positions >= start) & (positions < start + w))
-    shape = (b, size, 1) if dim == 1 else (b, 1, size)
+    shape = (b, *ones, size, 1) if dim == 1 + len(ones) else (b, *ones, 1, size)
     return spec * keep.view(shape)
 
 
@@ -123,7 +133,7 @@ class Augment:
 
 class AudioTransform:
     """int16 (B, T) windows -> (B, 1, n_mels, frames) log-mel images in the precision in force (channels_last
-    unless asked not to), augmented when `train`."""
+    unless asked not to), augmented when `train`; (B, C, T) windows of C channels -> (B, C, n_mels, frames)."""
 
     def __init__(self, frontend: Frontend, device: torch.device, train: bool = False, augment: Augment = Augment(),
                  seed: int = 0, precision=None, channels_last: bool = True):
@@ -134,7 +144,7 @@ class AudioTransform:
 
     def __call__(self, wave: torch.Tensor) -> torch.Tensor:
         a = self.augment
-        x = wave.float() / 32768.0  # (B, T)
+        x = wave.float() / 32768.0  # (B, T) or (B, C, T)
         if self.train:
             x = gain_and_shift(x, a.gain_db, a.shift, self.generator)
         spec = self.logmel(x)  # (B, n_mels, frames) float32
@@ -142,4 +152,5 @@ class AudioTransform:
             spec = masks(spec, a.freq_masks, a.freq_width, 1, self.generator)
             spec = masks(spec, a.time_masks, a.time_width, 2, self.generator)
         dtype = self.precision.dtype if self.precision is not None else torch.float32
-        return spec[:, None].to(dtype).contiguous(memory_format=self.memory_format)  # (B, 1, n_mels, frames)
+        spec = spec[:, None] if spec.dim() == 3 else spec  # (B, 1 or C, n_mels, frames)
+        return spec.to(dtype).contiguous(memory_format=self.memory_format)

@@ -50,24 +50,28 @@ def cache_files(paths: Sequence[Path], rate: int, cache_dir: Path, max_frames: i
 
 @dataclass
 class WaveCache:
-    """Clips end to end in a memory-mapped int16 file; a bad clip is empty (no samples) and listed."""
+    """Clips end to end in a memory-mapped int16 file; a bad clip is empty (no samples) and listed. A cache of
+    several channels (kit.data.eeg's montages) holds each clip's frames interleaved: `clip` is then (frames, channels)."""
 
     path: Path
-    offsets: np.ndarray  # int64, count + 1
+    offsets: np.ndarray  # int64, count + 1, in int16 values (frames x channels)
     rate: int
     bad: dict[int, str] = field(default_factory=dict)
+    channels: int = 1
 
     @property
     def count(self) -> int:
         return len(self.offsets) - 1
 
     def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+        """Each clip's frames."""
+        return np.diff(self.offsets) // self.channels
 
     def clip(self, row: int) -> np.ndarray:
         if getattr(self, "_array", None) is None:  # opened per process: a pickled memmap is a full copy
             self._array = np.memmap(self.path, dtype=np.int16, mode="r") if self.offsets[-1] else np.zeros(0, np.int16)
-        return self._array[self.offsets[row]:self.offsets[row + 1]]
+        values = self._array[self.offsets[row]:self.offsets[row + 1]]
+        return values if self.channels == 1 else values.reshape(-1, self.channels)
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_array"}
@@ -210,9 +214,9 @@ class _DecodeJob:
 
 # -- crops and windows ------------------------------------------------------------------------------------------
 def crop(clip: np.ndarray, length: int, rng: np.random.Generator | None) -> np.ndarray:
-    """`length` samples of `clip`: a random window (rng), or the centred one; a shorter clip placed in zeros (at
-    random, or at the start)."""
-    out = np.zeros(length, np.int16)
+    """`length` samples of `clip` (frames first: (frames,) or (frames, channels)): a random window (rng), or the
+    centred one; a shorter clip placed in zeros (at random, or at the start)."""
+    out = np.zeros((length, *clip.shape[1:]), np.int16)
     n = len(clip)
     if n >= length:
         start = int(rng.integers(0, n - length + 1)) if rng is not None else (n - length) // 2
@@ -243,7 +247,8 @@ def window_rows(lengths: np.ndarray, rows: np.ndarray, length: int, hop: int) ->
 
 class WaveRows(Dataset):
     """Windows of clips, read a batch at a time: a random crop of each row in training (a fresh one each epoch),
-    else the window at `starts` (the centred one where none is given). Batches hold "wave" (B, length) int16."""
+    else the window at `starts` (the centred one where none is given). Batches hold "wave" (B, length) int16, or
+    (B, channels, length) from a cache of several channels."""
 
     def __init__(self, source: WaveCache | WaveFiles, rows: np.ndarray, length: int, targets: np.ndarray | None = None,
                  train: bool = False, starts: np.ndarray | None = None, seed: int = 0, weights: np.ndarray | None = None):
@@ -260,6 +265,8 @@ class WaveRows(Dataset):
         worker = torch.utils.data.get_worker_info()
         rng = np.random.default_rng([self.seed, worker.id if worker else 0, self.draws]) if self.train else None
         waves = np.stack([self._window(int(i), rng) for i in items]) if len(items) else np.zeros((0, self.length), np.int16)
+        if waves.ndim == 3:  # (B, length, channels) -> (B, channels, length)
+            waves = np.ascontiguousarray(waves.transpose(0, 2, 1))
         batch = {"wave": torch.from_numpy(waves), "row": torch.from_numpy(self.rows[items])}
         if self.targets is not None:
             batch["target"] = torch.from_numpy(np.asarray(self.targets[items]))

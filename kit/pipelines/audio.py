@@ -21,7 +21,7 @@ from kit.data import audio, images, layouts, waves
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.data.spectra import AudioTransform, Augment, Frontend, LogMel
 from kit.errors import KitError
-from kit.pipelines import audio_lists, base
+from kit.pipelines import audio_eeg, audio_lists, base
 from kit.pipelines.cnn import CnnPipeline, ImageData, TransformImages, sample_label
 from kit.runtime import paths, runs
 from kit.train import targets
@@ -46,6 +46,9 @@ class AudioPipeline(CnnPipeline):
         """Read and check the training labels (by layout) and the sample submission, settle the spectrogram's
         frontend from the clips' headers, then decode every clip once (predict mode: the test clips only)."""
         s, spec = self.session, self.session.spec
+        if self.recordings():
+            return (audio_eeg.load_test(self, s.trained.recipe, check_bad, AudioData) if s.trained is not None
+                    else audio_eeg.load(self, check_bad, AudioData))
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         sample, table, target, (groups, assigned), train, test, clips = self._read()
@@ -71,7 +74,14 @@ class AudioPipeline(CnnPipeline):
 
     def check_data(self) -> None:
         """The tables, the layout and the clips' suffixes; no clip is decoded."""
+        if self.recordings():
+            audio_eeg.read(self.session)
+            return
         self._read()
+
+    def recordings(self) -> bool:
+        """[data] image_ext = ".parquet": EEG recordings read as montages (kit.pipelines.audio_eeg), not sound files."""
+        return self.session.spec.image_ext.lower() == ".parquet"
 
     def _read(self):
         spec = self.session.spec
@@ -188,6 +198,7 @@ class AudioPipeline(CnnPipeline):
         for ax in axes.flat:
             ax.axis("off")
         for ax, r, picture in zip(axes.flat, rows, specs):
+            picture = picture.reshape(-1, picture.shape[-1])  # several channels (an EEG montage): stacked
             ax.imshow(picture, origin="lower", aspect="auto", cmap="magma")
             label = data.sample[self.session.spec.id_column].iloc[r] if predict else sample_label(data.target, data.y[r])
             ax.set_title(str(label)[:28], fontsize=8)

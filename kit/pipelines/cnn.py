@@ -22,7 +22,7 @@ from kit.pipelines import base
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import cv, metrics, targets, topk
-from kit.train.objectives import Classification, MultiLabel, Regression, moments
+from kit.train.objectives import Classification, MultiLabel, Regression, SoftLabels, moments
 from kit.train.targets import Target
 
 MAX_BAD_SHARE = 0.01  # stop when more than this share of a split's images cannot be decoded
@@ -292,6 +292,8 @@ class CnnPipeline(base.Pipeline):
         return mean, std, 255.0
 
     def objective(self, data: ImageData):
+        if data.target.record.soft:  # a distribution a row: KL divergence on log-softmax
+            return SoftLabels()
         if data.target.classification:  # many classes, a metric of the likeliest: rows keep those (the recipe's)
             return Classification(keep=data.recipe.get("kept", 0))
         if data.target.multilabel:

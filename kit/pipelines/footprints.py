@@ -70,26 +70,29 @@ class Cnn:
 
 
 class Audio:
-    """The wave cache: two bytes a sample of every clip, mono at the run's rate ([sizes] samples: a clip's mean)."""
+    """The wave cache: two bytes a sample of every clip and channel, at the run's rate ([sizes] samples: a clip's mean
+    frames; channels: 1 for sound, mono, or an EEG montage's 16 bipolar channels)."""
 
     @staticmethod
     def sizes(session, data) -> Sizes:
         t = data.target
         clips = [c for c in (data.train_cache, data.test_cache) if c is not None]
         samples = sum(int(c.lengths().sum()) for c in clips) // max(1, sum(c.count for c in clips))
-        return Sizes(len(data.usable), data.test_cache.count, t.outputs, t.kind, channels=1, samples=samples)
+        return Sizes(len(data.usable), data.test_cache.count, t.outputs, t.kind, channels=data.recipe.get("channels", 1),
+                     samples=samples)
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
         import timm
 
-        return counted(lambda: timm.create_model(p.model_name, num_classes=sizes.outputs, in_chans=1))
+        return counted(lambda: timm.create_model(p.model_name, num_classes=sizes.outputs, in_chans=sizes.channels))
 
     @staticmethod
     def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
         s = sizes
-        cache = (s.train_rows + s.test_rows) * s.samples * 2
-        return [cache_need("wave cache", cache, limits, f"{s.samples:,} samples a clip, mono int16"),
+        cache = (s.train_rows + s.test_rows) * s.samples * s.channels * 2
+        what = "mono" if s.channels == 1 else f"{s.channels} channels"
+        return [cache_need("wave cache", cache, limits, f"{s.samples:,} samples a clip, {what} int16"),
                 Need("training labels", "ram", s.train_rows * 8)]
 
 

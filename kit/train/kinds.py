@@ -87,6 +87,13 @@ def tag_rows(target: Target, labels: pd.Series) -> np.ndarray:
     return out
 
 
+def soft_rows(target: Target, labels: pd.DataFrame) -> np.ndarray:
+    """Each row's columns (votes, or any non-negative weights) as a distribution: divided by the row's sum."""
+    votes = labels[list(target.columns)].fillna(0.0).to_numpy(dtype=np.float64)
+    total = votes.sum(1, keepdims=True)
+    return (votes / np.where(total > 0, total, 1.0)).astype(np.float32)
+
+
 def values(target: Target, labels: pd.Series) -> np.ndarray:
     return labels.to_numpy(dtype=np.float32)
 
@@ -199,6 +206,19 @@ def score_mode(target: Target, encoded: np.ndarray, metric: str) -> np.ndarray:
     return np.array([scores[counts.argmax()]], np.float64)
 
 
+def mean_distribution(target: Target, encoded: np.ndarray, metric: str) -> np.ndarray:
+    """The mean of the rows' distributions (uniform where there are none): KL divergence's best constant."""
+    if not len(encoded):
+        return np.full(target.outputs, 1.0 / target.outputs)
+    mean = np.asarray(encoded, np.float64).mean(0)
+    return mean / mean.sum()
+
+
+def soft_text(t: Target) -> str:
+    shown = ", ".join(t.columns[:4]) + (" ..." if len(t.columns) > 4 else "")
+    return f"soft: a distribution over {len(t.columns)} classes a row ({shown})"
+
+
 def class_frequency(target: Target, encoded: np.ndarray, metric: str) -> np.ndarray:
     """Class frequencies (whose likeliest class, or k classes, a label metric writes: the mode)."""
     counts = np.bincount(encoded, minlength=target.outputs).astype(np.float64)
@@ -266,6 +286,7 @@ class Kind:
     # a melted submission's (birds' Id = recording * 100 + species): (target, the sample) -> the output each sample row
     # holds, of the (sample rows, outputs) predictions, each row its recording's; None: every output is a column
     pick: Callable[[Target, pd.DataFrame], np.ndarray] | None = None
+    soft: bool = False  # a distribution a row (votes normalised), learnt by KL divergence on log-softmax
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
@@ -285,6 +306,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          prior=label_frequency, prior_name=named("each label's frequency"), learns_classes=True),
     Kind("tags", tag_columns, "names", multilabel=True, encode=tag_rows, prior=label_frequency,
          prior_name=named("each label's frequency"), spaced=True),
+    Kind("soft", distribution_columns, "distribution", by_column=True, encode=soft_rows, describe=soft_text,
+         prior=mean_distribution, prior_name=named("the training rows' mean distribution"), soft=True),
 )}
 
 

@@ -53,7 +53,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
         if not columns:
             return float("nan")
         return float(np.mean([score(metric, pred[:, k], target[:, k], weight) for k in columns]))
-    if target.ndim == 2 and not (record.multilabel or record.cut):
+    if target.ndim == 2 and not (record.multilabel or record.cut or record.soft):
         raise ValueError(f"metric {metric} does not score multi-label predictions")
     return record.scorer()(metric, pred, target, weight)
 
@@ -68,6 +68,17 @@ def log_loss(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarr
     p = np.clip(pred, 1e-15, 1.0)
     p = p / p.sum(1, keepdims=True)
     return float(-np.average(np.log(p[np.arange(len(target)), target]), weights=weight))
+
+
+def kl_div(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:
+    """KL divergence of `target`'s rows (distributions: a soft target's normalised votes) from `pred`'s, as the hms
+    grader's scorer computes it: the prediction clipped to [1e-15, 1 - 1e-15] (not renormalised), a row's terms
+    where its target is above 0 summed, the rows averaged (`weight`: weighted)."""
+    p = np.clip(np.asarray(pred, np.float64), 1e-15, 1 - 1e-15)
+    y = np.asarray(target, np.float64).reshape(p.shape)
+    held = y > 0
+    cells = np.where(held, y * np.log(np.where(held, y, 1.0) / p), 0.0)
+    return float(np.average(cells.sum(1), weights=weight))
 
 
 def accuracy(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray | None) -> float:

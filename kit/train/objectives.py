@@ -78,6 +78,28 @@ class MultiLabel:
         return {"pred": self.predict(output), "target": batch["target"].float()}
 
 
+class SoftLabels:
+    """A distribution a row (experts' votes normalised): the KL divergence of the target's rows from the softmax of
+    the logits (torch's kl_div on log-softmax: a row's classes of no vote add nothing), not a one-hot cross-entropy;
+    predictions are softmax probabilities."""
+
+    loss_metric = "kl_div"  # the mean validation loss is the metric, bar its clipping at 1e-15
+
+    def __init__(self, input_key: str = "image"):
+        self.input_key = input_key
+
+    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+        logits = model(batch[self.input_key])
+        losses = F.kl_div(logits.float().log_softmax(-1), batch["target"].float(), reduction="none").sum(1)
+        return {"loss": weighted(losses, batch), "output": logits}
+
+    def predict(self, output: torch.Tensor) -> torch.Tensor:
+        return output.float().softmax(-1)
+
+    def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
+        return {"pred": self.predict(output), "target": batch["target"].float()}
+
+
 def weighted(losses: torch.Tensor, batch: Batch) -> torch.Tensor:
     """The mean of rows' losses, weighted by the batch's "weight" (a row of a noisy training set weighs less) where it
     has one."""

@@ -35,6 +35,7 @@ from kit.train.metrics import LABEL_SETS, VALUE_METRICS
 # views of kit.spec.METRICS: one-hot columns scored by these are written as class probabilities
 PROBABILITY_METRICS = tuple(sorted(metrics_where(family="probability", multilabel=True)))
 MULTI_METRICS = (*PROBABILITY_METRICS, *LABEL_SETS)  # what scores a multi-label target
+SOFT_METRICS = metrics_where(soft=True)  # what scores a distribution a row: the "soft" target (hms' kl_div)
 BINARY_METRICS = metrics_where(family="probability")  # one column scored by these: the positive class's probability
 
 __all__ = ["KINDS", "Kind", "Target", "clip", "encode", "prior", "prior_name", "register", "to_columns"]
@@ -129,6 +130,8 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
         wheres = [f"{where}, column '{c}'" for c in sample_columns]
         bounded = limits(metric, [table[c] for c in sample_columns], target_range, wheres)
         return Target("values", tuple(sample_columns), limits=bounded)
+    if len(sample_columns) > 1 and len(held) == len(sample_columns) and metric in SOFT_METRICS:
+        return soft(table, sample_columns, where)
     if len(sample_columns) > 1 and len(held) == len(sample_columns):
         if metric not in MULTI_METRICS:
             raise KitError(f"{where}: {len(sample_columns)} label columns ({', '.join(sample_columns[:3])} ...) with "
@@ -144,6 +147,22 @@ def multi(metric: str, table: pd.DataFrame, sample_columns: list[str], target_co
     if len(tags) < 2:
         raise KitError(f"{where}, column '{target_column}': {len(tags)} distinct tag(s); a multi-label target needs two or more")
     return Target("tags", (sample_columns[0],), tuple(tags))
+
+
+def soft(table: pd.DataFrame, columns: list[str], where: str) -> Target:
+    """The "soft" target: each row's columns (experts' votes) as a distribution; one line naming a negative or empty
+    cell, or a row of no votes."""
+    for column in columns:
+        numbers = pd.to_numeric(table[column], errors="coerce")
+        wrong = np.flatnonzero(~(numbers >= 0).to_numpy())
+        if len(wrong):
+            raise KitError(f"{where}, column '{column}': {table[column].tolist()[wrong[0]]!r} (row {wrong[0] + 2}) is not "
+                           f"a vote count of 0 or more ({len(wrong)} such rows)")
+    none = np.flatnonzero(table[columns].to_numpy(dtype=np.float64).sum(1) <= 0)
+    if len(none):
+        raise KitError(f"{where}: row {none[0] + 2} has no votes in {', '.join(columns)} ({len(none)} such rows); a soft "
+                       "target divides each row by its votes")
+    return Target("soft", tuple(columns), tuple(columns))
 
 
 def probabilities(table: pd.DataFrame, columns: list[str], where: str, empty: bool = False) -> None:

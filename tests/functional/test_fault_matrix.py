@@ -170,3 +170,67 @@ def test_the_audio_template_survives_a_fault(tmp_path, whale_data, fault):
     written = pd.read_csv(tmp_path / "out" / "submission.csv")
     assert written["clip"].tolist() == sample["clip"].tolist() and written["probability"].between(0, 1).all()
     assert multiprocessing.active_children() == []
+
+
+KILLED = """
+import json, sys
+from kit.pipelines import create_pipeline
+from kit.run import start, train_folds, write_submission
+session = start("audio", json.loads(sys.argv[1]))
+pipe = create_pipeline(session)
+data = pipe.load()
+train_folds(session, pipe, data)
+write_submission(session, pipe, data)
+"""
+
+
+def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_data):
+    """SIGKILL mid-fold (as Kaggle's session ending would) on whale redux's audio run in a process of its own; the
+    rerun reuses the finished fold and its wave caches, resumes the killed fold from its last epoch, and submits."""
+    import json
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from toys import resume_folder
+
+    cfg, folder = whale_data
+    out = tmp_path / "out"
+    values = {**cfg.parameters(smoke=True), "epochs": 4, "folds": 2, "data_dir": str(folder), "output_dir": str(out),
+              "patience": 0}
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, json.dumps(values)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
+    log, deadline, text = out / "kit.log", time.time() + 300, ""
+    while time.time() < deadline:
+        text = log.read_text() if log.exists() else ""
+        if "fold 2/2 epoch  2/4" in text:
+            break
+        assert proc.poll() is None, f"the run ended before it could be killed:\n{text[-2000:]}"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    ckpt = run_folder(out)
+    assert (ckpt / "fold0.json").exists() and not (ckpt / "fold1.json").exists()
+    assert (resume_folder(out) / "fold1.last.pt").exists() and not (out / "submission.csv").exists()
+    fold0 = (ckpt / "fold0.pt").read_bytes()
+
+    session = start("audio", values)
+    pipe = create_pipeline(session)
+    data = pipe.load()
+    cv = train_folds(session, pipe, data)
+    write_submission(session, pipe, data)
+    again = log.read_text()[len(text):]
+    assert "reusing the decoded cache" in again and "fold 1/2: finished earlier" in again
+    # the kill came after the epoch 2 line: its resume state, or the one before it, is where the fold resumes
+    assert re.search(r"fold 2/2: resuming after epoch [12] from fold1.last.pt", again), again[-3000:]
+    assert cv.finished == [0, 1] and not cv.error and (ckpt / "fold0.pt").read_bytes() == fold0
+    sample = pd.read_csv(folder / "sampleSubmission.csv")
+    written = pd.read_csv(out / "submission.csv")
+    assert written["clip"].tolist() == sample["clip"].tolist() and written["probability"].between(0, 1).all()
+    assert multiprocessing.active_children() == []

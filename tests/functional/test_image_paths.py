@@ -55,7 +55,8 @@ def test_bench_runs_and_writes_its_json(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench, "ROOT", tmp_path)  # photos under tmp_path/.bench
     out = tmp_path / "bench.json"
-    assert bench.main(["--images", "48", "--sequences", "512", "--texts", "64", "--out", str(out)]) == 0
+    assert bench.main(["--images", "48", "--sequences", "512", "--texts", "64", "--clips", "24", "--out",
+                       str(out)]) == 0
     figures = json.loads(out.read_text())
     for key in ("naive_ips", "kit_first_epoch_ips", "kit_cached_ips", "kit_cached_augmented_ips"):
         assert figures["images"][key] > 0
@@ -64,3 +65,5 @@ def test_bench_runs_and_writes_its_json(tmp_path, monkeypatch):
     text = figures["text"]  # the same essays, model and steps: bucketed batches hold far less padding
     assert text["bucketed"]["padding_share"] < 0.5 * text["plain"]["padding_share"]
     assert text["bucketed"]["samples"] == text["plain"]["samples"] and text["bucketed"]["samples_per_s"] > 0
+    audio = figures["audio"]  # the same clips through both paths, side by side
+    assert audio["clips"] == 24 and all(audio[k] > 0 for k in ("cpu_mel_cps", "kit_first_epoch_cps", "kit_cached_cps"))

@@ -45,6 +45,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "tensorflow2-question-answering": "its pages are Natural Questions' JSONL (a page a line, answers as token ranges in "
                                       "annotations) and its sample two rows a page (_long, _short): kit init drafts no "
                                       "spans config from them, nor reads nq_micro_f1 in a description",
+    "hms-harmful-brain-activity-classification": "its recordings are parquet files read as an EEG montage (image_ext "
+                                                 ".parquet), its training rows windows of a recording and its sample's "
+                                                 "ids repeated: kit init finds no sound files and drafts a tabular config",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -79,6 +82,8 @@ EVALUATION = {
     "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
     "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
     "nq_micro_f1": "Submissions are evaluated using micro F1 between the predicted and expected answers.",
+    "kl_div": "Submissions are evaluated on the Kullback Liebler divergence between the predicted probability and the "
+              "observed target.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

@@ -75,6 +75,8 @@ LISTINGS = {
     "text-normalization-challenge-english-language": "en_sample_submission_2.csv.zip en_test_2.csv.zip en_train.csv.zip",
     "text-normalization-challenge-russian-language": "ru_sample_submission_2.csv.zip ru_test_2.csv.zip ru_train.csv.zip",
     "tensorflow2-question-answering": "sample_submission.csv simplified-nq-test.jsonl simplified-nq-train.jsonl",
+    "hms-harmful-brain-activity-classification": "example_figures sample_submission.csv test.csv test_eegs "
+                                                 "test_spectrograms train.csv train_eegs train_spectrograms",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -163,6 +165,12 @@ HEADERS = {
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
     "tensorflow2-question-answering": {"sample_submission.csv": "example_id,PredictionString"},
+    "hms-harmful-brain-activity-classification": {
+        "train.csv": "eeg_id,eeg_sub_id,eeg_label_offset_seconds,spectrogram_id,spectrogram_sub_id,"
+                     "spectrogram_label_offset_seconds,label_id,patient_id,expert_consensus,seizure_vote,lpd_vote,"
+                     "gpd_vote,lrda_vote,grda_vote,other_vote",
+        "test.csv": "spectrogram_id,eeg_id,patient_id",
+        "sample_submission.csv": "eeg_id,seizure_vote,lpd_vote,gpd_vote,lrda_vote,grda_vote,other_vote"},
 }
 
 

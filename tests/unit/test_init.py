@@ -157,6 +157,9 @@ def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(t
     # freesound's: its "average precision" must not read as another metric's
     ("## Evaluation\nThe task is evaluated based on the label-weighted label-ranking average precision (lwlrap).",
      "lwlrap"),
+    # hms' (its misspelling kept), before its "predicted probability" reads as another metric
+    ("### Evaluation\nSubmissions are evaluated on the [Kullback Liebler divergence](https://x) between the predicted "
+     "probability and the observed target.", "kl_div"),
     ("## Overview\nNothing about how it is scored.", ""),
 ])
 def test_an_evaluation_section_names_its_metric(evaluation, metric):

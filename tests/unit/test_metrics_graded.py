@@ -610,3 +610,46 @@ def test_lwlrap_is_the_freesound_graders_and_its_definitions():
     assert value == pytest.approx(lwlrap_per_class(truth, scores))
     assert metrics.score("lwlrap", truth, truth) == pytest.approx(1.0)
     assert metrics.better("lwlrap", 0.8, 0.7) and spec.METRICS["lwlrap"].blend == "mean"  # ranks within a row
+
+
+def hms_kl_divergence(solution, submission, epsilon: float = 10**-15) -> float:
+    """hms-harmful-brain-activity-classification's kullback_leibler_divergence.score (MLE-bench), as written there,
+    micro-averaged without weights; solution and submission are frames of the target columns only."""
+    import pandas as pd
+
+    solution, submission = solution.copy(), submission.copy()
+    for col in solution.columns:
+        if not pd.api.types.is_float_dtype(solution[col]):
+            solution[col] = solution[col].astype(float)
+        submission[col] = np.clip(submission[col], epsilon, 1 - epsilon)
+        y_nonzero_indices = solution[col] != 0
+        solution[col] = solution[col].astype(float)
+        solution.loc[y_nonzero_indices, col] = solution.loc[y_nonzero_indices, col] * np.log(
+            solution.loc[y_nonzero_indices, col] / submission.loc[y_nonzero_indices, col]
+        )
+        solution.loc[~y_nonzero_indices, col] = 0
+    return np.average(solution.sum(axis=1), weights=None)
+
+
+def test_kl_div_is_the_hms_graders_on_its_examples_and_on_votes():
+    import pandas as pd
+
+    # the scorer's docstring examples
+    ham = pd.DataFrame({"ham": [0, 1, 1, 0], "spam": [1, 0, 0, 1]})
+    pred = np.array([[.1, .9], [.9, .1], [.8, .2], [.35, .65]])
+    assert metrics.score("kl_div", pred, ham.to_numpy(float)) == pytest.approx(0.216161, abs=1e-6)
+    truth = np.array([[0, 0.1, 0.9], [0.5, 0.5, 0], [0.5, 0.5, 0]])
+    assert metrics.score("kl_div", truth, truth) == pytest.approx(0.0)
+    guess = np.array([[0.2, 0.1, 0.7], [0.3, 0.5, 0.2], [0.5, 0.5, 0]])
+    assert metrics.score("kl_div", guess, truth) == pytest.approx(0.160531, abs=1e-6)
+    # votes of six classes as the grader normalises them (vote / the row's votes), predictions with zeros and ones
+    rng = np.random.default_rng(3)
+    votes = rng.integers(0, 4, (200, 6)) * (rng.random((200, 6)) < 0.5)
+    votes[votes.sum(1) == 0, 0] = 1
+    target = votes / votes.sum(1, keepdims=True)
+    pred = rng.dirichlet(np.ones(6), 200)
+    pred[:5] = np.eye(6)[rng.integers(0, 6, 5)]  # certain rows, some wrong: the clipping at 1e-15 decides them
+    columns = [f"c{i}" for i in range(6)]
+    graded = hms_kl_divergence(pd.DataFrame(target, columns=columns), pd.DataFrame(pred, columns=columns))
+    assert metrics.score("kl_div", pred, target) == pytest.approx(graded, rel=1e-9)
+    assert not metrics.better("kl_div", 0.5, 0.4) and spec.METRICS["kl_div"].soft

@@ -67,7 +67,7 @@ def test_the_shared_kinds_table_lists_no_mask_kind_and_segmentations_rooms_regis
     probe = "import kit.train.targets as t\nprint(sorted(t.KINDS))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=PACKAGE.parent,
                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}).stdout.strip()
-    assert out == "['binary', 'label', 'multi', 'onehot', 'ordinal', 'probs', 'tags', 'value', 'values']"
+    assert out == "['binary', 'label', 'multi', 'onehot', 'ordinal', 'probs', 'soft', 'tags', 'value', 'values']"
     from kit.pipelines import segmentation_data  # makes segmentation's targets: their kinds are registered with it
     assert segmentation_data.mask_kinds.RLE is KINDS["rle"]
     assert sorted(k for k, kind in KINDS.items() if kind.masks) == ["files", "pixels", "rle"]

@@ -14,6 +14,7 @@ from kit.errors import KitError
 from kit.smoke.gallery import (
     articles,
     bodies,
+    brains,
     catalogues,
     graders,
     grades,
@@ -81,6 +82,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "text-normalization-challenge-english-language": normalizing.english,
     "text-normalization-challenge-russian-language": normalizing.russian,
     "tensorflow2-question-answering": pages.tf2qa,
+    "hms-harmful-brain-activity-classification": brains.hms,
 }
 
 

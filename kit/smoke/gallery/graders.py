@@ -340,3 +340,18 @@ def tf2qa(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["tensorflow2-question-answering"] = tf2qa
+def hms(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """hms' prepare_for_metric: eeg_id and the six vote columns, as many rows as the answers, each row's probabilities
+    summing to 1 (rounded to 5 places), the eeg_id set; the rows are sorted by eeg_id and paired by position (a
+    recording's rows alike). Beside the grader: finite probabilities in [0, 1] (its log of a NaN is a NaN score)."""
+    votes = ["seizure_vote", "lpd_vote", "gpd_vote", "lrda_vote", "grda_vote", "other_vote"]
+    has_columns(sub, "eeg_id", *votes)
+    same_length(sub, sample)
+    require(bool(sub[votes].sum(axis=1).apply(lambda x: round(x, 5) == 1).all()), "a row's probabilities do not add to 1")
+    same_id_set(sub, sample, "eeg_id")
+    values = np.stack([numeric(sub, c).to_numpy(np.float64) for c in votes], axis=1)
+    require(bool(np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all()),
+            "a probability is NaN or outside [0, 1]")
+
+
+CHECKS["hms-harmful-brain-activity-classification"] = hms
