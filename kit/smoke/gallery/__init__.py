@@ -21,6 +21,7 @@ from kit.smoke.gallery import (
     photos,
     plants,
     quakes,
+    radiographs,
     scans,
     signals,
     skies,
@@ -76,6 +77,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
 }
 
 
