@@ -76,9 +76,15 @@ def create(name: str, classes: int, image_size: int, max_detections: int = 100, 
     head = TwoMLPHead(FPN_CHANNELS * 7 * 7, HEAD)
     pool = MultiScaleRoIAlign([str(k) for k in range(LEVELS)], 7, 2)
     mean, std = normalization(name)
+    area = image_size * image_size
+    proposals = max(64, min(2000, area // 16))  # torchvision's 2000 from 512 px up, fewer on small images
+    rois = max(32, min(512, area // 128))  # the regions an image trains the box head on (512 from 256 px up)
     model = FasterRCNN(features, rpn_anchor_generator=anchors, box_roi_pool=pool, box_head=head,
                        box_predictor=FastRCNNPredictor(HEAD, classes + 1),
                        min_size=image_size, max_size=image_size, image_mean=list(mean), image_std=list(std),
-                       box_detections_per_img=max_detections, box_score_thresh=0.01)
+                       box_detections_per_img=max_detections, box_score_thresh=0.01,
+                       rpn_pre_nms_top_n_train=proposals, rpn_post_nms_top_n_train=proposals,
+                       rpn_pre_nms_top_n_test=proposals // 2, rpn_post_nms_top_n_test=proposals // 2,
+                       box_batch_size_per_image=rois)
     model.transform = Sized(image_size, image_size, list(mean), list(std), size_divisible=32)
     return model

@@ -55,13 +55,13 @@ def findings_of(rng: np.random.Generator, h: int, w: int) -> list[tuple[int, np.
     out = []
     for k in SHOWN:
         if rng.random() < 0.55:
-            side = rng.uniform(0.22, 0.34) * min(h, w) if k == SHOWN[0] else rng.uniform(0.14, 0.2) * min(h, w)
+            side = rng.uniform(0.3, 0.45) * min(h, w) if k == SHOWN[0] else rng.uniform(0.22, 0.3) * min(h, w)
             x0, y0 = rng.uniform(0, w - side), rng.uniform(0, h - side)
             out.append((k, np.array([x0, y0, x0 + side, y0 + side])))
     return out
 
 
-def vinbigdata(folder: Path, seed: int = 0, train: int = 64, test: int = 16) -> None:
+def vinbigdata(folder: Path, seed: int = 0, train: int = 48, test: int = 12) -> None:
     """train.csv image_id, class_name, class_id, rad_id, x_min, y_min, x_max, y_max: each finding drawn by three of
     the radiologists R8 .. R10 (their boxes a few pixels apart, fused in training), an image without findings a "No
     finding" row (class 14, no box) from each; train/<id>.dicom and test/<id>.dicom (12-bit, a quarter MONOCHROME1,
