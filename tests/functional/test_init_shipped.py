@@ -37,7 +37,8 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
                                           "test_series: train/<segment_id>.csv) and it has no test table: kit init "
                                           "drafts no series folders, so its draft has no features to learn from",
     "vinbigdata-chest-xray-abnormalities-detection": "kit init does not draft the detection template yet (issue 40 "
-                                                     "leaves it for a later round): its draft names another template",
+                                                     "leaves it for a later round): it drafts a tabular config of "
+                                                     "train.csv, which the data checks stop at (no test table)",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -71,6 +72,7 @@ EVALUATION = {
     "rmsle": "The score is the root mean squared logarithmic error of the predictions.",
     "spearman": "Submissions are evaluated on the mean column-wise Spearman's rank correlation of the predictions.",
     "weighted_auc": "Submissions are evaluated on a weighted AUC: some regions of the ROC curve weigh more than others.",
+    "coco_map40": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.4.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

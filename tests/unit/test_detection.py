@@ -64,3 +64,20 @@ def test_the_detector_keeps_kits_size_and_its_loss_is_the_sum_of_its_losses():
     assert rows["pred"].shape == (2, 6, 6) and rows["target"].shape == (2, 2, 5)
     t = rows["target"].numpy()
     assert t[0, 0].tolist() == [16, 16, 80, 80, 1] and t[1, 0].tolist() == [0, 0, 1, 1, 2]  # original pixels; nothing
+
+
+def test_a_blend_of_detection_runs_is_refused_in_one_line():
+    from types import SimpleNamespace
+
+    import pytest
+
+    from kit.errors import KitError
+    from kit.run.blending import write_blend
+    from kit.train import box_kinds
+    from kit.train.targets import Target
+
+    session = SimpleNamespace(template="detection", blend=[("a", None), ("b", None)])
+    data = SimpleNamespace(target=Target(box_kinds.NOTHING.name, ("PredictionString",), ("0", "1")))
+    with pytest.raises(KitError, match="predicts masks or boxes") as e:
+        write_blend(session, None, data)
+    assert "\n" not in str(e.value)
