@@ -74,8 +74,17 @@ score_threshold: float = 0.0  # boxes below this confidence are left out of the 
 fusion_iou: float = 0.55  # IoU above which boxes of views, folds or readers fuse into one (weighted box fusion)
 max_detections: int = 100  # boxes an image keeps at most, by confidence
 sync_bn = "auto"  # ddp: BatchNorm statistics over every GPU's rows (SyncBatchNorm); auto: only below 16 rows per GPU
-competition: dict = {  # the config's [competition] and [data]
+competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
+    "slug": "vinbigdata-chest-xray-abnormalities-detection",
     "template": "detection",
+    "metric": "coco_map40",
+    "train": "train.csv",
+    "sample_submission": "sample_submission.csv",
+    "id_column": "image_id",
+    "target_column": "PredictionString",
+    "train_images": "train",
+    "test_images": "test",
+    "image_ext": ".dicom",
 }
 
 # %% [markdown]

@@ -27,7 +27,7 @@ from kit.models import detection as models
 from kit.pipelines import base, detection_data
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
-from kit.train import box_kinds, cv
+from kit.train import box_kinds, cv, metrics
 from kit.train.detection import Detection, fuse_views, pack
 from kit.train.targets import Target
 
@@ -218,8 +218,6 @@ class DetectionPipeline(base.Pipeline):
 
     def judge(self, data: DetectionData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold score, and the score of writing every image as one without boxes."""
-        from kit.train import metrics
-
         score = metrics.score(metric, rows["pred"], rows["target"])
         empty = np.zeros_like(rows["pred"][:, :1])
         empty[..., 5] = -1

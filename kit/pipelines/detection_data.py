@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from kit.data import box_fusion, box_strings, boxes, canvas, dicom, images
+from kit.data import archives, box_fusion, box_strings, boxes, canvas, dicom, images, tables
 from kit.errors import KitError
 from kit.runtime import paths
 from kit.runtime.session import Session
@@ -53,8 +53,6 @@ class Sized:
 def read_labels(s: Session) -> tuple[boxes.Labels, Path]:
     """The training table's boxes, one record per image (negatives kept), by the table's columns: vinbigdata's one
     row a box (class_id, rad_id), siim-covid19's image table (boxes, StudyInstanceUID), kuzushiji's (labels)."""
-    from kit.data import archives, tables
-
     path = archives.find_file(s.data_dir, s.spec.train, "training table", log=s.log)
     frame = tables.read_table(path)
     columns = set(frame.columns)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from kit.data import images
-from kit.models import segmentation
+from kit.models import detection, segmentation
 from kit.params import TrainParams
 from kit.runtime import paths
 from kit.runtime.resources import GB, Limits, Need, Sizes
@@ -245,8 +245,6 @@ class Detection:
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
-        from kit.models import detection
-
         return counted(lambda: detection.create(p.model_name, max(sizes.outputs, 1), p.image_size, p.max_detections))
 
     @staticmethod

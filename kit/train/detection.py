@@ -4,7 +4,7 @@ of packed boxes in the original images' pixels.
 
 Packed boxes keep a batch's rows fixed-width (the loop concatenates them, a checkpoint stores them): predictions
 (N, D, 6) x_min, y_min, x_max, y_max, confidence, label; truth (N, G, 5) x_min .. y_max, label; label -1 pads.
-`unpack` turns them into kit.data.boxes.ImageBoxes for kit.train.box_metrics. Where the sample submission writes a
+kit.train.box_metrics.unpack turns them into kit.data.boxes.ImageBoxes. Where the sample submission writes a
 class of its own for an image without findings (vinbigdata's "14 1 0 0 1 1"), every image's rows hold that class on
 its 0 0 1 1 box: in the truth where the image has no box, in the predictions at 1 - the likeliest box's confidence.
 """
@@ -16,7 +16,6 @@ from torch import nn
 
 from kit.data import box_fusion
 from kit.data.batch import Batch
-from kit.data.boxes import ImageBoxes
 
 NOTHING_BOX = (0.0, 0.0, 1.0, 1.0)
 
@@ -39,16 +38,6 @@ def pack(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], width: int) -> n
         k = len(order)
         out[i, :k, :4], out[i, :k, 4], out[i, :k, 5] = boxes[order], scores[order], labels[order]
     return out
-
-
-def unpack(pred: np.ndarray, target: np.ndarray) -> tuple[list[ImageBoxes], list[ImageBoxes]]:
-    """Packed rows -> the metric's ImageBoxes (predictions with confidences, truth without)."""
-    p_list, t_list = [], []
-    for i, (p, t) in enumerate(zip(np.asarray(pred), np.asarray(target))):
-        p, t = p[p[:, 5] >= 0], t[t[:, 4] >= 0]
-        p_list.append(ImageBoxes(str(i), p[:, :4].astype(np.float32), p[:, 5].astype(np.int64), p[:, 4].astype(np.float32)))
-        t_list.append(ImageBoxes(str(i), t[:, :4].astype(np.float32), t[:, 4].astype(np.int64)))
-    return p_list, t_list
 
 
 def with_nothing(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, nothing: int):

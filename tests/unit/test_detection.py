@@ -8,7 +8,8 @@ import torch
 from kit.data.boxes import ImageBoxes
 from kit.pipelines import detection_data
 from kit.train import box_metrics, metrics
-from kit.train.detection import Detection, fuse_views, pack, unpack, with_nothing
+from kit.train.box_metrics import unpack
+from kit.train.detection import Detection, fuse_views, pack, with_nothing
 
 
 def test_packed_rows_score_as_the_image_boxes_they_hold():
