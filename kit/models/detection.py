@@ -18,6 +18,7 @@ from torch import nn
 from torchvision.models.detection import FasterRCNN
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+from torchvision.models.detection.rpn import RPNHead
 from torchvision.models.detection.transform import GeneralizedRCNNTransform
 from torchvision.ops import FeaturePyramidNetwork, MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
@@ -40,6 +41,23 @@ class TimmFpn(nn.Module):
     def forward(self, x: torch.Tensor) -> OrderedDict:
         features = self.body(x)[-LEVELS:]
         return self.fpn(OrderedDict((str(k), f) for k, f in enumerate(features)))
+
+
+class Fp32Predictor(FastRCNNPredictor):
+    """The box head's class scores and box deltas in float32: under fp16 autocast, torchvision's box coder decodes in
+    its inputs' dtype, and a half's 11 bits are a pixel's error at 2048 px."""
+
+    def forward(self, x):
+        scores, deltas = super().forward(x)
+        return scores.float(), deltas.float()
+
+
+class Fp32RpnHead(RPNHead):
+    """The proposal head's objectness and deltas in float32, for the same box coder."""
+
+    def forward(self, x):
+        logits, deltas = super().forward(x)
+        return [v.float() for v in logits], [v.float() for v in deltas]
 
 
 class Sized(GeneralizedRCNNTransform):
@@ -80,7 +98,8 @@ def create(name: str, classes: int, image_size: int, max_detections: int = 100, 
     proposals = max(64, min(2000, area // 16))  # torchvision's 2000 from 512 px up, fewer on small images
     rois = max(32, min(512, area // 128))  # the regions an image trains the box head on (512 from 256 px up)
     model = FasterRCNN(features, rpn_anchor_generator=anchors, box_roi_pool=pool, box_head=head,
-                       box_predictor=FastRCNNPredictor(HEAD, classes + 1),
+                       rpn_head=Fp32RpnHead(FPN_CHANNELS, anchors.num_anchors_per_location()[0]),
+                       box_predictor=Fp32Predictor(HEAD, classes + 1),
                        min_size=image_size, max_size=image_size, image_mean=list(mean), image_std=list(std),
                        box_detections_per_img=max_detections, box_score_thresh=0.01,
                        rpn_pre_nms_top_n_train=proposals, rpn_post_nms_top_n_train=proposals,

@@ -52,6 +52,10 @@ def test_the_detector_keeps_kits_size_and_its_loss_is_the_sum_of_its_losses():
     images = torch.rand(2, 3, 64, 64)
     resized, _ = model.transform(list(images))
     assert resized.tensors.shape[-2:] == (64, 64)  # normalised and batched, not resized
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the box coders decode float32 deltas under mixed precision
+        scores, deltas = model.roi_heads.box_predictor(torch.rand(3, detection.HEAD))
+        logits, rpn_deltas = model.rpn.head([torch.rand(1, detection.FPN_CHANNELS, 8, 8)])
+    assert {scores.dtype, deltas.dtype, logits[0].dtype, rpn_deltas[0].dtype} == {torch.float32}
     batch = {"image": images, "boxes": torch.tensor([[[8.0, 8, 40, 40]], [[0, 0, 0, 0]]]),
              "labels": torch.tensor([[1], [-1]]), "scale": torch.tensor([[2.0, 2.0], [1.0, 1.0]])}
     objective = Detection(64, 2, tta=True, iou=0.55, keep=5, truth_width=2)
