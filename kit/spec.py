@@ -101,7 +101,7 @@ def metrics_where(**fields: Any) -> tuple[str, ...]:
 MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
 SPAN_METRICS = metrics_where(family="span")  # the spans template's
 TEXT_METRICS = metrics_where(family="text")  # the seq2seq template's
-BOX_METRICS = metrics_where(family="box")  # the detection template's, which is still to come (issue 40)
+BOX_METRICS = metrics_where(family="box")  # the detection template's (kit.pipelines.detection)
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -147,7 +147,9 @@ def metric_misfit(template: str, metric: str) -> str:
     if template != "seq2seq" and metric in TEXT_METRICS:
         return f"metric {metric} scores generated texts, which only the seq2seq template predicts"
     if template != "detection" and metric in BOX_METRICS:
-        return f"metric {metric} scores boxes on images, which only the detection template (still to come) predicts"
+        return f"metric {metric} scores boxes on images, which only the detection template predicts"
+    if template == "detection" and metric not in BOX_METRICS:
+        return f"metric {metric} does not score boxes: the detection template takes {', '.join(BOX_METRICS)}"
     return ""
 
 

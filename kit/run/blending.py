@@ -31,7 +31,11 @@ BLEND_RECORD, SUBMISSION = "blend.json", "submission.csv"
 
 
 def write_blend(session: Session, pipe: Pipeline, data: Any) -> pd.DataFrame:
-    """Predict with every run of the blend that kept its out-of-fold predictions, blend, check and write."""
+    """Predict with every run of the blend that kept its out-of-fold predictions, blend, check and write. A template
+    whose predictions are not rows of outputs (masks, boxes: kit.run.predictions keeps none for blends) is refused."""
+    if data.target.record.masks:
+        raise KitError(f"blend: the {session.template} template predicts masks or boxes, not a row of outputs per id, and "
+                       "keeps no predictions to blend; predict with one run (blend = [])")
     loaded, tests = [], []
     for source, run in session.blend:
         try:

@@ -238,7 +238,7 @@ class Kept:
     def refusal(self, pred: np.ndarray | TopK) -> str:
         """Why this run's predictions are not kept ("" if they are)."""
         if np.ndim(pred) > 2:
-            return (f"the {self.session.template} template predicts masks, pages or windows' logits, not a row per id: "
+            return (f"the {self.session.template} template predicts masks, pages, windows' logits or boxes, not a row per id: "
                     f"no {OOF} or {TEST_PRED} for blends")
         if len(pred) != len(self.data.sample):  # seq2seq: the model's tokens only, copy and a table answer the rest
             return (f"the {self.session.template} template predicts {len(pred)} of the sample's {len(self.data.sample)} "

@@ -27,7 +27,10 @@ MAX_BOXES = 100  # COCOeval's maxDets: boxes an image and class, by confidence
 AREA = (0.0, 1e10)  # COCOeval's "all" area range
 
 
-def score(metric: str, pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes]) -> float:
+def score(metric: str, pred, target) -> float:
+    """`pred`, `target`: lists of ImageBoxes, or the detection template's packed rows (kit.train.detection)."""
+    if isinstance(pred, np.ndarray):
+        pred, target = unpack(pred, target)
     if len(pred) != len(target):
         raise ValueError(f"{len(pred)} predicted images for {len(target)} true ones")
     if metric == "coco_map40":
@@ -37,6 +40,17 @@ def score(metric: str, pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes])
     if metric == "centre_f1":
         return centre_f1(pred, target)
     raise ValueError(f"metric {metric} is not a box metric")
+
+
+def unpack(pred: np.ndarray, target: np.ndarray) -> tuple[list[ImageBoxes], list[ImageBoxes]]:
+    """The detection template's packed rows (kit.train.detection: predictions (N, D, 6) x_min, y_min, x_max, y_max,
+    confidence, label; truth (N, G, 5); label -1 pads) -> ImageBoxes (predictions with confidences, truth without)."""
+    p_list, t_list = [], []
+    for i, (p, t) in enumerate(zip(np.asarray(pred), np.asarray(target))):
+        p, t = p[p[:, 5] >= 0], t[t[:, 4] >= 0]
+        p_list.append(ImageBoxes(str(i), p[:, :4].astype(np.float32), p[:, 5].astype(np.int64), p[:, 4].astype(np.float32)))
+        t_list.append(ImageBoxes(str(i), t[:, :4].astype(np.float32), t[:, 4].astype(np.int64)))
+    return p_list, t_list
 
 
 def pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:

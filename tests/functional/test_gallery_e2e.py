@@ -82,6 +82,10 @@ READ = {
     "hms-harmful-brain-activity-classification": ["recordings     69 labelled windows of 36 recordings: one row a recording",
                                                   "montage        16 bipolar channels (LL, LP, RP, RL) at 200 Hz",
                                                   "submission     soft: seizure_vote"],
+    "vinbigdata-chest-xray-abnormalities-detection": [  # DICOM files, three radiologists' boxes fused, No finding
+        "decode train: decoded 48 of 48 images onto 64 x 64 canvases",
+        "boxes of 14 classes (readers' boxes fused at IoU 0.55)",
+        "an image without boxes '14 1 0 0 1 1'"],
 }
 
 

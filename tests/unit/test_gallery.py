@@ -77,6 +77,7 @@ LISTINGS = {
     "tensorflow2-question-answering": "sample_submission.csv simplified-nq-test.jsonl simplified-nq-train.jsonl",
     "hms-harmful-brain-activity-classification": "example_figures sample_submission.csv test.csv test_eegs "
                                                  "test_spectrograms train.csv train_eegs train_spectrograms",
+    "vinbigdata-chest-xray-abnormalities-detection": "sample_submission.csv test train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -171,6 +172,9 @@ HEADERS = {
                      "gpd_vote,lrda_vote,grda_vote,other_vote",
         "test.csv": "spectrogram_id,eeg_id,patient_id",
         "sample_submission.csv": "eeg_id,seizure_vote,lpd_vote,gpd_vote,lrda_vote,grda_vote,other_vote"},
+    "vinbigdata-chest-xray-abnormalities-detection": {
+        "train.csv": "image_id,class_name,class_id,rad_id,x_min,y_min,x_max,y_max",
+        "sample_submission.csv": "image_id,PredictionString"},
 }
 
 

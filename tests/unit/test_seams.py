@@ -13,6 +13,7 @@ import pytest
 import kit.run
 from kit import templates
 from kit.build import skeleton
+from kit.pipelines import base
 from kit.run import blending, submission
 from kit.train.kinds import KINDS
 from kit.train.loop import fit
@@ -84,7 +85,8 @@ def test_the_notebooks_submission_verb_is_the_submission_rooms():
 
 def test_fold_prediction_has_a_room_of_its_own():
     from kit.run import ensemble
-    assert {"ensemble", "predict_fold", "accumulate", "mean", "finite"} <= set(vars(ensemble))
+    assert {"ensemble", "predict_fold", "finite"} <= set(vars(ensemble))
+    assert {"fold_sum", "fold_mean"} <= set(vars(base.Pipeline))  # how a template's folds are gathered (detection fuses)
     own = {n for n, f in vars(submission).items() if inspect.isfunction(f) and f.__module__ == submission.__name__}
     assert own == {"write_submission", "write_own"}
 

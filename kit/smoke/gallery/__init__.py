@@ -24,6 +24,7 @@ from kit.smoke.gallery import (
     photos,
     plants,
     quakes,
+    radiographs,
     scans,
     signals,
     skies,
@@ -83,6 +84,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "text-normalization-challenge-russian-language": normalizing.russian,
     "tensorflow2-question-answering": pages.tf2qa,
     "hms-harmful-brain-activity-classification": brains.hms,
+    "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
 }
 
 
