@@ -80,6 +80,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
     Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
+    # vesuvius-challenge-ink-detection: each fragment's F0.5 of its ink pixels, the mean over the fragments (its grader's)
+    Metric("f05", True, "mask", "kit.train.mask_metrics:score"),
 )}
 
 
