@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kit.data import rle
 from kit.errors import KitError
 
 BAND_BYTES = 2**26  # full-resolution mask bytes built at a time by `encode_reduced` (64 MB)
@@ -61,3 +62,25 @@ def encode_reduced(small: np.ndarray, reduce: int, height: int, width: int, orde
     apart = s[1:] != e[:-1]  # a run ending where the next starts crossed a band's edge: one run
     s, e = s[np.concatenate([[True], apart])], e[np.concatenate([apart, [True]])]
     return " ".join(f"{a + 1} {b - a}" for a, b in zip(s.tolist(), e.tolist()))
+
+
+def decode_reduced(code, height: int, width: int, reduce: int, where: str, order: str = "column") -> np.ndarray:
+    """The (ceil(height / reduce), ceil(width / reduce)) bool mask of a full-resolution code (kit.data.rle's), each
+    pixel the code's at the top left of its block: read a sampled column at a time, never the full mask."""
+    if order == "row":
+        return decode_reduced(code, width, height, reduce, where, "column").T
+    values = rle.numbers(code, where)
+    starts, ends = values[0::2] - 1, values[0::2] - 1 + values[1::2]
+    if len(starts) and (starts.min() < 0 or values[1::2].min() < 1 or ends.max() > height * width):
+        rle.decode(code, height, width, where, order)  # its one-line refusal, on the same runs
+    if len(starts) and np.any(starts[1:] < starts[:-1]):
+        order_ = np.argsort(starts, kind="stable")
+        starts, ends = starts[order_], ends[order_]
+    reach = np.maximum.accumulate(ends) if len(ends) else ends  # overlapping runs read as their union
+    rows = np.arange(0, height, reduce)
+    out = np.zeros((len(rows), -(-width // reduce)), bool)
+    for j, column in enumerate(range(0, width, reduce)):
+        pixels = column * height + rows
+        run = np.searchsorted(starts, pixels, side="right") - 1  # the last run starting at or before each pixel
+        out[:, j] = (run >= 0) & (pixels < reach[np.maximum(run, 0)]) if len(starts) else False
+    return out

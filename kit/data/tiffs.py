@@ -168,3 +168,33 @@ def tissue(rgb: np.ndarray, saturation: int = 40, darkest: int = 20, brightest: 
     sat = np.where(high > 0, (high - low) * 255 // np.maximum(high, 1), 0)
     mean = rgb.mean(-1)
     return (sat > saturation) & (mean > darkest) & (mean < brightest)
+
+
+def as_bytes(image: np.ndarray) -> np.ndarray:
+    """(h, w, 3) uint8 of a region: 16-bit scaled to bytes (/ 257), floats over [0, 1], grey repeated, alpha dropped."""
+    if image.dtype == np.uint16:
+        image = (image // 257).astype(np.uint8)
+    elif image.dtype.kind == "f":
+        image = np.rint(np.clip(image, 0.0, 1.0) * 255).astype(np.uint8)
+    image = image.astype(np.uint8, copy=False)
+    return np.repeat(image, 3, -1) if image.shape[-1] == 1 else image[..., :3]
+
+
+@dataclass(frozen=True)
+class Slides:
+    """The canvas reader (kit.data.canvas.Reader) of gigapixel TIFF images (hubmap's slides): each read whole at
+    1/`reduce` of its resolution, a block of rows at a time, as (h, w, 3) uint8; `full_size` is its own."""
+
+    reduce: int
+
+    def header(self, path: str) -> tuple[int, int, int]:
+        with Tiff(path) as image:
+            return -(-image.height // self.reduce), -(-image.width // self.reduce), 3
+
+    def full_size(self, path: str) -> tuple[int, int]:
+        with Tiff(path) as image:
+            return image.height, image.width
+
+    def read(self, path: str) -> np.ndarray:
+        with Tiff(path) as image:
+            return as_bytes(image.reduced(self.reduce))

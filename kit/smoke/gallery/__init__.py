@@ -24,6 +24,7 @@ from kit.smoke.gallery import (
     scans,
     signals,
     skies,
+    slides,
     sounds,
     texts,
     tweets,
@@ -76,6 +77,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "hubmap-kidney-segmentation": slides.hubmap,
+    "vesuvius-challenge-ink-detection": slides.vesuvius,
 }
 
 
