@@ -73,6 +73,12 @@ READ = {
     "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
                                      "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
                                      "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
+    "hubmap-kidney-segmentation": [  # gigapixel TIFFs in three layouts, read at 1/4
+        "decode train: decoded 6 of 6 images and their masks onto 100 x 128 canvases",
+        "submission     a run-length code per image in 'predicted', 2 rows"],
+    "vesuvius-challenge-ink-detection": [  # fragment folders of 65 layers, three read as channels
+        "decode train: decoded 2 of 2 images and their masks onto 192 x 144 canvases",
+        "submission     a run-length code per image in 'Predicted', 1 rows"],
 }
 
 

@@ -72,6 +72,8 @@ LISTINGS = {
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
     "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
                                     "train_noisy.zip",
+    "hubmap-kidney-segmentation": "HuBMAP-20-dataset_information.csv sample_submission.csv test train train.csv",
+    "vesuvius-challenge-ink-detection": "sample_submission.csv test train",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -159,6 +161,10 @@ HEADERS = {
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
+    "hubmap-kidney-segmentation": {"train.csv": "id,encoding", "sample_submission.csv": "id,predicted",
+                                   "test/sample_submission.csv": "id,predicted"},
+    "vesuvius-challenge-ink-detection": {"sample_submission.csv": "Id,Predicted",
+                                         "train/1/inklabels_rle.csv": "Id,Predicted"},
 }
 
 

@@ -88,3 +88,43 @@ def test_the_full_resolution_code_is_built_a_band_at_a_time(monkeypatch, reduce,
     assert stitch.encode_reduced(np.zeros_like(small), reduce, height, width, order) == ""
     with pytest.raises(KitError, match="is not a 37 x 53 image's"):
         stitch.encode_reduced(small[1:], reduce, height, width, order)
+
+
+def fragment(folder, layers=range(6), shape=(20, 24)):
+    (folder / "surface_volume").mkdir(parents=True)
+    for k in layers:
+        tifffile.imwrite(folder / "surface_volume" / f"{k:02d}.tif", np.full(shape, 257 * (10 + k), np.uint16))
+    return str(folder)
+
+
+def test_a_fragments_layers_are_its_channels_at_a_reduced_size(tmp_path):
+    from kit.data.layers import Layers
+
+    folder = fragment(tmp_path / "1")
+    reader = Layers((1, 3, 5), reduce=2)
+    assert reader.header(folder) == (10, 12, 3) and reader.full_size(folder) == (20, 24)
+    assert reader.read(folder)[0, 0].tolist() == [11, 13, 15]  # 16-bit / 257
+    assert Layers((3,)).read(folder)[0, 0].tolist() == [13, 13, 13]
+
+
+def test_a_missing_or_misfit_layer_is_one_line(tmp_path):
+    from kit.data.layers import Layers
+
+    with pytest.raises(KitError, match=r"surface_volume/07.tif: no such layer file; \[data\] layers = \[1, 4, 7\]"):
+        Layers((1, 4, 7)).read(fragment(tmp_path / "1"))
+    folder = fragment(tmp_path / "2", layers=(0, 1))
+    tifffile.imwrite(tmp_path / "2" / "surface_volume" / "02.tif", np.zeros((20, 25), np.uint16))
+    with pytest.raises(KitError, match="02.tif: 20 x 25 px, where layer 0 is 20 x 24"):
+        Layers((0, 1, 2)).header(folder)
+    tifffile.imwrite(tmp_path / "2" / "surface_volume" / "02.tif", np.zeros((20, 24, 3), np.uint8), photometric="rgb")
+    with pytest.raises(KitError, match="02.tif: a layer is one grey image, and this one has 3 channels"):
+        Layers((0, 1, 2)).header(folder)
+
+
+def test_a_full_resolution_code_is_read_at_the_reduced_size(monkeypatch):
+    rng = np.random.default_rng(3)
+    full = rng.random((37, 53)) < 0.4
+    for order in ("column", "row"):
+        assert np.array_equal(stitch.decode_reduced(rle.encode(full, order), 37, 53, 4, "x", order), full[::4, ::4])
+    with pytest.raises(KitError, match="train.csv row 2: run-length code runs past the image's end"):
+        stitch.decode_reduced("1 5000", 37, 53, 4, "train.csv row 2")

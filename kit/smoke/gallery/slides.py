@@ -120,7 +120,7 @@ def fragment(rng: np.random.Generator, path: Path, height: int, width: int, labe
     for layer in range(LAYERS):
         values = papyrus + rng.normal(0, 1800, (height, width))
         if layer in INK_LAYERS:
-            values = values + 6000 * ink
+            values = values + 12000 * ink
         tifffile.imwrite(path / "surface_volume" / f"{layer:02d}.tif", np.where(area, np.clip(values, 0, 65535), 0)
                          .astype(np.uint16))
     Image.fromarray(area.astype(np.uint8) * 255).save(path / "mask.png")
