@@ -1,10 +1,11 @@
-"""A whole gigapixel image's prediction stitched from its tiles at a reduced resolution, and its run-length code at
-the full resolution written without the full-resolution mask (segmentation: hubmap's slides, vesuvius' fragments).
+"""A gigapixel image's mask at a reduced resolution and its run-length code at the full one, without the
+full-resolution mask (segmentation: hubmap's slides, vesuvius' fragments, read at 1/reduce by kit.data.tiffs).
 
-At reduce 4 a 30,000 x 40,000 px slide is a 7,500 x 10,000 canvas: its sum of weighted probabilities in float32 and
-its weights in float16 take 450 MB, where the full-resolution mask alone would take 1.2 GB and its float32
-probabilities 4.8 GB. The code is counted over the full-resolution mask (each reduced pixel a block of
-reduce x reduce), built a band of columns (or rows) at a time, runs that cross a band's edge joined.
+At reduce 4 a 30,000 x 40,000 px slide is a 7,500 x 10,000 canvas (kit.data.canvas holds it, and kit.data.tiles
+blends its tiles' predictions over it), where the full-resolution mask alone would take 1.2 GB. The submission's
+code is counted over the full-resolution mask (each reduced pixel a block of reduce x reduce), built a band of
+columns (or rows) at a time, runs that cross a band's edge joined; the training codes are read the other way, a
+sampled column at a time.
 """
 from __future__ import annotations
 
@@ -14,27 +15,6 @@ from kit.data import rle
 from kit.errors import KitError
 
 BAND_BYTES = 2**26  # full-resolution mask bytes built at a time by `encode_reduced` (64 MB)
-
-
-class Stitched:
-    """One image's prediction at 1/reduce: tiles added where they lie, each pixel the weighted mean of the tiles
-    over it (kit.data.tiles' weights); pixels no tile covered read 0."""
-
-    def __init__(self, height: int, width: int):
-        self.total = np.zeros((height, width), np.float32)
-        self.weight = np.zeros((height, width), np.float16)
-
-    def add(self, top: int, left: int, prob: np.ndarray, weight: np.ndarray) -> None:
-        """Add a (t, t) tile of probabilities with its (t, t) weights at (top, left); the part past the canvas's
-        edge (a tile flush with the reflected border) is dropped."""
-        h, w = min(prob.shape[0], self.total.shape[0] - top), min(prob.shape[1], self.total.shape[1] - left)
-        self.total[top:top + h, left:left + w] += prob[:h, :w] * weight[:h, :w]
-        self.weight[top:top + h, left:left + w] += weight[:h, :w].astype(np.float16)
-
-    def mean(self) -> np.ndarray:
-        """(height, width) float32 probabilities."""
-        weight = self.weight.astype(np.float32)
-        return np.divide(self.total, weight, out=np.zeros_like(self.total), where=weight > 0)
 
 
 def encode_reduced(small: np.ndarray, reduce: int, height: int, width: int, order: str = "column") -> str:

@@ -160,16 +160,6 @@ class Tiff:
         return out
 
 
-def tissue(rgb: np.ndarray, saturation: int = 40, darkest: int = 20, brightest: int = 230) -> np.ndarray:
-    """(h, w) bool: the pixels of a uint8 RGB (or grey) tile that look like stained tissue: saturated (HSV's S above
-    `saturation` of 255) and neither background's white nor a slide's black border."""
-    rgb = rgb.astype(np.int16)
-    high, low = rgb.max(-1), rgb.min(-1)
-    sat = np.where(high > 0, (high - low) * 255 // np.maximum(high, 1), 0)
-    mean = rgb.mean(-1)
-    return (sat > saturation) & (mean > darkest) & (mean < brightest)
-
-
 def as_bytes(image: np.ndarray) -> np.ndarray:
     """(h, w, 3) uint8 of a region: 16-bit scaled to bytes (/ 257), floats over [0, 1], grey repeated, alpha dropped."""
     if image.dtype == np.uint16:
