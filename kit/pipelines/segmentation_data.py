@@ -297,6 +297,9 @@ def fill(data, pred: np.ndarray, folder: Path, reader: canvases.Reader | None = 
     codes, reduce = [], getattr(reader, "reduce", 1)
     for i, k in zip(o.image.tolist(), channel.tolist()):
         h, w = test.sizes[i]
+        area = reader.area(o.paths[i]) if h > 0 and hasattr(reader, "area") else None  # a fragment's, vesuvius'
+        if area is not None:
+            pred[i, k, :h, :w] &= area
         if reduce > 1 and h > 0:  # a gigapixel image's mask at 1/reduce: coded at its full size, a band at a time
             code = stitch.encode_reduced(pred[i, k, :h, :w], reduce, *reader.full_size(o.paths[i]), o.order)
         else:

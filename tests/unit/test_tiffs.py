@@ -115,3 +115,19 @@ def test_a_full_resolution_code_is_read_at_the_reduced_size(monkeypatch):
         assert np.array_equal(stitch.decode_reduced(rle.encode(full, order), 37, 53, 4, "x", order), full[::4, ::4])
     with pytest.raises(KitError, match="train.csv row 2: run-length code runs past the image's end"):
         stitch.decode_reduced("1 5000", 37, 53, 4, "train.csv row 2")
+
+
+def test_a_fragments_area_is_its_mask_png_at_the_reduced_size(tmp_path):
+    from PIL import Image
+
+    from kit.data.layers import Layers
+
+    folder = fragment(tmp_path / "1")
+    assert Layers((0,), 2).area(folder) is None  # no mask.png: ink anywhere
+    area = np.zeros((20, 24), np.uint8)
+    area[4:12, 6:20] = 255
+    Image.fromarray(area).save(tmp_path / "1" / "mask.png")
+    assert np.array_equal(Layers((0,), 2).area(folder), area[::2, ::2] > 0)
+    Image.fromarray(area[:, :20]).save(tmp_path / "1" / "mask.png")
+    with pytest.raises(KitError, match="mask.png: 20 x 20 px, where the fragment's layers are 20 x 24"):
+        Layers((0,), 2).area(folder)
