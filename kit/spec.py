@@ -186,13 +186,6 @@ def slice_offsets(offsets: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(offsets)
 
 
-def whole_factor(value: int) -> int:
-    """`[data] reduce`: 0 (images read whole) or a whole factor of 1 to 64."""
-    if not isinstance(value, int) or not 0 <= value <= 64:
-        raise ValueError("must be 0 (images read whole) or a whole reduce factor from 1 to 64 (such as 4)")
-    return value
-
-
 def layer_numbers(layers: tuple[int, ...]) -> tuple[int, ...]:
     """`[data] layers`: () or one or three whole layer numbers from 0."""
     if layers and (len(layers) not in (1, 3) or not all(isinstance(k, int) and k >= 0 for k in layers)):
@@ -242,12 +235,10 @@ class Data:
     # <case>/<case>_<day>/scans/ (a 16-bit PNG, kit.data.scans), read 2.5-D: the slices at these offsets in its scan
     # as the three channels ([-2, 0, 2]; [0] the slice alone); () = images are files named by their ids
     slices: tuple[int, ...] = setting((), normalize=slice_offsets)
-    # segmentation: images are gigapixel TIFFs (hubmap's slides; or `layers` folders) read a region at a time at
-    # 1/reduce of their resolution (kit.data.tiffs), masks read so too, and predictions coded at the full one; 0 =
-    # images are read whole
-    reduce: int = setting(0, normalize=whole_factor)
-    # segmentation: each image is a fragment's folder of surface_volume/NN.tif layers (vesuvius, kit.data.layers), and
-    # these three layer numbers (or one) are its channels; () = images are files
+    # segmentation: images are gigapixel TIFFs (or `layers` folders) read a region at a time at 1/reduce (kit.data.tiffs),
+    # masks so too, predictions coded at the full size; 0 = read whole. layers: each image is a fragment's folder of
+    # surface_volume/NN.tif layers (vesuvius, kit.data.layers), these three (or one) its channels; () = image files
+    reduce: int = setting(0, minimum=0, maximum=64)
     layers: tuple[int, ...] = setting((), normalize=layer_numbers)
     # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class
     # whose id is the image's alone); "" = classes, if any, end the ids (<image>_<class>)
