@@ -90,6 +90,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # hms-harmful-brain-activity-classification: KL divergence of the votes' distribution from the predicted one, each
     # row's sum over its voted classes, the prediction clipped to [1e-15, 1 - 1e-15] as the grader's scorer does
     Metric("kl_div", False, "probability", _M + "kl_div", soft=True),
+    # vesuvius-challenge-ink-detection: each fragment's F0.5 of its ink pixels, the mean over the fragments (its grader's)
+    Metric("f05", True, "mask", "kit.train.mask_metrics:score"),
 )}
 
 
@@ -201,6 +203,13 @@ def slice_offsets(offsets: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(offsets)
 
 
+def layer_numbers(layers: tuple[int, ...]) -> tuple[int, ...]:
+    """`[data] layers`: () or one or three whole layer numbers from 0."""
+    if layers and (len(layers) not in (1, 3) or not all(isinstance(k, int) and k >= 0 for k in layers)):
+        raise ValueError("must be one or three whole layer numbers of the surface volume (such as [29, 32, 35]), or []")
+    return tuple(layers)
+
+
 @dataclass(frozen=True)
 class Competition:
     slug: str = ""  # Kaggle competition slug: the kernel's competition_sources and its /kaggle/input folder
@@ -243,6 +252,11 @@ class Data:
     # <case>/<case>_<day>/scans/ (a 16-bit PNG, kit.data.scans), read 2.5-D: the slices at these offsets in its scan
     # as the three channels ([-2, 0, 2]; [0] the slice alone); () = images are files named by their ids
     slices: tuple[int, ...] = setting((), normalize=slice_offsets)
+    # segmentation: images are gigapixel TIFFs (or `layers` folders) read a region at a time at 1/reduce (kit.data.tiffs),
+    # masks so too, predictions coded at the full size; 0 = read whole. layers: each image is a fragment's folder of
+    # surface_volume/NN.tif layers (vesuvius, kit.data.layers), these three (or one) its channels; () = image files
+    reduce: int = setting(0, minimum=0, maximum=64)
+    layers: tuple[int, ...] = setting((), normalize=layer_numbers)
     # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class
     # whose id is the image's alone); "" = classes, if any, end the ids (<image>_<class>)
     class_column: str = ""
@@ -357,8 +371,9 @@ class Spec(Data, Competition):
         if spec.metric == "bias_auc" and not spec.identity_columns:
             raise KitError(f"{where}: metric bias_auc needs identity_columns, the training table's columns that mark "
                            "each row's subgroups (such as [\"male\", \"female\", \"black\", \"white\"])")
-        if spec.bands and spec.slices:
-            raise KitError(f"{where}: bands and slices are both set; an image is a record of bands or a scan's slice")
+        if sum(map(bool, (spec.bands, spec.slices, spec.layers))) > 1:
+            raise KitError(f"{where}: more than one of bands, slices and layers is set; an image is a record of bands, a "
+                           "scan's slice or a fragment's layers")
         if spec.identity_columns and spec.metric != "bias_auc":
             raise KitError(f"{where}: identity_columns are read by metric bias_auc only; remove them or set that metric")
         grouped = metric_record(spec.metric).grouped

@@ -116,7 +116,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
               "image_ext", "rle_order"),
              ("train", "sample_submission", "id_column", "target_column", "submission_columns", *_FOLD_READS, "train_images",
               "train_masks", "test_images", "image_ext", "mask_ext", "rle_order", "bands", "band_frame", "slices",
-              "class_column"),
+              "class_column", "reduce", "layers"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
              footprint="kit.pipelines.footprints:Segmentation", labels_table=False, kinds="kit.train.mask_kinds"),

@@ -20,6 +20,9 @@ SAID = (
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
     (r"\bglobal\W{0,4}dice", "global_dice"),  # contrails: "evaluated on the **global** [Dice coefficient]"
     (r"dice[^.]{0,40}hausdorff", "dice_hausdorff"),  # uw-madison: "the mean Dice coefficient and 3D Hausdorff distance"
+    # vesuvius: "a modified version of the Sørensen-Dice coefficient, where instead of using the F1 score, we are
+    # using the F0.5 score"
+    (r"(sørensen|dice)[\s\S]{0,250}?\bf0\.5\b|\bf0\.5 score", "f05"),
     (r"dice coefficient|dice score|dice similarity|sørensen", "dice"),
     (r"word[- ]level jaccard", "jaccard"),  # of texts' words (tweet-sentiment, chaii), not of masks
     (r"intersection over union|\bjaccard\b", "iou"),

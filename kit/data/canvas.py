@@ -27,7 +27,7 @@ from torch.utils.data import Dataset
 
 import kit
 from kit import files
-from kit.data import images, rle, tiles
+from kit.data import images, rle, stitch, tiles
 from kit.errors import KitError
 from kit.runtime import progress
 
@@ -268,10 +268,13 @@ class _DecodeJob:
     def _mask(self, i: int, size: tuple[int, int], out: np.memmap) -> tuple[set[int], bool]:
         m, (h, w) = self.masks, size
         where = m.names[i] if m.names else m.paths[i] if m.paths else self.paths[i]  # a mask file's fault names it
+        reduce = getattr(self.reader, "reduce", 1)  # a gigapixel reader's images are 1/reduce of their masks' size
+        full = self.reader.full_size(self.paths[i]) if reduce > 1 else (h, w)
         if m.codes:
             planes = np.zeros((h, w, m.channels), np.uint8)
             for channel, code in m.codes[i]:
-                planes[..., channel] |= rle.decode(code, h, w, where, m.order)
+                planes[..., channel] |= (stitch.decode_reduced(code, *full, reduce, where, m.order) if reduce > 1 else
+                                         rle.decode(code, h, w, where, m.order))
             out[i] = pad(planes, *self.canvas)
             return {0, 1}, True
         try:
@@ -283,9 +286,10 @@ class _DecodeJob:
                     array = np.asarray(im.convert(WITHOUT_ALPHA[im.mode]) if im.mode in WITHOUT_ALPHA else im)
         except (OSError, ValueError, SyntaxError) as e:
             raise KitError(f"{where}: the mask cannot be read ({' '.join(str(e).split())})") from None
-        if array.shape[:2] != (h, w):
-            raise KitError(f"{where}: the mask is {array.shape[1]} x {array.shape[0]} px and its image {w} x {h}; a mask "
-                           "must have its image's size")
+        if array.shape[:2] != full:
+            raise KitError(f"{where}: the mask is {array.shape[1]} x {array.shape[0]} px and its image {full[1]} x "
+                           f"{full[0]}; a mask must have its image's size")
+        array = array[::reduce, ::reduce]  # each block's top left pixel, as decode_reduced reads codes
         array = as_bytes(array, where)
         array = array[..., None] if array.ndim == 2 else array[..., :3]
         alike = bool(array.shape[-1] == 1 or (np.all(array == array[..., :1])))

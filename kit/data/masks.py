@@ -67,7 +67,7 @@ def class_order(names) -> tuple[str, ...]:
 
 class _Files:
     """Which names have a file `<name><ext>` in a folder (each asked once); with `records`, a folder of that name
-    (a record of band arrays, [data] bands)."""
+    (a record of band arrays, [data] bands; a fragment of layers, [data] layers)."""
 
     def __init__(self, folder: Path, ext: str, records: bool = False):
         self.folder, self.ext, self.known, self.records = folder, ext, {}, records
@@ -96,7 +96,7 @@ class _Slices:
 
 
 def _images(spec: Spec, folder: Path) -> _Files | _Slices:
-    return _Slices(folder) if spec.slices else _Files(folder, spec.image_ext, bool(spec.bands))
+    return _Slices(folder) if spec.slices else _Files(folder, spec.image_ext, bool(spec.bands or spec.layers))
 
 
 def _by_column(spec: Spec, table: pd.DataFrame, path: Path) -> tuple[pd.Series, pd.Series] | None:
@@ -127,7 +127,7 @@ def training(spec: Spec, data_dir: Path, log: Callable[[str], None]) -> Training
                            "(train) or the folder of masks (train_masks)")
         ext = spec.image_ext
         ids = sorted(p.name[: len(p.name) - len(ext)] for p in folder.iterdir()
-                     if (p.is_dir() if spec.bands else p.is_file()) and p.name.endswith(ext))
+                     if (p.is_dir() if spec.bands or spec.layers else p.is_file()) and p.name.endswith(ext))
         found = _mask_files(spec, data_dir, log)
         kept = [i for i in ids if found(i)]
         if not kept:

@@ -231,7 +231,8 @@ class SegmentationPipeline(base.Pipeline):
         """The sample's rows filled from the masks (or values) of `cut`; rows of the prior (no fold predicted):
         empty masks, or the training pages' mean value."""
         sub = data.sample.copy()
-        sub[data.output.column] = segmentation_data.fill(data, pred, self.session.output_dir)
+        sub[data.output.column] = segmentation_data.fill(data, pred, self.session.output_dir,
+                                                         segmentation_data.reader_of(self.session))
         if data.output.layout == "files":
             self.session.log(f"wrote {len(sub)} mask files under {self.session.output_dir}, as the sample names them "
                              f"(such as {sub[data.output.column].iloc[0]})")

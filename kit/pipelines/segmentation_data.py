@@ -9,10 +9,12 @@ import numpy as np
 from PIL import Image
 
 from kit import files
-from kit.data import bands, images, rle, scans, tiles
+from kit.data import bands, images, rle, scans, stitch, tiles
 from kit.data import canvas as canvases
 from kit.data import masks as layouts
 from kit.data.canvas import Canvas
+from kit.data.layers import Layers
+from kit.data.tiffs import Slides
 from kit.errors import KitError
 from kit.pipelines import base
 from kit.runtime import paths
@@ -44,8 +46,14 @@ def canvas_of(sizes: np.ndarray, tile: int) -> tuple[int, int]:
 
 
 def reader_of(s: Session) -> canvases.Reader | None:
-    """What reads an image that is not an image file: a record's bands, or a scan's slices (2.5-D)."""
-    return bands.reader(s.spec.bands, s.spec.band_frame) or scans.reader(s.spec.slices)
+    """What reads an image that is not an image file: a record's bands, a scan's slices (2.5-D), a fragment's
+    layers, or a gigapixel TIFF read a region at a time (both at 1/reduce)."""
+    spec = s.spec
+    if spec.layers:
+        return Layers(spec.layers, max(spec.reduce, 1))
+    if spec.reduce:
+        return Slides(spec.reduce)
+    return bands.reader(spec.bands, spec.band_frame) or scans.reader(spec.slices)
 
 
 def decode(s: Session, found: layouts.Training, output: layouts.Output, tile: int, pages: bool) -> tuple[Canvas, Canvas]:
@@ -262,7 +270,7 @@ def choose_cuts(s: Session, data, oof: list[dict]) -> list[mask_metrics.Cut]:
     return cuts
 
 
-def fill(data, pred: np.ndarray, folder: Path):
+def fill(data, pred: np.ndarray, folder: Path, reader: canvases.Reader | None = None):
     """The sample column's values from the cut masks (test images, classes, H, W) or a page's values; from the
     prior's rows (2-D: no fold predicted), empty masks or the mean page. Where the sample names files, each image's
     mask is written under `folder` as it names it, and the names stay."""
@@ -286,10 +294,17 @@ def fill(data, pred: np.ndarray, folder: Path):
         return [o.empty] * len(o.image)
     channel = (np.array([data.target.classes.index(name) for name in o.classes])[o.klass] if o.layout == "class"
                else np.zeros(len(o.image), np.int64))
-    codes = []
+    codes, reduce = [], getattr(reader, "reduce", 1)
     for i, k in zip(o.image.tolist(), channel.tolist()):
         h, w = test.sizes[i]
-        codes.append(rle.encode(pred[i, k, :h, :w], o.order) or o.empty)
+        area = reader.area(o.paths[i]) if h > 0 and hasattr(reader, "area") else None  # a fragment's, vesuvius'
+        if area is not None:
+            pred[i, k, :h, :w] &= area
+        if reduce > 1 and h > 0:  # a gigapixel image's mask at 1/reduce: coded at its full size, a band at a time
+            code = stitch.encode_reduced(pred[i, k, :h, :w], reduce, *reader.full_size(o.paths[i]), o.order)
+        else:
+            code = rle.encode(pred[i, k, :h, :w], o.order)
+        codes.append(code or o.empty)
     return codes
 
 

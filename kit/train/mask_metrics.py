@@ -15,6 +15,8 @@ the image size, and any cut's score is exact:
   sides left out of the mean, + 0.6 x (1 - the 3-D Hausdorff distance of each scan's masks). Overlap counts hold
   the Dice part alone (the distance needs each scan's masks whole: kit.train.volume_metrics scores a submission
   with both), so out of fold, and for the cut, it is scored by that Dice part, on its own scale of 0 to 1;
+- f05: vesuvius' (MLE-bench's grade.py, scikit-learn's fbeta_score with beta 0.5 on each fragment's pixels, the
+  mean over fragments): 1.25|A n B| / (0.25|B| + |A|), B the truth; 0 where both are empty (sklearn's zero_division);
 - map_iou: TGS's (MLE-bench's grade.py): the mean over IoU thresholds 0.5, 0.55, ..., 0.95 of whether the
   image's IoU passes it; 1 where both are empty, 0 for a prediction on an empty truth, and for an empty
   prediction on a non-empty truth that grader's IoU of true area / pixels (its histogram puts the empty
@@ -108,6 +110,9 @@ def per_pair(metric: str, area: np.ndarray, overlap: np.ndarray, true_area: np.n
     if metric in ("dice", "global_dice", "dice_hausdorff"):  # global_dice's pairs: see `pooled`
         total = area + true_area
         return np.where(both_empty, np.nan if metric == "dice_hausdorff" else 1.0, 2 * overlap / np.where(total > 0, total, 1))
+    if metric == "f05":  # precision weighs four times recall: (1 + b^2) TP / (b^2 |truth| + |prediction|)
+        total = 0.25 * true_area + area
+        return np.where(total > 0, 1.25 * overlap / np.where(total > 0, total, 1), 0.0)
     iou = np.where(union > 0, overlap / np.where(union > 0, union, 1), 0.0)
     if metric == "iou":
         return np.where(both_empty, 1.0, iou)

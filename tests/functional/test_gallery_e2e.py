@@ -86,6 +86,12 @@ READ = {
         "decode train: decoded 48 of 48 images onto 64 x 64 canvases",
         "boxes of 14 classes (readers' boxes fused at IoU 0.55)",
         "an image without boxes '14 1 0 0 1 1'"],
+    "hubmap-kidney-segmentation": [  # gigapixel TIFFs in three layouts, read at 1/4
+        "decode train: decoded 6 of 6 images and their masks onto 100 x 128 canvases",
+        "submission     a run-length code per image in 'predicted', 2 rows"],
+    "vesuvius-challenge-ink-detection": [  # fragment folders of 65 layers, three read as channels
+        "decode train: decoded 2 of 2 images and their masks onto 192 x 144 canvases",
+        "submission     a run-length code per image in 'Predicted', 1 rows"],
 }
 
 

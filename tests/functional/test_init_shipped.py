@@ -51,6 +51,8 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "vinbigdata-chest-xray-abnormalities-detection": "kit init does not draft the detection template yet (issue 40 "
                                                      "leaves it for a later round): it drafts a tabular config of "
                                                      "train.csv, which the data checks stop at (no test table)",
+    "vesuvius-challenge-ink-detection": "kit init finds no images in fragment folders of surface_volume/NN.tif layers "
+    "and no template for them: it does not draft [data] layers, nor inklabels.png inside each fragment's folder",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -71,6 +73,8 @@ EVALUATION = {
     "jaccard": "Submissions are scored on the word-level Jaccard score of the predicted and the true selected text.",
     "dice_hausdorff": "This competition is evaluated on the mean Dice coefficient and 3D Hausdorff distance.",
     "global_dice": "This competition is evaluated on the global Dice coefficient over all the test pixels.",
+    "f05": "We evaluate using a modified version of the Sørensen-Dice coefficient, where instead of using the F1 score, "
+           "we are using the F0.5 score.",
     "f1_micro": "Submissions are scored on the micro-averaged F1 score of the predicted labels.",
     "f2_samples": "Submissions are scored on the mean F2 score of each row's predicted labels.",
     "log_loss": "Submissions are evaluated with the multi-class logarithmic loss of the predicted probabilities.",

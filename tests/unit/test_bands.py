@@ -74,3 +74,13 @@ def test_an_empty_mask_is_written_as_the_sample_writes_it():
         rle.check_submission(pd.Series(["3 2", ""]), dashed, None)
     with pytest.raises(KitError, match=r"^submission row 3: run-length code '-' is not whole numbers"):
         rle.check_submission(pd.Series(["3 2", "-"]), blank, None)
+
+
+def test_reduce_and_layers_are_checked_at_the_config():
+    assert Spec.from_dict({**BASE, "reduce": 4, "layers": [29, 32, 35]}).layers == (29, 32, 35)
+    with pytest.raises(KitError, match="reduce"):
+        Spec.from_dict({**BASE, "reduce": 100})
+    with pytest.raises(KitError, match="layers"):
+        Spec.from_dict({**BASE, "layers": [1, 2]})
+    with pytest.raises(KitError, match="more than one of bands, slices and layers is set"):
+        Spec.from_dict({**BASE, "bands": "ash", "layers": [3]})

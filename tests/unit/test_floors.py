@@ -128,7 +128,7 @@ def test_the_kernel_zip_ships_no_build_module_and_everything_it_imports():
 # what only the segmentation template reads: masks, their run-length codes, canvases and tiles, and mask metrics
 SEGMENTATION_ONLY = ("kit.train.mask_metrics", "kit.train.mask_kinds", "kit.train.volume_metrics",
                      "kit.data.masks", "kit.data.rle", "kit.data.canvas", "kit.data.tiles", "kit.data.bands",
-                     "kit.data.scans")
+                     "kit.data.scans", "kit.data.tiffs", "kit.data.stitch")
 
 
 @pytest.mark.parametrize("template", ["cnn", "text", "tabular", "sequence"])

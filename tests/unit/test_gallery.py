@@ -78,6 +78,8 @@ LISTINGS = {
     "hms-harmful-brain-activity-classification": "example_figures sample_submission.csv test.csv test_eegs "
                                                  "test_spectrograms train.csv train_eegs train_spectrograms",
     "vinbigdata-chest-xray-abnormalities-detection": "sample_submission.csv test train train.csv",
+    "hubmap-kidney-segmentation": "HuBMAP-20-dataset_information.csv sample_submission.csv test train train.csv",
+    "vesuvius-challenge-ink-detection": "sample_submission.csv test train",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -175,6 +177,10 @@ HEADERS = {
     "vinbigdata-chest-xray-abnormalities-detection": {
         "train.csv": "image_id,class_name,class_id,rad_id,x_min,y_min,x_max,y_max",
         "sample_submission.csv": "image_id,PredictionString"},
+    "hubmap-kidney-segmentation": {"train.csv": "id,encoding", "sample_submission.csv": "id,predicted",
+                                   "test/sample_submission.csv": "id,predicted"},
+    "vesuvius-challenge-ink-detection": {"sample_submission.csv": "Id,Predicted",
+                                         "train/1/inklabels_rle.csv": "Id,Predicted"},
 }
 
 

@@ -150,6 +150,8 @@ def test_a_description_metric_the_template_cannot_score_falls_back_to_the_data(t
      "(IoU) thresholds.", "map_iou"),
     ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient.", "dice"),
     ("## Evaluation\nThis competition is evaluated on the **global** [Dice coefficient](https://x).", "global_dice"),
+    ("## Evaluation\nWe evaluate ... a modified version of the [Sørensen--Dice coefficient](https://en.wikipedia.org/x), "
+     "where instead of using the F1 score, we are using the F0.5 score.", "f05"),
     ("## Evaluation\nThis competition is evaluated on the mean Dice coefficient and 3D Hausdorff distance.",
      "dice_hausdorff"),
     ("## Evaluation\nSubmissions are scored on the intersection over union of the predicted and true masks.", "iou"),

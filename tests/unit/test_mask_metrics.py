@@ -1,5 +1,6 @@
 """Mask metrics from overlap counts, checked against reference computations: MLE-bench's TGS grader, smp's
 metrics, and plain masks cut by a flood fill written here."""
+import warnings
 from collections import deque
 
 import numpy as np
@@ -8,6 +9,7 @@ import segmentation_models_pytorch as smp
 import torch
 from graders import tgs_iou_metric
 from scipy import ndimage
+from sklearn.metrics import fbeta_score
 
 from kit import spec
 from kit.train import mask_metrics, metrics
@@ -49,6 +51,10 @@ def reference(metric, pred, truth):
     if metric == "map_iou":
         return tgs_iou_metric(truth.astype(np.uint8), pred.astype(np.uint8))
     a, b, both = pred.sum(), truth.sum(), (pred & truth).sum()
+    if metric == "f05":  # vesuvius' grader: scikit-learn's, 0 where it is ill-defined
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fbeta_score(truth.ravel(), pred.ravel(), beta=0.5)
     if a + b == 0:
         return 1.0
     return 2 * both / (a + b) if metric == "dice" else both / (a + b - both)

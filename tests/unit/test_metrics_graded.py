@@ -229,7 +229,7 @@ def test_mask_metrics_score_masks_only_and_masks_are_scored_by_them():
         with pytest.raises(KitError, match=rf"^competition: metric {metric} scores masks, which only the segmentation "):
             Spec.from_dict({"slug": "s", "template": template, "metric": metric})
     with pytest.raises(KitError, match=r"^competition: metric auc does not score masks: the segmentation template takes "
-                                       r"dice, iou, map_iou, global_dice, dice_hausdorff, or rmse for image to image; set "
+                                       r"dice, iou, map_iou, global_dice, dice_hausdorff, f05, or rmse for image to image; set "
                                        r"another metric or "
                                        r"template$"):
         Spec.from_dict({"slug": "s", "template": "segmentation", "metric": "auc"})

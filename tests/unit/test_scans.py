@@ -61,7 +61,7 @@ def test_slices_and_class_column_as_a_config_says_them():
     for wrong in ([-1, 1], [0, 1], [1, 2, 3]):
         with pytest.raises(KitError, match=r"slices .* must be one or three whole offsets holding 0"):
             Spec.from_dict({**BASE, "slices": wrong})
-    with pytest.raises(KitError, match=r"bands and slices are both set"):
+    with pytest.raises(KitError, match=r"more than one of bands, slices and layers is set"):
         Spec.from_dict({**BASE, "slices": [0], "bands": "ash"})
 
 

@@ -28,6 +28,7 @@ from kit.smoke.gallery import (
     scans,
     signals,
     skies,
+    slides,
     sounds,
     texts,
     tweets,
@@ -85,6 +86,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "tensorflow2-question-answering": pages.tf2qa,
     "hms-harmful-brain-activity-classification": brains.hms,
     "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
+    "hubmap-kidney-segmentation": slides.hubmap,
+    "vesuvius-challenge-ink-detection": slides.vesuvius,
 }
 
 

@@ -376,3 +376,31 @@ def vinbigdata(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 
 
 CHECKS["vinbigdata-chest-xray-abnormalities-detection"] = vinbigdata
+def hubmap(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: id and predicted, the length, the id set; a blank code read as no mask; each code decoded at its
+    slide's size (the answers' height_pixels and width_pixels; each within 400 x 512 here, the gallery's slides)."""
+    has_columns(sub, "id", "predicted")
+    same_length(sub, sample)
+    same_id_set(sub, sample, "id")
+    for code in sub["predicted"].astype(object).fillna(""):
+        mlebench_rle(code, 400, 512)
+
+
+CHECKS["hubmap-kidney-segmentation"] = hubmap
+
+
+def vesuvius(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: the length, then row by row in order the Id the answers', exactly Id and Predicted, and a code
+    that is text (a blank cell reads as NaN, which it refuses: an empty mask cannot be written blank) and decodes on
+    the fragment's transpose (within 144 x 136 here, the gallery's test fragment)."""
+    same_length(sub, sample)
+    require(list(sub.columns) == ["Id", "Predicted"] or set(sub.columns) == {"Id", "Predicted"},
+            f"its columns are {', '.join(map(str, sub.columns))}, not Id and Predicted")
+    require(bool((sub["Id"].astype(str).to_numpy() == sample["Id"].astype(str).to_numpy()).all()),
+            "its Ids are not the answers' in their order (the grader pairs rows by position)")
+    for code in sub["Predicted"]:
+        require(isinstance(code, str), f"Predicted {code!r} is not text (a blank cell reads as NaN)")
+        mlebench_rle(code, 136, 144)
+
+
+CHECKS["vesuvius-challenge-ink-detection"] = vesuvius
