@@ -15,6 +15,7 @@ from kit.smoke.gallery import (
     articles,
     bodies,
     catalogues,
+    detections,
     graders,
     grades,
     measures,
@@ -76,6 +77,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "siim-covid19-detection": detections.siim_covid,
+    "kuzushiji-recognition": detections.kuzushiji,
 }
 
 
