@@ -266,6 +266,34 @@ class SegmentationParams(TrainParams):
     patience: int = setting(5, minimum=0)
 
 
+@dataclass(frozen=True)
+class DetectionParams(TrainParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        "folds": "cross-validation folds of whole images; 1 is a single holdout split",
+        "tta": "predict each image mirrored too, the two views' boxes fused",
+    }
+
+    model_name: str = setting("resnet34", doc="the backbone: any timm model with features_only (under an FPN and Faster R-CNN)")
+    pretrained: bool = setting(True, doc="start the backbone from ImageNet weights")
+    weights_path: str = setting("", doc="local backbone weights file (an attached dataset or model) for internet-off runs")
+    image_size: int = setting(512, minimum=64, doc="side in pixels, a multiple of 32: every image is cached at it, boxes scaled")
+    crop_scale: float = setting(0.6, minimum=0.1, maximum=1.0,
+                                doc="smallest share of the side a training crop keeps (zoomed back; boxes cut to it)")
+    hflip: float = setting(0.5, minimum=0.0, maximum=1.0, doc="mirrored training images' share")
+    tta: bool = setting(True)
+    score_threshold: float = setting(0.0, minimum=0.0, maximum=1.0,
+                                     doc="boxes below this confidence are left out of the submission (mAP: keep 0)")
+    fusion_iou: float = setting(0.55, minimum=0.05, maximum=0.95,
+                                doc="IoU above which boxes of views, folds or readers fuse into one (weighted box fusion)")
+    max_detections: int = setting(100, minimum=1, doc="boxes an image keeps at most, by confidence")
+    sync_bn: bool | str = sync_bn_setting()
+    epochs: int = setting(20, minimum=1)
+    lr: float = setting(2e-4, minimum=0.0)
+    weight_decay: float = setting(1e-4, minimum=0.0)
+    ema: bool = setting(False)
+    patience: int = setting(5, minimum=0)
+
+
 def doc(cls: type[TrainParams], name: str) -> str:
     """What parameter `name` means in template class `cls`: the class's own word for it, else its field's doc
     (a subclass that changes only a default keeps the doc of the field it overrides)."""

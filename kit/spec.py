@@ -90,7 +90,7 @@ def metrics_where(**fields: Any) -> tuple[str, ...]:
 
 MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with rmse for image to image
 SPAN_METRICS = metrics_where(family="span")  # the spans template's
-BOX_METRICS = metrics_where(family="box")  # the detection template's, which is still to come (issue 40)
+BOX_METRICS = metrics_where(family="box")  # the detection template's (kit.pipelines.detection)
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -132,7 +132,9 @@ def metric_misfit(template: str, metric: str) -> str:
     if template != "spans" and metric in SPAN_METRICS:
         return f"metric {metric} scores spans of text, which only the spans template predicts"
     if template != "detection" and metric in BOX_METRICS:
-        return f"metric {metric} scores boxes on images, which only the detection template (still to come) predicts"
+        return f"metric {metric} scores boxes on images, which only the detection template predicts"
+    if template == "detection" and metric not in BOX_METRICS:
+        return f"metric {metric} does not score boxes: the detection template takes {', '.join(BOX_METRICS)}"
     return ""
 
 

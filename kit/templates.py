@@ -112,6 +112,13 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),
              footprint="kit.pipelines.footprints:Segmentation", labels_table=False, kinds="kit.train.mask_kinds"),
+    Template("detection", params.DetectionParams,
+             ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
+             ("train", "sample_submission", "id_column", "target_column", "submission_columns", "train_images",
+              "test_images", "image_ext"),
+             "kit.pipelines.detection:DetectionPipeline", "kit.smoke.detection:make_dataset", channels_last=False,
+             packages=("pydicom==3.0.2",), footprint="kit.pipelines.footprints:Detection", labels_table=False,
+             kinds="kit.train.box_kinds"),
 )}
 
 

@@ -153,6 +153,15 @@ class Pipeline(abc.ABC):
                                  rows["target"], rows.get("weight"), rows.get("groups"))
         return Judged(score, baseline, targets.prior_name(data.target, metric), threshold=threshold)
 
+    def fold_sum(self, total: np.ndarray | TopK | None, pred: np.ndarray | TopK) -> np.ndarray | TopK:
+        """The folds' test predictions gathered, one fold at a time (kit.run.ensemble): here `sum_folds`. Detection
+        sets its folds' boxes side by side."""
+        return sum_folds(total, pred)
+
+    def fold_mean(self, total: np.ndarray | TopK | None, n: int) -> np.ndarray | TopK | None:
+        """The ensemble of `n` folds' gathered predictions: here `mean_folds`. Detection fuses their boxes."""
+        return mean_folds(total, n)
+
     def cut(self, data: Any, pred: np.ndarray | TopK, oof: list[dict]) -> np.ndarray | TopK:
         """The ensemble's predictions as the submission's values: label probabilities cut into label sets (or,
         under bias_auc, toxic) where the folds' out-of-fold rows (`oof`, a list of their validation rows) score
@@ -161,6 +170,28 @@ class Pipeline(abc.ABC):
         if metric in metrics.THRESHOLDED and data.target.multilabel:
             return metrics.apply_cut(metric, pred, label_cut(self.session, oof))
         return pred
+
+
+def sum_folds(total: np.ndarray | TopK | None, pred: np.ndarray | TopK) -> np.ndarray | TopK:
+    """The running sum of the folds' predictions: the first fold's array itself, then added to in place (rows of
+    the likeliest classes: over the union of the classes each keeps, none let go before the last fold)."""
+    if total is None:
+        return pred
+    if isinstance(total, TopK):  # the union, up to UNION classes a row (5 folds' 32 each would be 160)
+        return topk.weighted_sum([total, pred], [1.0, 1.0], k=min(total.index.shape[1] + pred.index.shape[1], topk.UNION))
+    np.add(total, pred, out=total, casting="unsafe")
+    return total
+
+
+def mean_folds(total: np.ndarray | TopK | None, n: int) -> np.ndarray | TopK | None:
+    """The sum of `n` folds' predictions divided in place."""
+    if total is None or n == 1:
+        return total
+    if isinstance(total, TopK):
+        total.value /= n
+    else:
+        np.divide(total, n, out=total, casting="unsafe")
+    return total
 
 
 def label_cut(session: Session, oof: list[dict]) -> metrics.Cut:

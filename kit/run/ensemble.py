@@ -18,7 +18,6 @@ from kit.runtime.precision import Precision
 from kit.runtime.recovery import free_memory, halving
 from kit.runtime.run_folder import RunFolder
 from kit.runtime.session import Session
-from kit.train import topk
 from kit.train.topk import TopK
 
 
@@ -26,7 +25,8 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
              kept: predictions.Kept | None = None) -> tuple[np.ndarray | TopK | None, list[int]]:
     """Mean of the test predictions of every fold checkpoint in the run's `folder`, and which folds took part
     (their validation rows appended to `oof`, and each fold's predictions written by `kept` for blends, when
-    given). One fold's predictions are in memory at a time beside the running sum, which is added to in place
+    given), gathered by the pipeline's `fold_sum` and `fold_mean`. One fold's predictions are in memory at a time
+    beside the running sum, which is added to in place
     (Severstal's test masks are 5.9 GB a fold). Each fold predicts in the precision it was trained in (a fold that
     fell back to fp32 may overflow in fp16)."""
     total, used = None, []
@@ -50,7 +50,7 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
             continue
         if kept is not None:  # written before the sum takes over its memory
             kept.add(fold, pred, state.get("rows"))
-        total = accumulate(total, pred)
+        total = pipe.fold_sum(total, pred)
         del pred
         used.append(fold)
         if oof is not None and state.get("rows"):
@@ -58,29 +58,7 @@ def ensemble(session: Session, pipe: Pipeline, data: Any, folder: Path, oof: lis
         session.log(f"predicted the test set with fold {fold + 1} ({state.get('unit', 'epoch')} {state['epoch']}, "
                     f"score {state['score']:.4f}, "
                     f"{precision.name})")
-    return mean(total, len(used)), used
-
-
-def accumulate(total: np.ndarray | TopK | None, pred: np.ndarray | TopK) -> np.ndarray | TopK:
-    """The running sum of the folds' predictions: the first fold's array itself, then added to in place (rows of
-    the likeliest classes: over the union of the classes each keeps, none let go before the last fold)."""
-    if total is None:
-        return pred
-    if isinstance(total, TopK):  # the union, up to UNION classes a row (5 folds' 32 each would be 160)
-        return topk.weighted_sum([total, pred], [1.0, 1.0], k=min(total.index.shape[1] + pred.index.shape[1], topk.UNION))
-    np.add(total, pred, out=total, casting="unsafe")
-    return total
-
-
-def mean(total: np.ndarray | TopK | None, n: int) -> np.ndarray | TopK | None:
-    """The sum of `n` folds' predictions divided in place."""
-    if total is None or n == 1:
-        return total
-    if isinstance(total, TopK):
-        total.value /= n
-    else:
-        np.divide(total, n, out=total, casting="unsafe")
-    return total
+    return pipe.fold_mean(total, len(used)), used
 
 
 def predict_fold(session: Session, pipe: Pipeline, data: Any, model, precision: Precision, batch_size: int,

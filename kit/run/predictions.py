@@ -238,7 +238,7 @@ class Kept:
     def refusal(self, pred: np.ndarray | TopK) -> str:
         """Why this run's predictions are not kept ("" if they are)."""
         if np.ndim(pred) > 2:
-            return (f"the {self.session.template} template predicts masks, pages or windows' logits, not a row per id: "
+            return (f"the {self.session.template} template predicts masks, pages, windows' logits or boxes, not a row per id: "
                     f"no {OOF} or {TEST_PRED} for blends")
         t = self.data.target
         oof = sum(len(v) for _, v in self.pipe.split(self.data))

@@ -27,7 +27,12 @@ MAX_BOXES = 100  # COCOeval's maxDets: boxes an image and class, by confidence
 AREA = (0.0, 1e10)  # COCOeval's "all" area range
 
 
-def score(metric: str, pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes]) -> float:
+def score(metric: str, pred, target) -> float:
+    """`pred`, `target`: lists of ImageBoxes, or the detection template's packed rows (kit.train.detection)."""
+    if isinstance(pred, np.ndarray):
+        from kit.train.detection import unpack  # the same floor; imported where packed rows are scored
+
+        pred, target = unpack(pred, target)
     if len(pred) != len(target):
         raise ValueError(f"{len(pred)} predicted images for {len(target)} true ones")
     if metric == "coco_map40":

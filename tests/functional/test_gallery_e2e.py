@@ -73,6 +73,10 @@ READ = {
     "freesound-audio-tagging-2019": ["unpack         train_noisy.zip: 24 entries",
                                      "extra train    24 clips of train_noisy.csv, trained on with noisy_weight",
                                      "train          72 clips, 80 labels", "submission     multi: Accelerating_and_revving"],
+    "vinbigdata-chest-xray-abnormalities-detection": [  # DICOM files, three radiologists' boxes fused, No finding
+        "decode train: decoded 48 of 48 images onto 64 x 64 canvases",
+        "boxes of 14 classes (readers' boxes fused at IoU 0.55)",
+        "an image without boxes '14 1 0 0 1 1'"],
 }
 
 

@@ -72,6 +72,7 @@ LISTINGS = {
     "mlsp-2013-birds": "essential_data sample_submission.csv supplemental_data",
     "freesound-audio-tagging-2019": "sample_submission.csv test.zip train_curated.csv train_curated.zip train_noisy.csv "
                                     "train_noisy.zip",
+    "vinbigdata-chest-xray-abnormalities-detection": "sample_submission.csv test train train.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {
@@ -159,6 +160,9 @@ HEADERS = {
                         "supplemental_data/segment_features.txt": "rec_id,[histogram of segment features]"},
     "freesound-audio-tagging-2019": {"train_curated.csv": "fname,labels", "train_noisy.csv": "fname,labels",
                                      "sample_submission.csv": "fname," + ",".join(sounds.FREESOUND_CLASSES)},
+    "vinbigdata-chest-xray-abnormalities-detection": {
+        "train.csv": "image_id,class_name,class_id,rad_id,x_min,y_min,x_max,y_max",
+        "sample_submission.csv": "image_id,PredictionString"},
 }
 
 

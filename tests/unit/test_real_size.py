@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from kit.pipelines import base
 from kit.pipelines.base import label_cut, submission_frame
 from kit.run import blend, ensemble, kept, predictions
 from kit.runtime import checkpoint
@@ -35,6 +36,8 @@ class MaskPipe:
     def predict(self, model, data, precision, batch_size):
         self.calls += 1
         return np.full(self.shape, 0.25 * self.calls, np.float16)
+
+    fold_sum, fold_mean = base.Pipeline.fold_sum, base.Pipeline.fold_mean
 
 
 def folds_on_disk(folder, n):
@@ -99,8 +102,8 @@ def test_the_mean_of_folds_kept_so_is_the_dense_mean_where_a_fold_kept_the_class
     kept_rows = [topk.of(d, 32) for d in dense]
     total = None
     for part in kept_rows:
-        total = ensemble.accumulate(total, part)
-    mean = ensemble.mean(total, 3)
+        total = base.sum_folds(total, part)
+    mean = base.mean_folds(total, 3)
     exact = sum(p.dense() for p in kept_rows) / 3  # each fold's kept classes, the rest 0
     assert np.array_equal(mean.argmax(), exact.argmax(1))
     assert np.allclose(mean.dense(), exact, atol=1e-6)  # every class some fold kept, none let go on the way
@@ -242,6 +245,7 @@ def test_runs_keeping_rows_alike_or_not_blend_on_their_likeliest_classes(tmp_pat
 
 
 class LabelsPipe:
+    fold_sum, fold_mean = base.Pipeline.fold_sum, base.Pipeline.fold_mean
     """A pipeline whose every fold predicts dense label probabilities of the test rows (iMet's shape)."""
 
     def __init__(self, rows, labels, seed=0):

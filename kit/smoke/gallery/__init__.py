@@ -22,6 +22,7 @@ from kit.smoke.gallery import (
     photos,
     plants,
     quakes,
+    radiographs,
     scans,
     signals,
     skies,
@@ -77,6 +78,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "predict-volcanic-eruptions-ingv-oe": quakes.volcano,
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
+    "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
     "siim-covid19-detection": detections.siim_covid,
     "kuzushiji-recognition": detections.kuzushiji,
 }

@@ -313,6 +313,29 @@ def volcano(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
 CHECKS["predict-volcanic-eruptions-ingv-oe"] = volcano
 
 
+def vinbigdata(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
+    """Its grade.py: image_id and PredictionString, the image_id set (every test image); each string split on single
+    spaces into floats (a blank cell reads as NaN, which has no split; a double space is an empty float), six a box,
+    the class an integer id (int(pred[0])). Beside the grader: every image once (a repeated row scores its boxes
+    twice), and finite numbers."""
+    has_columns(sub, "image_id", "PredictionString")
+    same_id_set(sub, sample, "image_id")
+    require(not sub["image_id"].duplicated().any(), "an image_id is repeated")
+    for image_id, text in zip(sub["image_id"], sub["PredictionString"]):
+        require(isinstance(text, str), f"{image_id}: PredictionString {text!r} is not text (a blank cell reads as NaN)")
+        try:
+            values = np.array(list(map(float, text.split(" "))))
+        except ValueError:
+            raise Invalid(f"{image_id}: PredictionString {text[:40]!r} is not numbers split by single spaces") from None
+        require(len(values) % 6 == 0, f"{image_id}: {len(values)} numbers, not six a box")
+        require(bool(np.isfinite(values).all()), f"{image_id}: PredictionString holds NaN or inf")
+        classes = values[0::6]
+        require(bool((classes == np.round(classes)).all()), f"{image_id}: a class id that is not whole")
+
+
+CHECKS["vinbigdata-chest-xray-abnormalities-detection"] = vinbigdata
+
+
 def siim_covid(sub: pd.DataFrame, sample: pd.DataFrame) -> None:
     """Its grade.py: the length, id and PredictionString, the sorted ids, then each string split into groups of six
     (label, confidence and four corners as floats): a blank cell (NaN) fails its strip, a short group its indexing."""

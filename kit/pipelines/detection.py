@@ -1,0 +1,276 @@
+"""Object detection: torchvision's Faster R-CNN on a timm backbone with an FPN (kit.models.detection).
+
+Data path: the training table's boxes read into one record per image (kit.data.boxes; images without boxes kept as
+negatives), several readers' boxes on one image fused (weighted box fusion at `fusion_iou`: vinbigdata's three
+radiologists a image); every image (DICOM windowed to uint8 by kit.data.dicom, or a picture) decoded once at
+`image_size` x `image_size` into the image cache, its boxes scaled by its own factors. Training batches move as uint8
+to the GPU, where a random scale and crop and a flip move the boxes with the pixels (kit.data.box_augment). Validation
+predicts as the test set is predicted (the image and its mirror, fused) and scores the metric on the original pixels
+(kit.train.detection); the test set's boxes are fused over views, then over folds (`fold_sum`, `fold_mean`), and
+written in the sample's string format (kit.data.box_strings).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from kit.data import box_strings
+from kit.data.box_augment import BoxTransform
+from kit.data.canvas import Canvas, CanvasRows
+from kit.data.loaders import DeviceLoader, host_loader
+from kit.errors import KitError
+from kit.models import detection as models
+from kit.pipelines import base, detection_data
+from kit.runtime import hub, paths, runs
+from kit.runtime.session import Session
+from kit.train import box_kinds, cv
+from kit.train.detection import Detection, fuse_views, pack
+from kit.train.targets import Target
+
+
+@dataclass
+class DetectionData:
+    ids: np.ndarray  # training image ids
+    usable: np.ndarray  # rows that decoded: what folds split
+    strata: np.ndarray  # each row's stratum: 0 no box, else 1 + its commonest class
+    boxes: np.ndarray  # (N, G, 4) float32 corners in the cached pixels
+    labels: np.ndarray  # (N, G) int64, -1 padding
+    target: Target
+    sample: pd.DataFrame
+    train: Canvas | None  # None in predict mode
+    test: Canvas  # the sample's images, in its order
+    recipe: dict  # target, classes, nothing, side, truth_width, prior
+    identity: str = ""
+    groups: np.ndarray | None = None
+
+
+class DetectionPipeline(base.Pipeline):
+    def __init__(self, session: Session):
+        super().__init__(session)
+        self._pretrained_failed = False
+
+    # -- data -------------------------------------------------------------------------------------------
+    def _sample(self):
+        s = self.session
+        if not s.spec.id_column:
+            raise KitError("[data] id_column is empty; the detection template finds each test image by the sample "
+                           "submission's ids: name that column")
+        sample, path = base.read_sample(s)
+        columns = base.sample_targets(sample, s.spec, path)
+        if len(columns) != 1:
+            raise KitError(f"{path.name}: the detection template fills one column of box strings, and it has "
+                           f"{len(columns)} ({', '.join(columns[:4])}); name it in [data] submission_columns")
+        return sample, columns[0]
+
+    def load(self) -> DetectionData:
+        s, p = self.session, self.p
+        if p.image_size % 32:
+            raise KitError(f"image_size = {p.image_size}: the detector's feature maps need a multiple of 32")
+        sample, column = self._sample()
+        test_files = detection_data.image_paths(s, s.spec.test_images, sample[s.spec.id_column].astype(str))
+        if s.trained is not None:
+            recipe = s.trained.recipe
+            test = detection_data.decode(s, test_files, p.image_size, "test")
+            none = np.zeros(0, np.int64)
+            data = DetectionData(none.astype(str), none, none, np.zeros((0, 1, 4), np.float32), np.zeros((0, 1), np.int64),
+                                 Target(**recipe["target"]), sample, None, test, recipe)
+            s.log(self.describe(data))
+            return data
+        labels, table_path = detection_data.read_labels(s)
+        records = detection_data.fused(labels, p.fusion_iou)
+        ids = np.array([r.image_id for r in records])
+        train = detection_data.decode(s, detection_data.image_paths(s, s.spec.train_images, ids), p.image_size, "train")
+        test = detection_data.decode(s, test_files, p.image_size, "test")
+        boxes, box_labels, width = detection_data.padded(records, train.sizes, p.image_size)
+        nothing, _ = detection_data.nothing_class(sample, column, labels.classes)
+        kind = box_kinds.NOTHING.name if nothing >= 0 else box_kinds.BOXES.name
+        if nothing >= 0 and nothing < len(labels.classes):
+            raise KitError(f"the sample writes class {nothing} for an image without findings, and the training boxes "
+                           f"hold it as a finding (classes 0 to {len(labels.classes) - 1})")
+        classes = labels.classes + tuple(str(k) for k in range(len(labels.classes), max(nothing, 0)))  # those none drew
+        target = Target(kind, (column,), classes)
+        usable = np.array([i for i in range(len(ids)) if i not in train.bad], dtype=np.int64)
+        strata = np.array([0 if not len(r.labels) else 1 + int(np.bincount(r.labels).argmax()) for r in records])
+        groups = np.array([r.group for r in records]) if any(r.group for r in records) else None
+        recipe = {"target": base.target_record(target), "classes": len(classes), "nothing": nothing,
+                  "side": p.image_size, "truth_width": width + 1, "prior": [0.0]}
+        identity = runs.digest(ids, usable, boxes, box_labels, np.array(classes, dtype=str))
+        data = DetectionData(ids, usable, strata, boxes, box_labels, target, sample, train, test, recipe, identity, groups)
+        s.log(self.describe(data))
+        return data
+
+    def check_data(self) -> None:
+        s = self.session
+        sample, _ = self._sample()
+        detection_data.read_labels(s)
+        detection_data.image_paths(s, s.spec.train_images, [])
+        detection_data.image_paths(s, s.spec.test_images, [])
+
+    def describe(self, data: DetectionData) -> str:
+        lines = []
+        if data.train is not None:
+            n = (data.labels[data.usable] >= 0).sum(1)
+            lines.append(f"train          {len(data.usable)} images, {int(n.sum())} boxes of {data.recipe['classes']} "
+                         f"classes (readers' boxes fused at IoU {self.p.fusion_iou}), {(n == 0).mean():.0%} without a box")
+        lines.append(f"test           {data.test.count} images, cached at {self.p.image_size} x {self.p.image_size} px")
+        empty = box_kinds.nothing_string(data.target)
+        lines.append(f"submission     box strings in '{data.target.columns[0]}'; an image without boxes "
+                     f"{repr(empty) if empty else 'empty'}")
+        return "\n".join(lines)
+
+    def show_samples(self, data: DetectionData, n: int = 12):
+        import matplotlib.pyplot as plt
+
+        predict = data.train is None
+        source, pool = (data.test, np.arange(data.test.count)) if predict else (data.train, data.usable)
+        rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)] if len(pool) else pool
+        pictures, _ = source.read(rows)
+        cols = max(1, min(6, len(rows)))
+        fig, axes = plt.subplots(max(1, -(-len(rows) // cols)), cols, figsize=(2.2 * cols, 2.3), squeeze=False)
+        for ax in axes.flat:
+            ax.axis("off")
+        for ax, row, picture in zip(axes.flat, rows, pictures):
+            ax.imshow(picture)
+            if not predict:
+                for (x0, y0, x1, y1), k in zip(data.boxes[row], data.labels[row]):
+                    if k >= 0:
+                        ax.add_patch(plt.Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, color="red", lw=1))
+        fig.savefig(self.session.output_dir / "samples.png", dpi=80)
+        return fig
+
+    def split(self, data: DetectionData) -> list[tuple[np.ndarray, np.ndarray]]:
+        rows = data.usable
+        groups = None if data.groups is None else data.groups[rows]
+        folds = cv.make_folds(len(rows), self.p.folds, self.p.seed, classes=data.strata[rows] if len(rows) else None,
+                              groups=groups)
+        return [(rows[tr], rows[v]) for tr, v in folds]
+
+    # -- model ------------------------------------------------------------------------------------------
+    def model(self, data: DetectionData, pretrained: bool = True, fit_rows: np.ndarray | None = None) -> nn.Module:
+        s, p = self.session, self.p
+        args = (p.model_name, data.recipe["classes"], p.image_size, p.max_detections)
+        if pretrained and p.weights_path:
+            model = models.create(*args, weights=paths.find_weights(p.weights_path))
+        elif pretrained and p.pretrained and not self._pretrained_failed:
+            try:
+                if not hub.fetchable(p.model_name):
+                    raise KitError("offline, and no local copy")
+                model = models.create(*args, pretrained=True)
+            except Exception as e:  # the hub's download fails in many types: offline, DNS, HTTP, cache
+                self._pretrained_failed = True
+                s.warn(f"pretrained weights for {p.model_name} could not be loaded ({str(e).splitlines()[0][:120]}); "
+                       "training from random init. With the internet off, attach the weights and set weights_path")
+                model = models.create(*args)
+        else:
+            model = models.create(*args)
+        return model.to(s.device)
+
+    def objective(self, data: DetectionData) -> Detection:
+        r = data.recipe
+        return Detection(r["side"], r["nothing"], self.p.tta, self.p.fusion_iou, self.p.max_detections, r["truth_width"])
+
+    # -- batches ----------------------------------------------------------------------------------------
+    def batches(self, data: DetectionData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
+                test: bool = False, shard: tuple[int, int] = (0, 1), precision=None, workers: int | None = None):
+        s = self.session
+        source = data.test if test else data.train
+        dataset = BoxRows(source, rows, None if test else (data.boxes, data.labels), data.recipe["side"])
+        loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
+                             pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
+        transform = BoxTransform(train, self.p.image_size, self.p.crop_scale, self.p.hflip, seed)
+        return DeviceLoader(loader, s.device, transform, prefetch=s.setup.prefetch)
+
+    def trial_rows(self, data: DetectionData) -> np.ndarray:
+        return data.usable
+
+    def predict_rows(self, data: DetectionData) -> int:
+        return data.test.count * (2 if self.p.tta else 1)
+
+    # -- prediction -------------------------------------------------------------------------------------
+    def predict(self, model: nn.Module, data: DetectionData, precision, batch_size: int) -> np.ndarray:
+        """(test images, max_detections, 6) packed boxes in the cached pixels, views fused."""
+        objective = self.objective(data)
+        t = data.test
+        batches = self.batches(data, np.arange(t.count), train=False, batch_size=batch_size, test=True)
+        parts = [pred for _, pred in base.predictions(model, batches, precision, lambda m, b: objective.infer(m, b["image"]))]
+        return np.concatenate(parts) if parts else pack([], self.p.max_detections)
+
+    def fold_sum(self, total, pred):
+        """The folds' boxes side by side (fused by `fold_mean`)."""
+        return pred if total is None else np.concatenate([total, pred], axis=1)
+
+    def fold_mean(self, total, n: int):
+        """Each image's boxes of `n` folds fused into one set (weighted box fusion, a box one fold of n found at
+        1/n of its confidence)."""
+        if total is None or n == 1 or total.ndim != 3:
+            return total
+        rows = []
+        for image in total:
+            found = image[image[:, 5] >= 0]
+            view = {"boxes": found[:, :4], "scores": found[:, 4], "labels": found[:, 5].astype(np.int64)}
+            rows.append(fuse_views([view, {k: v[:0] for k, v in view.items()}], self.p.fusion_iou,
+                                   self.p.max_detections, sources=n))
+        return pack(rows, self.p.max_detections)
+
+    def judge(self, data: DetectionData, rows: dict, metric: str) -> base.Judged:
+        """The out-of-fold score, and the score of writing every image as one without boxes."""
+        from kit.train import metrics
+
+        score = metrics.score(metric, rows["pred"], rows["target"])
+        empty = np.zeros_like(rows["pred"][:, :1])
+        empty[..., 5] = -1
+        if data.recipe["nothing"] >= 0:
+            empty[:, 0] = [0, 0, 1, 1, 1, data.recipe["nothing"]]
+        return base.Judged(score, metrics.score(metric, empty, rows["target"]), "an image without boxes everywhere")
+
+    def cut(self, data: DetectionData, pred, oof: list[dict]):
+        return pred
+
+    def submission(self, data: DetectionData, pred: np.ndarray) -> pd.DataFrame:
+        """Each test image's boxes above score_threshold in its own pixels, `label conf x_min y_min x_max y_max`;
+        the nothing-found class beside them where the sample writes one; rows of the prior: an image without boxes."""
+        sub = data.sample.copy()
+        column, target = data.target.columns[0], data.target
+        if pred.ndim != 3:
+            sub[column] = box_kinds.nothing_string(target)
+            return sub[list(data.sample.columns)]
+        cells = []
+        for i, image in enumerate(pred):
+            h, w = data.test.sizes[i]
+            side = data.recipe["side"]
+            found = image[(image[:, 5] >= 0) & (image[:, 4] >= self.p.score_threshold)]
+            boxes = found[:, :4] * np.array([w / side, h / side, w / side, h / side], np.float32)
+            boxes = np.clip(boxes, 0, [w, h, w, h]) if h > 0 else boxes
+            labels, scores = found[:, 5].astype(np.int64).tolist(), found[:, 4]
+            if data.recipe["nothing"] >= 0:
+                conf = 1.0 - float(scores.max(initial=0.0))
+                boxes = np.concatenate([boxes, np.array([[0, 0, 1, 1]], np.float32)])
+                labels, scores = labels + [data.recipe["nothing"]], np.append(scores, conf)
+            cells.append(box_strings.detections_string(labels, scores, boxes, box_kinds.nothing_string(target)))
+        sub[column] = cells
+        return sub[list(data.sample.columns)]
+
+
+class BoxRows(CanvasRows):
+    """A canvas's rows with their padded boxes, and each image's factors back to its own pixels ("scale")."""
+
+    def __init__(self, canvas: Canvas, rows: np.ndarray, boxes: tuple[np.ndarray, np.ndarray] | None, side: int):
+        super().__init__(canvas, rows)
+        self.boxes, self.side = boxes, side
+
+    def __getitems__(self, items: list[int]) -> dict[str, torch.Tensor]:
+        rows = self.rows[np.asarray(items, dtype=np.int64)]
+        pictures, _ = self.canvas.read(rows)
+        sizes = self.canvas.sizes[rows].astype(np.float32)
+        scale = np.stack([sizes[:, 1], sizes[:, 0]], 1) / self.side
+        batch = {"image": torch.from_numpy(np.ascontiguousarray(pictures)), "row": torch.from_numpy(rows),
+                 "scale": torch.from_numpy(scale)}
+        if self.boxes is not None:
+            batch["boxes"] = torch.from_numpy(self.boxes[0][rows])
+            batch["labels"] = torch.from_numpy(self.boxes[1][rows])
+        return batch
+

@@ -1,0 +1,66 @@
+"""The detection template's own steps on small arrays: packed box rows scored as the box metrics score ImageBoxes,
+the nothing-found class read from the sample and added to every image's rows, folds' boxes fused (not averaged), the
+model's transform leaving kit's size alone, and a training step's loss the sum of the detector's."""
+import numpy as np
+import pandas as pd
+import torch
+
+from kit.data.boxes import ImageBoxes
+from kit.pipelines import detection_data
+from kit.train import box_metrics, metrics
+from kit.train.detection import Detection, fuse_views, pack, unpack, with_nothing
+
+
+def test_packed_rows_score_as_the_image_boxes_they_hold():
+    truth = [ImageBoxes("a", np.array([[10, 10, 40, 40]], np.float32), np.array([0])),
+             ImageBoxes("b", np.zeros((0, 4), np.float32), np.zeros(0, np.int64))]
+    pred = [ImageBoxes("a", np.array([[11, 9, 41, 40], [60, 60, 70, 70]], np.float32), np.array([0, 0]),
+                       np.array([0.9, 0.2], np.float32)),
+            ImageBoxes("b", np.array([[5, 5, 9, 9]], np.float32), np.array([0]), np.array([0.3], np.float32))]
+    p = pack([(x.boxes, x.scores, x.labels) for x in pred], 4)
+    t = pack([(x.boxes, np.ones(len(x.labels), np.float32), x.labels) for x in truth], 2)[..., [0, 1, 2, 3, 5]]
+    back_p, back_t = unpack(p, t)
+    assert [len(x.labels) for x in back_p] == [2, 1] and [len(x.labels) for x in back_t] == [1, 0]
+    for metric in ("coco_map40", "voc_map50", "centre_f1"):
+        assert metrics.score(metric, p, t) == box_metrics.score(metric, pred, truth)
+
+
+def test_the_sample_names_its_nothing_class_and_every_image_carries_it():
+    sample = pd.DataFrame({"image_id": ["a", "b"], "PredictionString": "14 1 0 0 1 1"})
+    assert detection_data.nothing_class(sample, "PredictionString", tuple(map(str, range(14))))[0] == 14
+    plain = pd.DataFrame({"image_id": ["a"], "labels": [""]})
+    assert detection_data.nothing_class(plain, "labels", ("U+0041",))[0] == -1
+    boxes, scores, labels = with_nothing(np.array([[1, 2, 3, 4]], np.float32), np.array([0.8], np.float32),
+                                         np.array([3]), 14)
+    assert labels.tolist() == [3, 14] and np.allclose(scores, [0.8, 0.2]) and boxes[1].tolist() == [0, 0, 1, 1]
+
+
+def test_two_folds_boxes_of_one_object_fuse_into_one_and_a_box_one_fold_saw_loses_half_its_confidence():
+    one = {"boxes": np.array([[10, 10, 30, 30], [50, 50, 60, 60]], np.float32), "scores": np.array([0.8, 0.6], np.float32),
+           "labels": np.array([1, 1])}
+    two = {"boxes": np.array([[12, 10, 32, 30]], np.float32), "scores": np.array([0.8], np.float32), "labels": np.array([1])}
+    boxes, scores, labels = fuse_views([one, two], iou=0.5, keep=10)
+    assert len(boxes) == 2 and np.allclose(boxes[0], [11, 10, 31, 30]) and np.allclose(scores, [0.8, 0.3])
+
+
+def test_the_detector_keeps_kits_size_and_its_loss_is_the_sum_of_its_losses():
+    from kit.models import detection
+
+    torch.manual_seed(0)
+    model = detection.create("test_resnet.r160_in1k", 2, 64, max_detections=5)
+    images = torch.rand(2, 3, 64, 64)
+    resized, _ = model.transform(list(images))
+    assert resized.tensors.shape[-2:] == (64, 64)  # normalised and batched, not resized
+    batch = {"image": images, "boxes": torch.tensor([[[8.0, 8, 40, 40]], [[0, 0, 0, 0]]]),
+             "labels": torch.tensor([[1], [-1]]), "scale": torch.tensor([[2.0, 2.0], [1.0, 1.0]])}
+    objective = Detection(64, 2, tta=True, iou=0.55, keep=5, truth_width=2)
+    model.train()
+    out = objective(model, batch)
+    assert out["loss"].requires_grad and out["loss"] > 0
+    model.eval()
+    with torch.no_grad():
+        found = objective(model, batch)["output"]
+    rows = objective.rows(found, batch)
+    assert rows["pred"].shape == (2, 6, 6) and rows["target"].shape == (2, 2, 5)
+    t = rows["target"].numpy()
+    assert t[0, 0].tolist() == [16, 16, 80, 80, 1] and t[1, 0].tolist() == [0, 0, 1, 1, 2]  # original pixels; nothing
