@@ -15,7 +15,6 @@ from kit.smoke.gallery import (
     articles,
     bodies,
     catalogues,
-    detections,
     graders,
     grades,
     measures,
@@ -79,8 +78,6 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "mlsp-2013-birds": sounds.birds,
     "freesound-audio-tagging-2019": sounds.freesound,
     "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
-    "siim-covid19-detection": detections.siim_covid,
-    "kuzushiji-recognition": detections.kuzushiji,
 }
 
 
