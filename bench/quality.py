@@ -23,6 +23,8 @@ held-out rows, whose answers only this file knows, and are scored there.
   calls        2 s synthetic calls and tones at 8 kHz in class folders; audio, timm's test_resnet on log-mels against a
                plain loop (the same log-mel on the CPU, Adam, no augmentation); accuracy on 200 held-out clips
                (bench/audio_quality.py)
+  shapes       64 px images with 1 to 3 squares, discs and rings in vinbigdata's layout; detection, Faster R-CNN on timm's
+               test_resnet against a plain torchvision loop; mAP@0.5 on 64 held-out images (bench/detect_quality.py)
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%; the
 tabular rows, AUC within 0.005, log loss and RMSE within 5%. Prints one table, writes JSON to --out; exit 1
@@ -56,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import audio_quality  # noqa: E402
+import detect_quality  # noqa: E402
 import gunpoint_quality  # noqa: E402
 import segmentation_quality  # noqa: E402
 import spans_quality  # noqa: E402
@@ -66,8 +69,8 @@ from kit.spec import Spec, greater_is_better  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 # the rows' groups in the table's order, and the order --jobs starts them in (the longest first)
-GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio")
-LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "spans", "gunpoint")
+GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio", "detection")
+LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "detection", "spans", "gunpoint")
 FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
 
 
@@ -244,7 +247,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="output/quality.json")
     ap.add_argument("--work", default=".quality", help="data, kit's outputs and logs (replaced on each run)")
     ap.add_argument("--only", default="", help="comma-separated rows to run: cnn, lstm, transformer, gunpoint, tabular "
-                                               "(or mixed: only its small mixed tables), segmentation, spans, audio")
+                                               "(or mixed: only its small mixed tables), segmentation, spans, audio, "
+                                               "detection")
     ap.add_argument("--jobs", type=int, default=1, help="run the rows' groups in this many processes at once, each "
                                                         "on one thread (make quality: 2)")
     args = ap.parse_args(argv)
@@ -293,6 +297,8 @@ def main(argv=None) -> int:
         rows += spans_quality.rows(work, run_kit, Row, plain_loop)
     if not only or "audio" in only:
         rows += audio_quality.rows(work, run_kit, Row, plain_loop)
+    if not only or "detection" in only:
+        rows += detect_quality.rows(work, run_kit, Row, plain_loop)
     return report(rows, Path(args.out))
 
 
