@@ -9,7 +9,7 @@ last three feature maps, at 64 px, of the same sizes (an FPN of 128 channels, a 
 epochs at the same peak learning rate. kit runs the built notebook (`kit run` on vinbigdata's config, the shapes
 written in its layout: 12-bit DICOM files, a row a box; folds = 1 (a fifth held out to choose the epoch: with 2
 folds each model trained on half the images for half the steps and lost, docs/benchmarks.md), the template's
-defaults: box-aware flips and scales, the best epoch by the config's coco_map40, the folds' boxes fused). The plain
+defaults: box-aware flips and scales, the best epoch by the config's coco_map40). The plain
 loop, as a competitor writes it from torchvision's detection tutorial: the timm body and torchvision's
 FeaturePyramidNetwork, one anchor size a level (16 to 128 px) at three aspect ratios, torchvision's heads at those
 widths, 128 proposals an image (torchvision's 2,000, with 512 of them sampled, are for 800 px photographs: a minute
