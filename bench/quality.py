@@ -26,6 +26,8 @@ held-out rows, whose answers only this file knows, and are scored there.
   tokens       text normalization's layout, English tokens (numbers, years, abbreviations, measures, plain words); seq2seq,
                copy + table + a tiny T5 against copy + table alone and against the T5 alone; exact-match accuracy on 100
                held-out sentences (bench/normalize_quality.py)
+  shapes       64 px images with 1 to 3 squares, discs and rings in vinbigdata's layout; detection, Faster R-CNN on timm's
+               test_resnet against a plain torchvision loop; mAP@0.5 on 64 held-out images (bench/detect_quality.py)
 
 A row passes when kit scores at least as well as the plain loop: accuracy within 0.01, MAE within 10%; the
 tabular rows, AUC within 0.005, log loss and RMSE within 5%. Prints one table, writes JSON to --out; exit 1
@@ -59,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import audio_quality  # noqa: E402
+import detect_quality  # noqa: E402
 import gunpoint_quality  # noqa: E402
 import normalize_quality  # noqa: E402
 import segmentation_quality  # noqa: E402
@@ -70,8 +73,8 @@ from kit.spec import Spec, greater_is_better  # noqa: E402
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 # the rows' groups in the table's order, and the order --jobs starts them in (the longest first)
-GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio", "seq2seq")
-LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "spans", "seq2seq", "gunpoint")
+GROUPS = ("cnn", "lstm", "transformer", "gunpoint", "tabular", "segmentation", "spans", "audio", "seq2seq", "detection")
+LONGEST_FIRST = ("tabular", "segmentation", "transformer", "lstm", "cnn", "audio", "detection", "seq2seq", "spans", "gunpoint")
 FEATURES = ["R", "C", "time_step", "u_in", "u_out"]
 
 
@@ -248,7 +251,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="output/quality.json")
     ap.add_argument("--work", default=".quality", help="data, kit's outputs and logs (replaced on each run)")
     ap.add_argument("--only", default="", help="comma-separated rows to run: cnn, lstm, transformer, gunpoint, tabular "
-                                               "(or mixed: only its small mixed tables), segmentation, spans, audio")
+                                               "(or mixed: only its small mixed tables), segmentation, spans, audio, "
+                                               "detection")
     ap.add_argument("--jobs", type=int, default=1, help="run the rows' groups in this many processes at once, each "
                                                         "on one thread (make quality: 2)")
     args = ap.parse_args(argv)
@@ -299,6 +303,8 @@ def main(argv=None) -> int:
         rows += audio_quality.rows(work, run_kit, Row, plain_loop)
     if not only or "seq2seq" in only:
         rows += normalize_quality.rows(work, run_kit, Row)
+    if not only or "detection" in only:
+        rows += detect_quality.rows(work, run_kit, Row, plain_loop)
     return report(rows, Path(args.out))
 
 

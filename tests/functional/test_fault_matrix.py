@@ -1,10 +1,10 @@
 """The faults a GPU raises, injected into the real run on the CPU (kit.runtime.faults), under fp16 with a live
 GradScaler and under bf16: each run ends with a valid submission, every fold trained, and no process left.
 
-The run is the notebook's own sequence of calls (set-up, data, training, submission) in this process, with
-the dog-breed smoke data (the audio template's, out of memory in a step and in prediction and NaN losses, with
-whale redux's); the same faults through a built notebook and its workers are in
-test_parallel_e2e.py and test_interrupt_e2e.py."""
+The run is the notebook's own sequence of calls (set-up, data, training, submission) in this process, with the
+dog-breed smoke data (the audio template's, out of memory in a step and in prediction and NaN losses, with whale
+redux's; the detection template's, the same three, with vinbigdata's); the same faults through a built notebook and
+its workers are in test_parallel_e2e.py and test_interrupt_e2e.py."""
 import dataclasses
 import multiprocessing
 
@@ -233,4 +233,41 @@ def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_
     sample = pd.read_csv(folder / "sampleSubmission.csv")
     written = pd.read_csv(out / "submission.csv")
     assert written["clip"].tolist() == sample["clip"].tolist() and written["probability"].between(0, 1).all()
+DETECTION = "vinbigdata-chest-xray-abnormalities-detection"
+DETECTION_FAULTS = {  # the detection template's batches (padded boxes, a list of targets a step) through the same faults
+    "oom.step:2": "out of memory at 16 samples per step; now micro-batches of 8",
+    "oom.predict:1": "fold 1: out of memory predicting; now batches of 16",
+    "nan.amp:1-": "non-finite losses keep coming under fp16; falling back to fp32 and redoing epoch 1",
+}
+
+
+@pytest.fixture(scope="module")
+def chest_data(tmp_path_factory):
+    from kit import config, smoke
+
+    cfg = config.load(DETECTION)
+    folder = tmp_path_factory.mktemp("chest") / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=0)
+    return cfg, folder
+
+
+@pytest.mark.parametrize("fault", list(DETECTION_FAULTS))
+def test_the_detection_template_survives_a_fault(tmp_path, chest_data, fault):
+    from kit.smoke.gallery import graders
+
+    cfg, folder = chest_data
+    values = {**cfg.parameters(smoke=True), "epochs": 1, "folds": 2, "precision": "fp16", "data_dir": str(folder),
+              "output_dir": str(tmp_path / "out")}  # one epoch: each fault strikes in it (CI's time)
+    faults.arm(fault)
+    try:
+        session = start("detection", values)
+        pipe = create_pipeline(session)
+        data = pipe.load()
+        cv = train_folds(session, pipe, data)
+        write_submission(session, pipe, data)
+    finally:
+        faults.arm("")
+    assert DETECTION_FAULTS[fault] in (session.output_dir / "kit.log").read_text()
+    assert cv.finished == [0, 1] and not cv.error
+    graders.check(DETECTION, tmp_path / "out" / "submission.csv", folder / "sample_submission.csv")
     assert multiprocessing.active_children() == []
