@@ -243,6 +243,9 @@ class Data:
     # segmentation: the run-length codes' pixel order, read and written: "column" (down each column, then the next:
     # TGS, Severstal, HuBMAP and MLE-bench's graders) or "row" (along each row: Carvana's)
     rle_order: str = setting("column", choices=("column", "row"))
+    # segmentation: the code an empty mask is written as where its grader refuses a blank cell (vesuvius': "1 1", a
+    # pixel); "" = as the sample writes one ("-" where it does, contrails'), else blank
+    empty_mask: str = ""
     # segmentation: each image is a record's folder of band_XX.npy arrays (height, width, time steps), read as
     # three channels (kit.data.bands): "ash" (contrails' false colour of bands 11, 14, 15) or three band numbers
     # ("11 14 15"); "" = images are files

@@ -115,7 +115,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "sample_submission", "id_column", "target_column", "train_images", "train_masks", "test_images",
               "image_ext", "rle_order"),
              ("train", "sample_submission", "id_column", "target_column", "submission_columns", *_FOLD_READS, "train_images",
-              "train_masks", "test_images", "image_ext", "mask_ext", "rle_order", "bands", "band_frame", "slices",
+              "train_masks", "test_images", "image_ext", "mask_ext", "rle_order", "empty_mask", "bands", "band_frame", "slices",
               "class_column", "reduce", "layers"),
              "kit.pipelines.segmentation:SegmentationPipeline", "kit.smoke.segmentation:make_dataset", channels_last=True,
              names="kit.models.segmentation:check_params", packages=("segmentation-models-pytorch==0.6.0",),

@@ -59,6 +59,14 @@ class Output:
     empty: str = ""  # "image", "class": an empty mask's code, "-" where the sample writes it so (contrails')
 
 
+def empty_code(spec: Spec, sample: pd.Series) -> str:
+    """An empty mask's code: [data] empty_mask where set (checked as a code), else as the sample writes one."""
+    if spec.empty_mask:
+        rle.numbers(spec.empty_mask, "[data] empty_mask")
+        return spec.empty_mask
+    return rle.empty_code(sample)
+
+
 def class_order(names) -> tuple[str, ...]:
     """Class names sorted as numbers where they all are ("1" to "4"), else as text."""
     unique = sorted(set(map(str, names)))
@@ -234,9 +242,9 @@ def output(spec: Spec, data_dir: Path, sample: pd.DataFrame, sample_path: Path, 
         classes = class_order(klass)
         return Output(layout, column, names, [images.path(n) for n in names], rows,
                       klass.map(classes.index).to_numpy(np.int64), classes=classes, order=spec.rle_order,
-                      empty=rle.empty_code(sample[column]))
+                      empty=empty_code(spec, sample[column]))
     return Output(layout, column, names, [images.path(n) for n in names], rows, np.zeros(len(rows), np.int64),
-                  order=spec.rle_order, empty=rle.empty_code(sample[column]))
+                  order=spec.rle_order, empty=empty_code(spec, sample[column]))
 
 
 def names_files(values: pd.Series) -> bool:

@@ -3,6 +3,7 @@ pyramid, channel-first pages with leading axes of one, strips) read the same pix
 or by block means; one line for a file that is not one image; a reduced mask's
 full-resolution code built a band at a time, and a full-resolution code read at the reduced size (kit.data.stitch)."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from kit.data import rle, stitch, tiffs
@@ -131,3 +132,29 @@ def test_a_fragments_area_is_its_mask_png_at_the_reduced_size(tmp_path):
     Image.fromarray(area[:, :20]).save(tmp_path / "1" / "mask.png")
     with pytest.raises(KitError, match="mask.png: 20 x 20 px, where the fragment's layers are 20 x 24"):
         Layers((0,), 2).area(folder)
+
+
+@pytest.mark.parametrize("predicted", ["nothing", "no ink"])
+def test_an_empty_ink_mask_is_written_as_vesuvius_grader_reads_one(tmp_path, predicted):
+    """Its grader refuses a blank cell (read back as NaN, not text): a fragment without ink, predicted or the prior's
+    where no fold trained, is written as [data] empty_mask's one pixel, which it accepts."""
+    from kit import config, smoke
+    from kit.pipelines import create_pipeline
+    from kit.pipelines.segmentation_data import fill
+    from kit.run import start
+    from kit.smoke.gallery import graders
+
+    cfg = config.load("vesuvius-challenge-ink-detection")
+    folder = tmp_path / cfg.spec.slug
+    smoke.make_dataset(cfg.spec, folder, seed=0)
+    session = start("segmentation", {**cfg.parameters(smoke=True), "data_dir": str(folder),
+                                     "output_dir": str(tmp_path / "out")})
+    data = create_pipeline(session).load()
+    count = len(data.output.ids)
+    pred = (np.zeros((count, 1)) if predicted == "nothing"
+            else np.zeros((count, 1, *data.test.sizes.max(0)), dtype=bool))
+    codes = fill(data, pred, tmp_path)
+    assert codes == ["1 1"] * len(data.sample)
+    path = tmp_path / "submission.csv"
+    pd.DataFrame({"Id": data.sample["Id"], "Predicted": codes}).to_csv(path, index=False)
+    graders.check("vesuvius-challenge-ink-detection", path, folder / "sample_submission.csv")
