@@ -263,6 +263,9 @@ class Data:
     # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class
     # whose id is the image's alone); "" = classes, if any, end the ids (<image>_<class>)
     class_column: str = ""
+    # the sample names an id on several rows (hms': a row per test window of a recording), each given its id's
+    # prediction; false = its ids are unique, and a repeat is refused
+    sample_repeats: bool = False
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""

@@ -76,7 +76,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("layout", "train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
              (*_TABLE_READS, *_FOLD_READS, "layout", "train_images", "test_images", "image_ext", "image_path",
               "test_image_path", "label_pattern", "class_folders", "identity_columns", "label_lists", "clip_table",
-              "split_table", "label_separator", "extra_train", "extra_images"),
+              "split_table", "label_separator", "extra_train", "extra_images", "sample_repeats"),
              "kit.pipelines.audio:AudioPipeline", "kit.smoke.audio:make_dataset", channels_last=True,
              footprint="kit.pipelines.footprints:Audio", kinds="kit.train.audio_kinds"),
     Template("lstm", params.LstmParams, _SEQUENCE_KEYS, _SEQUENCE_READS, "kit.pipelines.sequence:SequencePipeline",

@@ -42,19 +42,11 @@ def grouped(rows: pd.DataFrame, id_column: str, columns: list[str], keep: list[s
     return table.reset_index()
 
 
-def read_sample(s) -> tuple[pd.DataFrame, Path]:
-    """The sample submission, whose ids repeat (a row per test window of a recording): present, not unique."""
-    path = archives.find_file(s.data_dir, s.spec.sample_submission, "sample submission", log=s.log)
-    sample = tables.read_table(path, s.spec.id_column)
-    tables.require_columns(sample, [s.spec.id_column], path)
-    return sample, path
-
-
 def read(s, target: Target | None = None) -> tuple:
     """(sample, training table (one row a recording), target, fold keys, training windows, test windows, clips):
     `clips` maps each sample row to its test recording. Predict mode (`target` given): no training table."""
     spec, cap = s.spec, int(round(s.params.max_seconds * eeg.RATE))
-    sample, sample_path = read_sample(s)
+    sample, sample_path = base.read_sample(s)  # its ids repeat: [data] sample_repeats
     columns = list(target.columns) if target else base.sample_targets(sample, spec, sample_path)
     absent = [c for c in columns if c not in sample.columns]
     if absent:

@@ -235,7 +235,8 @@ def prior(data: Any) -> np.ndarray:
 
 
 def read_sample(session: Session) -> tuple[pd.DataFrame, Path]:
-    """The sample submission, its ids (where [data] names an id column) present and unique."""
+    """The sample submission, its ids (where [data] names an id column) present and unique (unless [data]
+    sample_repeats: hms' rows of a recording's test windows)."""
     spec = session.spec
     path = archives.find_file(session.data_dir, spec.sample_submission, "sample submission", log=session.log)
     sample = tables.read_table(path, spec.id_column or None)
@@ -246,7 +247,7 @@ def read_sample(session: Session) -> tuple[pd.DataFrame, Path]:
             pairs = sample[spec.id_column].astype(str) + " " + sample[spec.class_column].astype(str)
             tables.require_unique(pd.DataFrame({f"{spec.id_column} and {spec.class_column}": pairs}),
                                   f"{spec.id_column} and {spec.class_column}", path)
-        else:
+        elif not spec.sample_repeats:
             tables.require_unique(sample, spec.id_column, path)
     return sample, path
 

@@ -113,3 +113,32 @@ def test_predict_mode_reads_the_samples_repeated_ids_as_one_recording_each(tmp_p
     _, table, target, (groups, _), train, _, _ = audio_eeg.read(session)
     assert target.kind == "soft" and len(table) == 6 and len(groups) == 6
     assert all(w.frames <= 4000 for w in train)
+
+
+def test_recordings_that_cannot_be_read_still_give_the_prior_its_grader_accepts(tmp_path):
+    """No EEG folder: nothing trains, and the fallback writes the training votes' mean distribution on every row of
+    the sample, whose eeg_ids repeat ([data] sample_repeats; the shared sample check refused them, so the data's
+    error stood and no submission was written)."""
+    import shutil
+
+    from kit import config, smoke
+    from kit.pipelines import create_pipeline
+    from kit.run import start, train_folds, write_submission
+    from kit.run.fallback import load_data
+    from kit.smoke.gallery import graders
+
+    cfg = config.load("hms-harmful-brain-activity-classification")
+    folder = tmp_path / "data"
+    smoke.make_dataset(cfg.spec, folder, seed=0)
+    shutil.rmtree(folder / "train_eegs")
+    session = start("audio", {**cfg.parameters(smoke=True), "data_dir": str(folder), "output_dir": str(tmp_path / "out")})
+    pipe = create_pipeline(session)
+    data = load_data(session, pipe)
+    train_folds(session, pipe, data)
+    write_submission(session, pipe, data)
+    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
+    sample = pd.read_csv(folder / "sample_submission.csv")
+    assert sub["eeg_id"].tolist() == sample["eeg_id"].tolist() and sample["eeg_id"].duplicated().any()
+    log = (tmp_path / "out" / "kit.log").read_text()
+    assert "fallback       submission.csv holds the training rows' mean distribution" in log
+    graders.check(cfg.spec.slug, tmp_path / "out" / "submission.csv", folder / "sample_submission.csv")
