@@ -33,7 +33,7 @@ class LabelsOnly:
     training run's) and what stopped the data."""
 
     sample: pd.DataFrame
-    target: Target
+    target: Target | None  # None: a template whose labels are no table of values (masks, boxes, spans, texts)
     recipe: dict
     why: str
 
@@ -65,8 +65,11 @@ def load_data(session: Session, pipe: Pipeline) -> Any:
 def labels_only(session: Session, why: str) -> LabelsOnly:
     """The sample submission and the prior of the training labels (in predict mode, of the training run's
     checkpoints), read on their own: the training table ([data] train, a sample of it when large) and the sample."""
-    if not templates.get(session.template).labels_table:
-        raise KitError(f"the {session.template} template's training labels are no table of values to take a prior from")
+    if not templates.get(session.template).labels_table:  # masks, boxes, spans, texts: no prior of values to take,
+        sample, _ = base.read_sample(session)  # and the competition's own sample is a submission its grader reads
+        session.log(f"fallback       the {session.template} template's labels are no table of values to take a prior "
+                    "from: the sample submission's own cells")
+        return LabelsOnly(sample, None, {}, why)
     if session.trained is not None:
         sample, _, target = base.trained_sample(session)
         return LabelsOnly(sample, target, {"target": base.target_record(target), "prior": session.trained.recipe["prior"]}, why)
@@ -117,9 +120,24 @@ def constant(session: Session, data: Any, why: str) -> np.ndarray | topk.TopK:
     return topk.repeat_row(base.prior(data), n, k)
 
 
+def sample_as_is(session: Session, data: LabelsOnly) -> pd.DataFrame:
+    """The sample submission, cell for cell, under the banner (a KitError under fallback = "none")."""
+    if session.params.fallback == "none":
+        raise KitError(f"the data cannot be trained on: {data.why}, and fallback = \"none\": no submission.csv is "
+                       "written; fix what the lines above name")
+    session.log(f"{RULE}\n# FALLBACK SUBMISSION: no model predicted it (the data cannot be trained on: {data.why}).\n"
+                "# submission.csv is the competition's sample submission, cell for cell: valid, and no better than it.\n"
+                f"# Fix what the lines above name and run again; fallback = \"none\" writes no submission instead.\n{RULE}")
+    session.log(f"fallback       submission.csv holds the sample submission's own cells in each of its {len(data.sample)} "
+                f"rows: the data cannot be trained on: {data.why}")
+    return data.sample
+
+
 def describe(session: Session, data: Any) -> str:
     """What the fallback writes, in words."""
     t = data.target
+    if t is None:
+        return "the sample submission's own cells"
     if t.record.masks:  # segmentation's masks (kit.pipelines.segmentation)
         return "the training masks' prior (no mask, or the mean page)"
     name, known = targets.prior_name(t, session.spec.metric), base.prior(data)
@@ -127,12 +145,16 @@ def describe(session: Session, data: Any) -> str:
 
 
 def write(session: Session, data: LabelsOnly) -> pd.DataFrame:
-    """The fallback submission of a run whose data could not be read for training: checked and written whole."""
-    pred = constant(session, data, f"the data cannot be trained on: {data.why}")
-    if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:  # each label at the default cut
-        pred = metrics.apply_cut(session.spec.metric, pred, metrics.Cut(at_least_one=session.spec.metric != "bias_auc"))
-    sub = base.submission_frame(data.sample, data.target, pred)
-    base.validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
+    """The fallback submission of a run whose data could not be read for training: checked and written whole (the
+    sample's own cells where the template's labels are no table of values)."""
+    if data.target is None:
+        sub = sample_as_is(session, data)
+    else:
+        pred = constant(session, data, f"the data cannot be trained on: {data.why}")
+        if session.spec.metric in metrics.THRESHOLDED and data.target.multilabel:  # each label at the default cut
+            pred = metrics.apply_cut(session.spec.metric, pred, metrics.Cut(at_least_one=session.spec.metric != "bias_auc"))
+        sub = base.submission_frame(data.sample, data.target, pred)
+        base.validate(sub, data.sample, data.target, session.spec.id_column, session.output_dir)
     path = session.output_dir / "submission.csv"
     files.write_text(path, base.csv_text(sub))
     session.log(f"wrote {path}: {len(sub)} rows x {sub.shape[1]} columns, the fallback")

@@ -83,3 +83,28 @@ def test_every_fold_failing_under_fallback_none_is_raised(tmp_path, dog_breed_da
     with pytest.raises(RuntimeError, match="a bug in every fold"):
         run_dogs(tmp_path, dog_breed_data, fallback="none")
     assert not (tmp_path / "out" / "submission.csv").exists()
+
+
+@pytest.mark.parametrize("slug", ["vinbigdata-chest-xray-abnormalities-detection", "tweet-sentiment-extraction"])
+def test_a_template_without_a_table_of_labels_submits_the_sample_where_its_data_cannot_be_read(tmp_path, slug):
+    """Boxes, masks, spans and texts have no prior of values: where the data step fails (here no training table;
+    for spans also no model folder attached), the competition's own sample is written cell for cell under the
+    banner, and its grader reads it. It was no submission at all: the data's error stood."""
+    from kit.run.fallback import load_data
+    from kit.smoke.gallery import graders
+
+    cfg = config.load(slug)
+    folder = tmp_path / "data"
+    smoke.make_dataset(cfg.spec, folder, seed=0)
+    (folder / cfg.spec.train).unlink()
+    session = start(cfg.spec.template, {**cfg.parameters(smoke=True), "data_dir": str(folder),
+                                        "output_dir": str(tmp_path / "out")})
+    pipe = create_pipeline(session)
+    data = load_data(session, pipe)
+    train_folds(session, pipe, data)
+    write_submission(session, pipe, data)
+    written = pd.read_csv(tmp_path / "out" / "submission.csv", keep_default_na=False)
+    sample = pd.read_csv(folder / cfg.spec.sample_submission, keep_default_na=False)
+    assert written.astype(str).equals(sample.astype(str))
+    assert "submission.csv holds the sample submission's own cells" in (tmp_path / "out" / "kit.log").read_text()
+    graders.check(slug, tmp_path / "out" / "submission.csv", folder / cfg.spec.sample_submission)
