@@ -31,10 +31,13 @@ WINDOW_S = 50.0  # seconds each labelled window lasts
 
 
 def grouped(rows: pd.DataFrame, id_column: str, columns: list[str], keep: list[str]) -> pd.DataFrame:
-    """One row per recording, in first-seen order: its votes summed, its first and last window's offset, and the
-    first value of each `keep` column."""
+    """One row per recording, in first-seen order: the mean of its windows' vote distributions (each window's votes
+    over their sum, as the grader reads each row: the mean is the distribution whose KL divergence, averaged over
+    the windows, is least), its first and last window's offset, and the first value of each `keep` column."""
     by = rows.groupby(id_column, sort=False)
-    table = by[columns].sum()
+    votes = rows[columns].astype(np.float64)
+    shares = votes.div(votes.sum(axis=1).where(lambda total: total > 0), axis=0)  # a window without votes: left out
+    table = shares.groupby(rows[id_column], sort=False).mean()
     table["first_offset"] = by[OFFSET].min()
     table["last_offset"] = by[OFFSET].max()
     for c in keep:

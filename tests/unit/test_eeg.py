@@ -68,13 +68,19 @@ def test_several_channels_make_one_log_mel_image_each_masked_alike():
     assert zero.any() and bool((zero == zero[:, :1]).all())  # and in every channel alike
 
 
-def test_a_recording_is_one_training_row_its_votes_summed_and_its_windows_spanned():
-    rows = pd.DataFrame({"eeg_id": [7, 7, 9, 7], "eeg_label_offset_seconds": [0.0, 12.0, 4.0, 6.0],
-                         "patient_id": [1, 1, 2, 1], "a_vote": [3, 1, 0, 0], "b_vote": [0, 2, 5, 1]})
+def test_a_recording_is_one_training_row_the_mean_of_its_windows_distributions_and_its_windows_spanned():
+    """The grader scores each window's votes as a distribution: a recording learns their mean (the distribution
+    whose KL divergence averaged over its windows is least), not its summed votes, which weigh a window by its
+    voters (3 against 1 here: summed, [4, 3] / 7)."""
+    rows = pd.DataFrame({"eeg_id": [7, 7, 9, 7, 9], "eeg_label_offset_seconds": [0.0, 12.0, 4.0, 6.0, 8.0],
+                         "patient_id": [1, 1, 2, 1, 2], "a_vote": [3, 1, 0, 0, 0], "b_vote": [0, 2, 5, 1, 0]})
     table = grouped(rows, "eeg_id", ["a_vote", "b_vote"], ["patient_id"])
     assert table["eeg_id"].tolist() == [7, 9]
-    assert table[["a_vote", "b_vote"]].to_numpy().tolist() == [[4, 3], [0, 5]]
-    assert table["first_offset"].tolist() == [0.0, 4.0] and table["last_offset"].tolist() == [12.0, 4.0]
+    assert np.allclose(table[["a_vote", "b_vote"]].to_numpy(), [[4 / 9, 5 / 9], [0, 1]])  # 9's unvoted window left out
+    windows = np.array([[1, 0], [1 / 3, 2 / 3], [0, 1]])
+    mean_kl = lambda q: np.mean([sum(p * np.log(p / r) for p, r in zip(w, q) if p > 0) for w in windows])  # noqa: E731
+    assert mean_kl(np.array([4 / 9, 5 / 9])) < min(mean_kl(np.array([4 / 7, 3 / 7])), mean_kl(np.array([0.5, 0.5])))
+    assert table["first_offset"].tolist() == [0.0, 4.0] and table["last_offset"].tolist() == [12.0, 8.0]
     assert table["patient_id"].tolist() == [1, 2]
 
 
