@@ -210,7 +210,7 @@ class Seq2SeqParams(TextParams):
     num_beams: int = setting(1, minimum=1, doc="beam search's width; 1 is greedy (the fastest)")
     context_words: int = setting(3, minimum=0, doc="neighbours each side of a token in the model's input")
     table: bool = setting(True, doc="copy and a table of the training pairs answer the tokens seen; false: the model all")
-    max_pairs: int = setting(200000, minimum=1, doc="training pairs the model learns from at most (the changed ones "
+    max_pairs: int = setting(200000, minimum=1, doc="training pairs the model learns from at most (changed ones "
                                                     "distinct, as many rare unchanged)")
     lr: float = setting(3e-4, minimum=0.0)
     layer_decay: float = setting(1.0, minimum=0.0, maximum=1.0,

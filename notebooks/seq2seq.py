@@ -69,7 +69,7 @@ max_new_tokens: int = 48  # tokens a generated text holds at most
 num_beams: int = 1  # beam search's width; 1 is greedy (the fastest)
 context_words: int = 3  # neighbours each side of a token in the model's input
 table: bool = True  # copy and a table of the training pairs answer the tokens seen; false: the model all
-max_pairs: int = 200000  # training pairs the model learns from at most (the changed ones distinct, as many rare unchanged)
+max_pairs: int = 200000  # training pairs the model learns from at most (changed ones distinct, as many rare unchanged)
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "text-normalization-challenge-english-language",
     "template": "seq2seq",
