@@ -239,10 +239,13 @@ class DetectionPipeline(base.Pipeline):
         cells = []
         for i, image in enumerate(pred):
             h, w = data.test.sizes[i]
+            if h == 0:  # an image that could not be read (named and left out at decoding): nothing found in it
+                cells.append(box_kinds.nothing_string(target))
+                continue
             side = data.recipe["side"]
             found = image[(image[:, 5] >= 0) & (image[:, 4] >= self.p.score_threshold)]
             boxes = found[:, :4] * np.array([w / side, h / side, w / side, h / side], np.float32)
-            boxes = np.clip(boxes, 0, [w, h, w, h]) if h > 0 else boxes
+            boxes = np.clip(boxes, 0, [w, h, w, h])
             labels, scores = found[:, 5].astype(np.int64).tolist(), found[:, 4]
             if data.recipe["nothing"] >= 0:
                 conf = 1.0 - float(scores.max(initial=0.0))

@@ -86,3 +86,25 @@ def test_a_blend_of_detection_runs_is_refused_in_one_line():
     with pytest.raises(KitError, match="predicts masks or boxes") as e:
         write_blend(session, None, data)
     assert "\n" not in str(e.value)
+
+
+def test_an_image_that_could_not_be_read_is_written_as_nothing_found():
+    """Its size is (0, 0): its boxes were scaled to nothing (`label conf 0 0 0 0`), not the nothing-found class the
+    log says it is given."""
+    from types import SimpleNamespace
+
+    from kit.pipelines.detection import DetectionPipeline
+    from kit.train import box_kinds
+    from kit.train.kinds import Target
+
+    target = Target(box_kinds.NOTHING.name, ("PredictionString",), tuple(map(str, range(14))))
+    pred = np.full((2, 3, 6), -1, np.float32)
+    pred[:, 0] = [8, 8, 24, 24, 0.9, 3]  # a box found in both (at 32 px), one of them unreadable
+    data = SimpleNamespace(sample=pd.DataFrame({"image_id": ["a", "b"], "PredictionString": "14 1 0 0 1 1"}),
+                           target=target, test=SimpleNamespace(sizes=np.array([[64, 128], [0, 0]])),
+                           recipe={"side": 32, "nothing": 14})
+    pipe = DetectionPipeline.__new__(DetectionPipeline)
+    pipe.p = SimpleNamespace(score_threshold=0.05)
+    cells = pipe.submission(data, pred)["PredictionString"].tolist()
+    assert cells[1] == "14 1 0 0 1 1"
+    assert cells[0].startswith("3 0.9 32") and cells[0].endswith("14 0.1 0 0 1 1")
