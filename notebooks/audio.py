@@ -64,7 +64,7 @@ world_size: int = 0  # worker processes; 0 is every visible GPU (on the CPU, 2 r
 model_name: str = "efficientnet_b0"  # any timm model name: a 2-D CNN reading one log-mel channel
 pretrained: bool = True  # start from ImageNet weights (timm adapts the first layer to one channel)
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
-sample_rate = "auto"  # Hz every clip is resampled to once, at decode; auto: the first training clip's
+sample_rate = "auto"  # Hz each clip is resampled to at decode; auto: the first training clip's (.csv: set it)
 window_s = "auto"  # seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s
 n_fft = "auto"  # STFT size in samples; auto: the power of two nearest 32 ms
 hop = "auto"  # STFT hop in samples; auto: n_fft / 4
@@ -72,6 +72,7 @@ n_mels: int = 64  # mel bands: the spectrogram image's height
 fmin: float = 0.0  # lowest frequency the mel bands cover, Hz
 fmax = "auto"  # highest frequency the mel bands cover, Hz; auto: half the sample rate
 top_db: float = 80.0  # decibels below each clip's peak its spectrogram is clipped at
+level: bool = False  # keep each spectrogram's loudness (fixed-scale decibels), not normalise it away
 gain_db: float = 6.0  # training clips' random gain, within this many decibels either way
 shift: float = 0.0  # training clips rolled in time by up to this share of a window
 freq_masks: int = 2  # SpecAugment: masked bands of mel bins per training clip
