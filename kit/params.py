@@ -107,7 +107,7 @@ class AudioParams(TrainParams):
     freq_masks: int = setting(2, minimum=0, doc="SpecAugment: masked bands of mel bins per training clip")
     freq_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a frequency mask's widest share of the bins")
     time_masks: int = setting(2, minimum=0, doc="SpecAugment: masked spans of frames per training clip")
-    time_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
+    time_width: float = setting(0.05, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
     mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha of the spectrograms, 0 is off (one class a clip only)")
     max_seconds: float = setting(0.0, minimum=0.0,
                                  doc="seconds of each clip's start the cache keeps (0: whole clips): a large set's fit")
