@@ -89,8 +89,8 @@ class AudioParams(TrainParams):
     model_name: str = setting("efficientnet_b0", doc="any timm model name: a 2-D CNN reading one log-mel channel")
     pretrained: bool = setting(True, doc="start from ImageNet weights (timm adapts the first layer to one channel)")
     weights_path: str = setting("", doc="local weights file (an attached dataset or model) for internet-off runs")
-    sample_rate: int | str = setting("auto", choices=("auto",), minimum=1000,
-                                     doc="Hz every clip is resampled to once, at decode; auto: the first training clip's")
+    sample_rate: int | str = setting("auto", choices=("auto",), minimum=1,
+                                     doc="Hz each clip is resampled to at decode; auto: the first training clip's (.csv: set it)")
     window_s: float | str = setting("auto", choices=("auto",), minimum=0.05,
                                     doc="seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s")
     n_fft: int | str = setting("auto", choices=("auto",), minimum=16,
@@ -101,12 +101,13 @@ class AudioParams(TrainParams):
     fmax: float | str = setting("auto", choices=("auto",), minimum=1.0,
                                 doc="highest frequency the mel bands cover, Hz; auto: half the sample rate")
     top_db: float = setting(80.0, minimum=1.0, doc="decibels below each clip's peak its spectrogram is clipped at")
+    level: bool = setting(False, doc="keep each spectrogram's loudness (fixed-scale decibels), not normalise it away")
     gain_db: float = setting(6.0, minimum=0.0, doc="training clips' random gain, within this many decibels either way")
     shift: float = setting(0.0, minimum=0.0, maximum=1.0, doc="training clips rolled in time by up to this share of a window")
     freq_masks: int = setting(2, minimum=0, doc="SpecAugment: masked bands of mel bins per training clip")
     freq_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a frequency mask's widest share of the bins")
     time_masks: int = setting(2, minimum=0, doc="SpecAugment: masked spans of frames per training clip")
-    time_width: float = setting(0.1, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
+    time_width: float = setting(0.05, minimum=0.0, maximum=1.0, doc="SpecAugment: a time mask's widest share of the frames")
     mixup: float = setting(0.0, minimum=0.0, doc="mixup alpha of the spectrograms, 0 is off (one class a clip only)")
     max_seconds: float = setting(0.0, minimum=0.0,
                                  doc="seconds of each clip's start the cache keeps (0: whole clips): a large set's fit")

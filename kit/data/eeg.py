@@ -11,8 +11,6 @@ NaN, is 0), frames interleaved (`waves.WaveCache` with 16 channels), keyed by th
 from __future__ import annotations
 
 import hashlib
-import json
-import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,9 +19,8 @@ from pathlib import Path
 import numpy as np
 
 import kit
-from kit import files
+from kit.data import waves
 from kit.data.waves import WaveCache
-from kit.runtime import progress
 
 RATE = 200  # Hz: every recording, train and test (the competition's data page)
 CHAINS = {"LL": ("Fp1", "F7", "T3", "T5", "O1"), "LP": ("Fp1", "F3", "C3", "P3", "O1"),
@@ -81,64 +78,18 @@ def build_cache(windows: Sequence[Window], cache_dir: Path, workers: int, desc: 
                 log: Callable[[str], None] = print) -> WaveCache:
     """Every window's montage into a cache under `cache_dir` (reused when the files, windows and code are unchanged);
     a recording that cannot be read is an empty clip, listed in the cache's `bad` with why."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    data_path, off_path, meta_path = cache_files(windows, RATE, cache_dir)
     channels = len(PAIRS)
-    if meta_path.exists() and data_path.exists() and off_path.exists():
-        meta = json.loads(meta_path.read_text())
-        offsets = np.fromfile(off_path, np.int64)
-        log(f"{desc}: reusing the montage cache {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
-        return WaveCache(data_path, offsets, RATE, {int(k): v for k, v in meta["bad"].items()}, channels)
-    chunks = [list(range(i, min(i + CHUNK, len(windows)))) for i in range(0, len(windows), CHUNK)]
-    job = _Job(list(windows), str(cache_dir), data_path.stem)
-    parts: dict[int, tuple[np.ndarray, dict[int, str]]] = {}
-    bar = progress.bar(total=len(windows), desc=desc, unit="recording")
-    if workers > 1 and len(chunks) > 1:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:  # the children read parquet, never CUDA
-            for start, lengths, bad in pool.imap_unordered(job, chunks):
-                parts[start] = (lengths, bad)
-                bar.update(len(lengths))
-    else:
-        for chunk in chunks:
-            start, lengths, bad = job(chunk)
-            parts[start] = (lengths, bad)
-            bar.update(len(lengths))
-    bar.close()
-    lengths = np.concatenate([parts[c[0]][0] for c in chunks]) if chunks else np.zeros(0, np.int64)
-    bad = {i: why for c in chunks for i, why in parts[c[0]][1].items()}
-    offsets = np.concatenate([[0], np.cumsum(lengths * channels)]).astype(np.int64)
-    with open(data_path, "wb") as out:
-        for c in chunks:
-            piece = Path(cache_dir, f".{data_path.stem}.{c[0]}.part")
-            out.write(piece.read_bytes())
-            piece.unlink()
-    offsets.tofile(off_path)
-    files.write_text(meta_path, json.dumps({"format": "montage int16", "rate": RATE, "channels": channels,
-                                            "count": len(windows), "bad": bad}, sort_keys=True))
-    log(f"{desc}: read {len(windows) - len(bad)} of {len(windows)} recordings ({lengths.sum() / RATE / 3600:.2f} h, "
-        f"{channels} bipolar channels) into {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
-    return WaveCache(data_path, offsets, RATE, bad, channels)
+    # not parquet, or an electrode's column missing
+    cache, built = waves.fill(list(windows), read_window, (OSError, ValueError, KeyError),
+                              cache_files(windows, RATE, cache_dir), RATE, channels, workers, desc, log, "montage",
+                              {"format": "montage int16", "rate": RATE, "channels": channels}, CHUNK)
+    if built:
+        total = cache.offsets[-1]
+        log(f"{desc}: read {cache.count - len(cache.bad)} of {cache.count} recordings ({total / channels / RATE / 3600:.2f} "
+            f"h, {channels} bipolar channels) into {cache.path} ({total * 2 / 2**20:.0f} MB)")
+    return cache
 
 
-class _Job:
-    """A chunk of windows into a piece file of its own (picklable for the pool)."""
-
-    def __init__(self, windows: list[Window], cache_dir: str, stem: str):
-        self.windows, self.cache_dir, self.stem = windows, cache_dir, stem
-
-    def __call__(self, rows: list[int]) -> tuple[int, np.ndarray, dict[int, str]]:
-        lengths, bad = np.zeros(len(rows), np.int64), {}
-        with open(Path(self.cache_dir, f".{self.stem}.{rows[0]}.part"), "wb") as out:
-            for j, i in enumerate(rows):
-                w = self.windows[i]
-                try:
-                    y = to_int16(montage(w.path, w.start, w.frames))
-                except FileNotFoundError:
-                    bad[i] = "file not found"
-                    continue
-                except (OSError, ValueError, KeyError) as e:  # not parquet, or an electrode's column missing
-                    bad[i] = " ".join(str(e).split())[:200] or type(e).__name__
-                    continue
-                out.write(y.tobytes())
-                lengths[j] = len(y)
-        return rows[0], lengths, bad
+def read_window(w: Window) -> np.ndarray:
+    """(frames, 16) int16: a window's montage as the cache holds it."""
+    return to_int16(montage(w.path, w.start, w.frames))

@@ -4,7 +4,8 @@ The mel filterbank is built once in numpy (HTK's mel scale, triangles without ar
 torchaudio's MelSpectrogram makes by default), the STFT is torch's, in float32 with autocast off (cuFFT's half
 precision wants power-of-two sizes, and the power's range overflows float16). Each spectrogram is then scaled
 to decibels, clipped `top_db` below its peak and normalised to zero mean and unit variance: clips recorded at
-any level look alike to the model, and no dataset statistic has to travel with it.
+any level look alike to the model, and no dataset statistic has to travel with it. Where the loudness is the
+signal (a volcano's tremor grows as the eruption nears), `level` keeps it: decibels on a fixed scale instead.
 
 In training, before the STFT: a random gain and a circular time shift per clip; after it: SpecAugment's
 frequency and time masks (set to the spectrogram's mean, 0 after normalisation).
@@ -36,6 +37,9 @@ def mel_filterbank(rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float)
     return np.maximum(0.0, np.minimum(down, up)).astype(np.float32)
 
 
+LEVEL_DB = 50.0  # level = true: decibels become (dB + 50) / 50, a faint signal's -100 dB -1 and full scale's 1
+
+
 @dataclass(frozen=True)
 class Frontend:
     """How a window of samples becomes a log-mel image: settled once from the parameters and the data's rate, and
@@ -49,6 +53,7 @@ class Frontend:
     fmin: float
     fmax: float
     top_db: float
+    level: bool = False  # keep each spectrogram's loudness (decibels on a fixed scale), not normalised away
 
     @property
     def frames(self) -> int:
@@ -81,6 +86,8 @@ class LogMel(torch.nn.Module):
             mel = torch.matmul(power.transpose(1, 2), self.fbank).transpose(1, 2)  # (B, n_mels, frames)
             db = 10.0 * torch.log10(mel.clamp_min(1e-10))
             db = torch.maximum(db, db.amax(dim=(1, 2), keepdim=True) - self.f.top_db)
+            if self.f.level:  # full scale's power is 0 dB: a level's decibels over LEVEL_DB, its loudness kept
+                return (db + LEVEL_DB) / LEVEL_DB
             mean = db.mean(dim=(1, 2), keepdim=True)
             std = db.std(dim=(1, 2), keepdim=True)
             return (db - mean) / (std + 1e-5)

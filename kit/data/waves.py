@@ -11,6 +11,7 @@ shorter than the window are placed at random in zeros), fixed ones in prediction
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -151,63 +152,84 @@ def build_cache(paths: Sequence[Path], rate: int, cache_dir: Path, workers: int,
                 log: Callable[[str], None] = print, max_frames: int = 0) -> WaveCache:
     """Decode `paths` into a cache under `cache_dir` (reused when the files, rate, cut and code are unchanged), each
     clip its first `max_frames` samples (0: whole)."""
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    data_path, off_path, meta_path = cache_files(paths, rate, cache_dir, max_frames)
+    read = functools.partial(_decode, rate=rate, max_frames=max_frames)
+    cache, built = fill([str(p) for p in paths], read, (audio.SoundError,), cache_files(paths, rate, cache_dir, max_frames),
+                        rate, 1, workers, desc, log, "decoded", {"format": "mono int16", "rate": rate})
+    if built:
+        total = cache.offsets[-1]
+        log(f"{desc}: decoded {cache.count - len(cache.bad)} of {cache.count} clips ({total / max(rate, 1) / 3600:.2f} h at "
+            f"{rate} Hz) into {cache.path} ({total * 2 / 2**20:.0f} MB)")
+    return cache
+
+
+def _decode(path: str, rate: int, max_frames: int) -> np.ndarray:
+    r, x = audio.read(path)
+    return cut(audio.mono_int16(x, r, rate), max_frames)
+
+
+def fill(items: Sequence, read: Callable[[object], np.ndarray], errors: tuple[type[Exception], ...],
+         files_: tuple[Path, Path, Path], rate: int, channels: int, workers: int, desc: str, log: Callable[[str], None],
+         what: str, meta: dict, chunk: int = CHUNK) -> tuple[WaveCache, bool]:
+    """The one way a wave cache is made: each item's `read(item)` (int16, (frames,) or (frames, channels)) end to end
+    into `files_` (data, offsets, meta; see the module's doc), `chunk` items a task in a fork pool of `workers`; an
+    item whose read raises FileNotFoundError or one of `errors` is an empty clip, listed in `bad` with why. Reused
+    when its meta file is there (files_' name keys what it holds); (the cache, whether it was built now)."""
+    data_path, off_path, meta_path = files_
+    data_path.parent.mkdir(parents=True, exist_ok=True)
     if meta_path.exists() and data_path.exists() and off_path.exists():
-        meta = json.loads(meta_path.read_text())
         offsets = np.fromfile(off_path, np.int64)
-        log(f"{desc}: reusing the decoded cache {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
-        return WaveCache(data_path, offsets, rate, {int(k): v for k, v in meta["bad"].items()})
-    chunks = [list(range(i, min(i + CHUNK, len(paths)))) for i in range(0, len(paths), CHUNK)]
-    job = _DecodeJob([str(p) for p in paths], str(cache_dir), rate, max_frames)
+        log(f"{desc}: reusing the {what} cache {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
+        bad = {int(k): v for k, v in json.loads(meta_path.read_text())["bad"].items()}
+        return WaveCache(data_path, offsets, rate, bad, channels), False
+    chunks = [list(range(i, min(i + chunk, len(items)))) for i in range(0, len(items), chunk)]
+    job = _PieceJob(list(items), read, errors, str(data_path.parent), data_path.stem)
     parts: dict[int, tuple[np.ndarray, dict[int, str]]] = {}
-    bar = progress.bar(total=len(paths), desc=desc, unit="clip")
+    bar = progress.bar(total=len(items), desc=desc, unit="clip")
     if workers > 1 and len(chunks) > 1:
-        # fork: the children run numpy and scipy only, never CUDA
+        # fork: the children run numpy, scipy and file readers only, never CUDA
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             for start, lengths, bad in pool.imap_unordered(job, chunks):
                 parts[start] = (lengths, bad)
                 bar.update(len(lengths))
     else:
-        for chunk in chunks:
-            start, lengths, bad = job(chunk)
+        for c in chunks:
+            start, lengths, bad = job(c)
             parts[start] = (lengths, bad)
             bar.update(len(lengths))
     bar.close()
     lengths = np.concatenate([parts[c[0]][0] for c in chunks]) if chunks else np.zeros(0, np.int64)
     bad = {i: why for c in chunks for i, why in parts[c[0]][1].items()}
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths * channels)]).astype(np.int64)
     with open(data_path, "wb") as out:  # the chunks' pieces end to end, in row order
         for c in chunks:
-            piece = Path(cache_dir, f".{data_path.stem}.{c[0]}.part")
+            piece = Path(data_path.parent, f".{data_path.stem}.{c[0]}.part")
             out.write(piece.read_bytes())
             piece.unlink()
     offsets.tofile(off_path)
-    files.write_text(meta_path, json.dumps({"format": "mono int16", "rate": rate, "count": len(paths), "bad": bad},
-                                           sort_keys=True))
-    log(f"{desc}: decoded {len(paths) - len(bad)} of {len(paths)} clips ({offsets[-1] / max(rate, 1) / 3600:.2f} h at "
-        f"{rate} Hz) into {data_path} ({offsets[-1] * 2 / 2**20:.0f} MB)")
-    return WaveCache(data_path, offsets, rate, bad)
+    files.write_text(meta_path, json.dumps({**meta, "count": len(items), "bad": bad}, sort_keys=True))
+    return WaveCache(data_path, offsets, rate, bad, channels), True
 
 
-class _DecodeJob:
-    """Decode a chunk of clips into a piece file of its own (picklable for the pool)."""
+class _PieceJob:
+    """A chunk of items read into a piece file of its own (picklable for the pool: `read` a module's function or a
+    partial of one)."""
 
-    def __init__(self, paths: list[str], cache_dir: str, rate: int, max_frames: int = 0):
-        self.paths, self.cache_dir, self.rate, self.max_frames = paths, cache_dir, rate, max_frames
-        self.stem = Path(cache_files([Path(p) for p in paths], rate, Path(cache_dir), max_frames)[0]).stem
+    def __init__(self, items: list, read: Callable, errors: tuple, cache_dir: str, stem: str):
+        self.items, self.read, self.errors, self.cache_dir, self.stem = items, read, errors, cache_dir, stem
 
     def __call__(self, rows: list[int]) -> tuple[int, np.ndarray, dict[int, str]]:
         lengths, bad = np.zeros(len(rows), np.int64), {}
         with open(Path(self.cache_dir, f".{self.stem}.{rows[0]}.part"), "wb") as out:
             for j, i in enumerate(rows):
                 try:
-                    rate, x = audio.read(self.paths[i])
-                    y = cut(audio.mono_int16(x, rate, self.rate), self.max_frames)
-                except audio.SoundError as e:
-                    bad[i] = str(e)
+                    y = self.read(self.items[i])
+                except FileNotFoundError:
+                    bad[i] = "file not found"
                     continue
-                out.write(y.tobytes())
+                except self.errors as e:
+                    bad[i] = " ".join(str(e).split())[:200] or type(e).__name__
+                    continue
+                out.write(np.ascontiguousarray(y, np.int16).tobytes())
                 lengths[j] = len(y)
         return rows[0], lengths, bad
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from kit.data import audio, images, layouts, waves
+from kit.data import audio, images, layouts, series, waves
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.data.spectra import AudioTransform, Augment, Frontend, LogMel
 from kit.errors import KitError
@@ -52,9 +52,10 @@ class AudioPipeline(CnnPipeline):
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         sample, table, target, (groups, assigned), train, test, clips = self._read()
-        found = {name: waves.headers(src.paths, s.hardware.cpu_count) for name, src in (("train", train), ("test", test))}
+        columns = series.columns_of(train.paths[0]) if self.series() and train.paths else []
+        found = {name: self._headers(src.paths, columns) for name, src in (("train", train), ("test", test))}
         frontend = self.frontend(found["train"][0], train.names)
-        train_cache, test_cache = self._decode({"train": train, "test": test}, frontend.rate, found)
+        train_cache, test_cache = self._decode({"train": train, "test": test}, frontend.rate, found, columns)
         check_bad(train_cache, train.names, "train", "are left out of training", s.log)
         check_bad(test_cache, test.names, "test", "are predicted with the training prior", s.log)
         y = targets.encode(target, table if target.by_column else table[spec.target_column])
@@ -63,11 +64,15 @@ class AudioPipeline(CnnPipeline):
         identity = runs.digest(ids, y, usable, np.array(target.columns), train.stamps())
         recipe = {"target": base.target_record(target), "prior": targets.prior(target, y[usable], spec.metric),
                   **dict(zip(("y_mean", "y_std"), moments(y[usable], spec.metric))),
-                  "channels": 1, "frontend": frontend.as_dict(), "kept": 0}
+                  "channels": max(1, len(columns)), "frontend": frontend.as_dict(), "kept": 0,
+                  **({"series_columns": columns} if columns else {})}
         extra = np.arange(len(ids)) >= len(ids) - table.attrs.get("extra", 0)
         data = AudioData(ids, y, usable, target, sample, train_cache, test_cache, recipe, identity, groups, assigned, clips,
                          extra)
         s.log(self.describe(data))
+        if columns:
+            s.log(f"series         {len(columns)} columns a file ({', '.join(columns[:3])}{' ...' if len(columns) > 3 else ''}), "
+                  "one log-mel image a column")
         s.log(f"spectrogram    {frontend.rate} Hz, windows of {frontend.length / frontend.rate:g} s, n_fft {frontend.n_fft}, "
               f"hop {frontend.hop}: {frontend.n_mels} mel bands x {frontend.frames} frames")
         return data
@@ -83,6 +88,14 @@ class AudioPipeline(CnnPipeline):
         """[data] image_ext = ".parquet": EEG recordings read as montages (kit.pipelines.audio_eeg), not sound files."""
         return self.session.spec.image_ext.lower() == ".parquet"
 
+    def series(self) -> bool:
+        """[data] image_ext = ".csv": series tables, a column a channel (kit.data.series), not sound files."""
+        return self.session.spec.image_ext.lower() == series.SUFFIX
+
+    def _headers(self, paths: list, columns: list[str]) -> tuple:
+        workers = self.session.hardware.cpu_count
+        return series.headers(paths, len(columns), workers) if columns else waves.headers(paths, workers)
+
     def _read(self):
         spec = self.session.spec
         if spec.layout not in LAYOUTS:
@@ -93,7 +106,7 @@ class AudioPipeline(CnnPipeline):
         read = audio_lists.read(self.session) if spec.label_lists else (*super()._read(), None)
         if spec.extra_train:
             read = audio_lists.with_extra(self.session, read, self.label_columns)
-        for source in (read[4], read[5]):
+        for source in (read[4], read[5]) if not self.series() else ():
             for suffix in sorted({Path(p).suffix.lower() for p in source.paths}):
                 why = audio.refusal(suffix)
                 if why:
@@ -127,7 +140,7 @@ class AudioPipeline(CnnPipeline):
                            "check the files and train_images in [data]")
         rate = p.sample_rate if p.sample_rate != "auto" else Counter(h.rate for h in good).most_common(1)[0][0]
         if not rate:
-            raise KitError("the clips do not say their sample rate (.npy): set sample_rate in [params]")
+            raise KitError("the clips do not say their sample rate (.npy, .csv): set sample_rate in [params]")
         seconds = p.window_s if p.window_s != "auto" else min(MAX_WINDOW_S, float(np.median([h.frames / (h.rate or rate)
                                                                                               for h in good])))
         n_fft = p.n_fft if p.n_fft != "auto" else int(2 ** round(np.log2(max(rate * 0.032, 16))))
@@ -136,7 +149,7 @@ class AudioPipeline(CnnPipeline):
         if p.fmin >= fmax:
             raise KitError(f"[params] fmin = {p.fmin:g} Hz is not below fmax ({fmax:g} Hz at {rate} Hz); lower fmin")
         return Frontend(int(rate), max(n_fft, int(round(seconds * rate))), int(n_fft), int(hop), p.n_mels, float(p.fmin),
-                        float(fmax), float(p.top_db))
+                        float(fmax), float(p.top_db), bool(p.level))
 
     def _load_test(self, recipe: dict) -> ImageData:
         s, spec = self.session, self.session.spec
@@ -146,22 +159,30 @@ class AudioPipeline(CnnPipeline):
             test, clips = audio_lists.read_test(s, sample, sample_path, target)
         else:
             test = layouts.test_source(spec, s.data_dir, sample, sample_path, log=s.log)
-        (test_cache,) = self._decode({"test": test}, recipe["frontend"]["rate"])
+        (test_cache,) = self._decode({"test": test}, recipe["frontend"]["rate"], columns=recipe.get("series_columns", []))
         check_bad(test_cache, test.names, "test", "are predicted with the training prior", s.log)
         none = np.zeros(0, np.int64)
         data = AudioData(none.astype(str), none, none, target, sample, None, test_cache, recipe, clips=clips)
         s.log(self.describe(data))
         return data
 
-    def _decode(self, splits: dict[str, layouts.Source], rate: int, found: dict | None = None) -> list:
+    def _decode(self, splits: dict[str, layouts.Source], rate: int, found: dict | None = None,
+                columns: list[str] = ()) -> list:
         """Each split's clips decoded once into the wave cache (each its first max_seconds), or streamed where the
-        disk or RAM has no room (`found`: each split's headers, where read already)."""
+        disk or RAM has no room (`found`: each split's headers, where read already); series files' `columns` (a
+        channel each) read into a cache of their own, which has no streaming fallback."""
         s = self.session
         workers, cache_dir, most = s.hardware.cpu_count, paths.scratch_dir(), int(round(self.p.max_seconds * rate))
-        found = found or {name: waves.headers(src.paths, workers) for name, src in splits.items()}
-        need = sum(waves.bytes_of(found[name][0], rate, most) for name, src in splits.items()
-                   if not waves.complete(src.paths, rate, cache_dir, most))
+        found = found or {name: self._headers(src.paths, columns) for name, src in splits.items()}
+        need = sum(waves.bytes_of(found[name][0], rate, most) * max(1, len(columns)) for name, src in splits.items()
+                   if not (series.complete(src.paths, columns, rate, cache_dir, most) if columns
+                           else waves.complete(src.paths, rate, cache_dir, most)))
         refusal = images.cache_refusal(need, cache_dir) if need else ""
+        if refusal and columns:
+            raise KitError(f"no room for the series cache: {refusal}; free space, or lower max_seconds in [params]")
+        if columns:
+            return [series.build_cache(src.paths, columns, rate, cache_dir, workers, f"read {name}", s.log, most)
+                    for name, src in splits.items()]
         if refusal:
             s.warn(f"no decoded-clip cache: {refusal}; streaming from the sound files instead (each epoch decodes them "
                    "again: free space, or lower sample_rate or max_seconds)")

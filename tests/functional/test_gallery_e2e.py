@@ -118,3 +118,14 @@ def test_a_gallery_competition_on_its_public_files(slug, tmp_path):
         assert line in log, f"{line!r} not in the log:\n{log[-3000:]}"
     assert math.isfinite(result.score) and beats(result.score, result.baseline, result.metric), (
         f"out-of-fold {result.metric} {result.score:.4f}, {result.baseline_name} {result.baseline:.4f}")
+
+
+def test_volcano_segments_as_ten_channel_spectrograms_on_the_audio_template(tmp_path):
+    """predict-volcanic-eruptions-cnn: the segments' CSVs read as 10 channels (kit.data.series) into the audio
+    template's CNN, the test files read with the training file's columns; the alternative to the tabular config."""
+    result = smoke.run("predict-volcanic-eruptions-cnn", root=tmp_path)
+    log = (result.submission.parent / "kit.log").read_text()
+    for line in ["read train: read 36 of 36 series files (10 columns", "read test: read 4 of 4 series files",
+                 "series         10 columns a file (sensor_1, sensor_2, sensor_3 ...)", "submission     value: time_to_eruption"]:
+        assert line in log, f"{line!r} not in the log:\n{log[-3000:]}"
+    assert beats(result.score, result.baseline, result.metric), f"out-of-fold mae {result.score:.0f}, {result.baseline:.0f}"

@@ -53,6 +53,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
                                                      "train.csv, which the data checks stop at (no test table)",
     "vesuvius-challenge-ink-detection": "kit init finds no images in fragment folders of surface_volume/NN.tif layers "
     "and no template for them: it does not draft [data] layers, nor inklabels.png inside each fragment's folder",
+    "predict-volcanic-eruptions-cnn": "the audio template reading the segments' CSVs as channels (image_ext .csv) is "
+                                      "the alternative to the shipped tabular config of the same files, which is what "
+                                      "kit init drafts (train_series)",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from kit.data.spectra import AudioTransform, Augment, Frontend, LogMel, gain_and_shift, masks, mel_filterbank
+from kit.data.spectra import LEVEL_DB, AudioTransform, Augment, Frontend, LogMel, gain_and_shift, masks, mel_filterbank
 
 
 def reference_filterbank(rate, n_fft, n_mels, fmin, fmax):
@@ -101,3 +101,14 @@ def test_masks_and_shift_and_gain():
     ratio = louder[:, 0]
     assert (ratio >= 10 ** (-6 / 20) - 1e-6).all() and (ratio <= 10 ** (6 / 20) + 1e-6).all() and ratio.std() > 0.1
     assert torch.allclose(louder, ratio[:, None].expand(-1, 4))
+
+
+def test_level_keeps_the_loudness_that_the_normalised_log_mel_throws_away():
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(0.01 * rng.standard_normal((1, 2048)).astype(np.float32))
+    louder = x * 10.0  # 20 dB
+    f = Frontend(8000, 2048, 256, 64, 32, 0.0, 4000.0, 200.0)
+    np.testing.assert_allclose(LogMel(f)(louder).numpy(), LogMel(f)(x).numpy(), atol=1e-4)  # alike: level gone
+    kept = Frontend(8000, 2048, 256, 64, 32, 0.0, 4000.0, 200.0, level=True)
+    gap = (LogMel(kept)(louder) - LogMel(kept)(x)).numpy()
+    np.testing.assert_allclose(gap, 20.0 / LEVEL_DB, atol=1e-3)  # 20 dB apart on the fixed scale
