@@ -206,8 +206,9 @@ def test_the_data_check_reads_the_first_pages_only(tmp_path):
 
 def test_the_plan_counts_the_test_pages_windows_and_fits_a_t4x2_on_one_gpu():
     """tf2-qa at MLE-bench's size ([sizes]: 30,737 test pages of ~40 windows of 384 tokens; 8,000 training pages):
-    the test windows' logits (a fold's and the sum) and the pages' texts are counted, and the run fits a T4 x2's
-    29 GB with one GPU training (two fold workers would each hold the test windows: over)."""
+    the test windows' logits (the folds' float32 sum in memory, a fold's float16 file on scratch) and the pages'
+    texts are counted, and the run fits a T4 x2's 29 GB with one GPU training (two fold workers would each hold the
+    test windows: over)."""
     from kit.build import plan
     from kit.runtime.resources import KAGGLE_T4X2
 
