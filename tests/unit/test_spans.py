@@ -84,8 +84,8 @@ def test_a_given_answer_start_places_an_answer_its_context_holds_twice():
 
 def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokenizer, tmp_path):
     """chaii at its real size ([sizes]: 112 test articles of ~20 windows of 384 tokens): the test windows' start and
-    end logits (the folds' float32 sum in memory, a fold's float16 file on scratch), and every window's tokens; in the kernel, windows a context read from the data
-    (rounded up)."""
+    end logits (the folds' float32 sum in memory, a fold's float16 file on scratch), and every window's tokens; in
+    the kernel, windows a context read from the data (rounded up)."""
     from types import SimpleNamespace
 
     from kit.build import plan
