@@ -63,6 +63,9 @@ class Template:
     # "module:attribute" of a record registered from outside kit (`register`), which its notebook registers the same
     # way before set-up; "" for kit's own
     origin: str = ""
+    # "module:function" settling the precision its model trains in from the machine's: (precision name, parameters)
+    # -> (precision name, a line for the log or ""); "" where the machine's is the model's (kit.run.start)
+    precision: str = ""
 
 
 TEMPLATES: dict[str, Template] = {t.name: t for t in (
@@ -103,7 +106,8 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
               "group_column", "order_column"),
              "kit.pipelines.seq2seq:Seq2SeqPipeline", "kit.smoke.seq2seq:make_dataset",
              smoke_inputs="kit.smoke.seq2seq:make_model_folder", model_folder=True, prefetch=False,
-             footprint="kit.pipelines.footprints:Text", labels_table=False, kinds="kit.train.seq2seq"),
+             footprint="kit.pipelines.footprints:Text", labels_table=False, kinds="kit.train.seq2seq",
+             precision="kit.models.seq2seq:model_precision"),
     Template("tabular", params.TabularParams,
              ("train", "test", "sample_submission", "id_column", "target_column", "features", "drop_columns", "categorical"),
              (*_TABLE_READS, *_FOLD_READS, "features", "drop_columns", "categorical", "join_table", "join_keys", "join_on",

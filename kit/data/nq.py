@@ -11,6 +11,9 @@ and `yes_no_answer` ("YES", "NO" or "NONE"). Answers are written "start:end" in 
   candidates (the top-level one holding the short span) and the two submission strings of an example.
 - `StreamedBest`: each example's best span over its windows, fed a batch of windows' logits at a time, so a
   30,000-token page (100+ windows) never holds more than a batch of logits.
+- The answer type (`KINDS`: none, span, YES, NO), which a head on each window's first token learns, as the NQ
+  baseline's does on its [CLS]: its 4 logits ride in `KIND_ROWS` extra positions after a window's tokens, so one
+  array holds a window's logits; `window_answer` writes YES/NO where the head's yes or no logit wins.
 """
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ from kit.data.spans import N_BEST, Windows, window_best
 from kit.errors import KitError
 
 YES_NO = ("YES", "NO")
+KINDS = ("none", "span", *YES_NO)  # a window's answer type: none in it, a short span, YES, NO
+KIND_ROWS = 2  # positions after a window's tokens that hold its 4 answer-type logits, 2 a position
+YES_NO_SCORE = 1e6  # a window that answers YES/NO scores this plus its margin: above any span's summed logits
 
 
 @dataclass
@@ -160,23 +166,66 @@ def strings(short: tuple[int, int], long: tuple[int, int], answer: bool, yes_no:
     return long_s, (f"{short[0]}:{short[1]}" if short[0] >= 0 else "")
 
 
+def split(logits):
+    """(B, L + KIND_ROWS, 2) logits, numpy or torch -> (B, L, 2) start and end logits, (B, 4) answer-type logits."""
+    return logits[:, :-KIND_ROWS], logits[:, -KIND_ROWS:].reshape(len(logits), len(KINDS))
+
+
+def window_kinds(w: Windows, y: np.ndarray, examples: list[Example]) -> np.ndarray:
+    """(windows,) int64 each training window's answer type (an index of KINDS): "span" where it holds its
+    example's short answer (`y`: token_targets'), YES/NO where its context reaches into the long answer of a
+    YES/NO example, else "none"."""
+    out = np.zeros(len(w), np.int64)
+    tokens: dict[int, np.ndarray] = {}
+    for i in range(len(w)):
+        e = examples[w.example[i]]
+        if y[i, 0] > 0:
+            out[i] = KINDS.index("span")
+        elif e.yes_no in YES_NO and e.long is not None:
+            if w.example[i] not in tokens:
+                tokens[w.example[i]] = token_chars(e.document)
+            a, b = span_chars(tokens[w.example[i]], e.long)
+            chars = w.span(i)
+            chars = chars[chars[:, 0] >= 0]
+            if len(chars) and chars[0, 0] < b and chars[-1, 1] > a:
+                out[i] = KINDS.index(e.yes_no)
+    return out
+
+
+def window_answer(start: np.ndarray, end: np.ndarray, kinds: np.ndarray, span: np.ndarray, max_answer: int,
+                  n_best: int = N_BEST) -> tuple[float, int, int, str]:
+    """(score, first character, end character, YES/NO or "NONE") of one window (`start`, `end`: its tokens' logits,
+    `kinds`: its 4 answer-type logits): its best valid span, and YES/NO where the yes or no logit beats the none
+    and span ones, scored YES_NO_SCORE plus that margin (the page keeps it over any span; its span still places
+    the long answer)."""
+    score, a, b = window_best(start, end, span, max_answer, n_best)
+    k = int(np.argmax(kinds))
+    if KINDS[k] in YES_NO:
+        return YES_NO_SCORE + float(kinds[k] - kinds[:2].max()), a, b, KINDS[k]
+    return score, a, b, "NONE"
+
+
 class StreamedBest:
     """Each example's best valid span over its windows, its score and its characters, taken a batch of windows'
-    start and end logits at a time (`update`): what prediction keeps is (examples,) scores and spans, never every
-    window's logits."""
+    logits at a time (`update`): what prediction keeps is (examples,) scores, spans and answer types, never every
+    window's logits. A window answering YES/NO outscores any span (`window_answer`)."""
 
     def __init__(self, w: Windows, max_answer: int, n_best: int = N_BEST):
         self.w, self.max_answer, self.n_best = w, max_answer, n_best
         self.score = np.full(len(w.contexts), -np.inf)
         self.chars = np.full((len(w.contexts), 2), -1, np.int64)
+        self.yes_no = np.full(len(w.contexts), "NONE", dtype=object)
         self.peak = 0  # the most logits' bytes one update held
 
     def update(self, rows: np.ndarray, logits: np.ndarray) -> None:
-        """`rows`: (B,) window numbers; `logits`: (B, L, 2) their start and end logits."""
+        """`rows`: (B,) window numbers; `logits`: (B, L + KIND_ROWS, 2) their start and end logits, then their
+        answer-type logits (`split`)."""
         self.peak = max(self.peak, logits.nbytes)
+        tokens, kinds = split(np.asarray(logits, np.float32))  # fp16 logits summed in fp32
         for i, window in enumerate(np.asarray(rows)):
             n = int(self.w.tokens.lengths[window])
-            s, a, b = window_best(logits[i, :n, 0], logits[i, :n, 1], self.w.span(window), self.max_answer, self.n_best)
+            s, a, b, yes_no = window_answer(tokens[i, :n, 0], tokens[i, :n, 1], kinds[i], self.w.span(window),
+                                            self.max_answer, self.n_best)
             example = self.w.example[window]
             if s > self.score[example]:
-                self.score[example], self.chars[example] = s, (a, b)
+                self.score[example], self.chars[example], self.yes_no[example] = s, (a, b), yes_no

@@ -1,16 +1,24 @@
 """The seq2seq template's model: a Hugging Face encoder-decoder (T5, mT5, ByT5, BART) from a local model folder,
 read with `AutoModelForSeq2SeqLM` and `local_files_only=True` (never the hub), as kit.models.text reads an encoder.
 
+T5's feed-forward activations exceed fp16's range (its weights were trained in bf16), so a T5-family model
+(t5, mt5, umt5, longt5; ByT5 is a t5) trains and predicts in fp32 where the machine's choice is fp16 (a T4 has no
+bf16), unless [params] t5_fp16 keeps fp16 (`model_precision`, read at set-up: the loop only sees the policy).
+
 Training is teacher-forced: the decoder reads the target shifted right and the loss is the cross-entropy of each
 target token (labels padded with -100 are left out). Prediction generates greedily or with a beam search, up to
 `max_new_tokens` tokens.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from kit.errors import KitError
+from kit.runtime import paths
 
 IGNORE = -100  # labels' padding: the loss leaves it out (transformers' convention)
 
@@ -18,6 +26,30 @@ IGNORE = -100  # labels' padding: the loss leaves it out (transformers' conventi
 # the encoder's and the decoder's block N together (T5's block.N, BART's layers.N); the rest (the LM head) at the top
 LAYER_GROUPS = {"stem": r"^net\.(?:shared|model\.shared|(?:model\.)?(?:encoder|decoder)\.embed_(?:tokens|positions))",
                 "blocks": [(r"^net\.(?:model\.)?(?:encoder|decoder)\.(?:block|layers)\.(\d+)\.", None)]}
+
+
+FP16_OVERFLOWS = ("t5", "mt5", "umt5", "longt5")  # model_types whose activations overflow fp16
+T5_IN_FP32 = "T5 in fp32: fp16 overflows its feed-forward (t5_fp16 = true keeps fp16)"
+
+
+def precision_for(precision: str, model_type: str, t5_fp16: bool = False) -> str:
+    """The precision a model of `model_type` trains in where the machine's choice is `precision`."""
+    if precision == "fp16" and model_type in FP16_OVERFLOWS and not t5_fp16:
+        return "fp32"
+    return precision
+
+
+def model_precision(precision: str, p) -> tuple[str, str]:
+    """The seq2seq template's precision hook (kit.templates.Template.precision): (precision, its log line or "")
+    for the model folder's config.json model_type; the machine's where the folder is not found yet (the data step
+    says what is missing)."""
+    try:
+        config = paths.find_model(p.model_path) / "config.json" if p.model_path else None
+        model_type = json.loads(config.read_text()).get("model_type", "") if config and config.is_file() else ""
+    except (KitError, OSError, ValueError):
+        model_type = ""
+    chosen = precision_for(precision, model_type, p.t5_fp16)
+    return chosen, (T5_IN_FP32 if chosen != precision else "")
 
 
 class Seq2SeqModel(nn.Module):

@@ -120,13 +120,20 @@ def checked_positions(folder: Path, max_length: int | str) -> int:
 
 
 class SpanModel(TextModel):
-    """input_ids (B, L) -> (B, L, 2) start and end logits of each token, padding's at PAD_LOGIT (never a span's end)."""
+    """input_ids (B, L) -> (B, L, 2) start and end logits of each token, padding's at PAD_LOGIT (never a span's end).
+    With `kinds` (Natural Questions' answer types, kit.data.nq.KINDS), a second head on the first token's state
+    (BERT's [CLS]) whose logits follow the tokens' as kinds / 2 more positions: (B, L + kinds / 2, 2)."""
 
-    def __init__(self, folder: Path, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
+    def __init__(self, folder: Path, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False,
+                 kinds: int = 0):
         super().__init__(folder, 2, pad_id, pretrained, gradient_checkpointing)
+        self.kinds = nn.Linear(self.head.in_features, kinds) if kinds else None
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         mask = input_ids.ne(self.pad_id)  # (B, L)
         hidden = self.backbone(input_ids=input_ids, attention_mask=mask.long()).last_hidden_state  # (B, L, H)
-        logits = self.head(hidden)  # (B, L, 2)
-        return logits.masked_fill(~mask.unsqueeze(-1), PAD_LOGIT)
+        logits = self.head(hidden).masked_fill(~mask.unsqueeze(-1), PAD_LOGIT)  # (B, L, 2)
+        if self.kinds is None:
+            return logits
+        kinds = self.kinds(hidden[:, 0]).view(len(hidden), -1, 2)  # (B, kinds / 2, 2)
+        return torch.cat([logits, kinds.to(logits.dtype)], 1)  # (B, L + kinds / 2, 2)

@@ -129,6 +129,11 @@ class Pipeline(abc.ABC):
         none, for data memory-mapped and shared."""
         return 0
 
+    def run_files(self, data: Any, folder: Path) -> None:
+        """Write what every fold of the run in `folder` shares and its recipe names (seq2seq's table of the
+        training pairs), once, before the folds train: here nothing."""
+        return None
+
     def release(self, data: Any) -> None:
         """Give back what lives on the device, before worker processes take the GPUs: here nothing."""
         return None  # an optional hook, not an abstract one

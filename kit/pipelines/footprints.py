@@ -10,8 +10,10 @@ from typing import Any
 import torch
 
 from kit.data import images
+from kit.data.nq import KIND_ROWS
 from kit.models import detection, segmentation
 from kit.params import TrainParams
+from kit.pipelines.nq import METRIC as NQ_METRIC
 from kit.runtime import paths
 from kit.runtime.resources import GB, Limits, Need, Sizes
 from kit.spec import Spec
@@ -161,8 +163,9 @@ CHARS_PER_TOKEN = 4  # a subword token's characters in English text (a byte each
 JOIN_ROW_BYTES = 60  # a joined row's share of the join: 55 bytes measured on champs (kit.data.joins)
 class Spans(Text):
     """Rows are contexts, each cut into `windows` windows of up to max_length tokens: each window's tokens and their
-    characters in the context, and at prediction each test window's start and end logits (float32, max_length x 2),
-    a fold's and the folds' sum (kit.pipelines.spans.predict): what a context of tens of thousands of tokens costs."""
+    characters in the context, and at prediction each test window's start and end logits (max_length x 2, and
+    Natural Questions' answer-type logits after them): the folds' running sum in memory (float32), a fold's in a
+    float16 file in scratch (kit.pipelines.spans.predict): what a context of tens of thousands of tokens costs."""
 
     @staticmethod
     def sizes(session, data) -> Sizes:
@@ -183,12 +186,15 @@ class Spans(Text):
         note = f"{windows} window{'s' * (windows > 1)} a context of {tokens} tokens"
         test_windows = s.test_rows * windows
         new = max(tokens - p.doc_stride, 1) if windows > 1 else tokens  # a window's tokens the one before lacks
+        rows = length + (KIND_ROWS if spec.metric == NQ_METRIC else 0)  # a window's positions of logits
         return [Need("the windows' tokens and their characters", "ram", (s.train_rows + s.test_rows) * windows * tokens
                      * (4 + 8), note=note),
                 Need("the contexts' texts", "ram", (s.train_rows + s.test_rows) * windows * new * CHARS_PER_TOKEN,
                      note=f"~{CHARS_PER_TOKEN} characters a token"),
-                Need("test windows' start and end logits, a fold's and their sum", "ram", 2 * test_windows * length * 2 * 4,
-                     "prediction", f"{test_windows:,} windows x {length} tokens x 2 logits, float32")]
+                Need("test windows' logits, the folds' running sum", "ram", test_windows * rows * 2 * 4, "prediction",
+                     f"{test_windows:,} windows x {rows} positions x 2 logits, float32"),
+                Need("test windows' logits, a fold's", "scratch", test_windows * rows * 2 * 2, "prediction",
+                     "a fold's test logits float16 on scratch, memory-mapped")]
 # a series file's features (kit.data.signal_features) take this long a million values on one core: 0.09 s measured
 # for a 60,001 x 10 volcano segment (read 0.02, features 0.07) here, doubled for Kaggle's slower vCPUs
 SERIES_S_PER_MILLION = 0.3

@@ -7,7 +7,9 @@ token, for an unanswered page or a window without it).
 Prediction keeps each page's best span over its windows (kit.data.nq.StreamedBest), maps its characters back to
 whitespace tokens ("start:end", the short answer) and to the smallest top-level candidate holding it (the long
 answer), and answers only where its score reaches the threshold chosen on the out-of-fold pages (kit.train.nq.choose);
-the others are left blank, as two thirds of NQ's are unanswered. YES/NO answers are not learnt (1% of NQ's).
+the others are left blank, as two thirds of NQ's are unanswered. A second head on each window's [CLS] learns its
+answer type (none, a span, YES, NO: kit.data.nq.KINDS, as the NQ baseline's does); a window whose YES or NO logit
+beats the none and span ones answers YES/NO (1% of NQ's), its long answer the candidate holding its best span.
 """
 from __future__ import annotations
 
@@ -90,6 +92,7 @@ def load(pipe, folder: Path, tokenizer, key: str, recipe: dict | None = None) ->
                       source=train_path.name)
     w.answers = train
     y = spans.token_targets(w, chars)
+    y = np.concatenate([y, nq.window_kinds(w, y, train)[:, None]], axis=1)  # (windows, 3): first, last, answer type
     recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": max_length, "doc_stride": stride,
               "tokenizer": key}
     identity = runs.digest(np.array([e.example_id for e in train]),
@@ -130,11 +133,12 @@ def cut(pipe, data, pred: np.ndarray, oof: list[dict]) -> np.ndarray:
     answered = 0
     for i, e in enumerate(w.answers):
         short = nq.char_tokens(nq.token_chars(e.document), *best.chars[i])
-        yes = bool(best.score[i] >= at) and short[0] >= 0
-        long, short_s = nq.strings(short, nq.long_answer(e.candidates, short), yes)
+        yes = bool(best.score[i] >= at) and (short[0] >= 0 or best.yes_no[i] in nq.YES_NO)
+        long, short_s = nq.strings(short, nq.long_answer(e.candidates, short), yes, best.yes_no[i])
         out[data.test_positions[i, 0], 0], out[data.test_positions[i, 1], 0] = long, short_s
         answered += yes
-    pipe.session.log(f"answers        {answered} of {len(w.answers)} test pages answered")
+    yes_no = int(sum(best.yes_no[i] in nq.YES_NO and best.score[i] >= at for i in range(len(w.answers))))
+    pipe.session.log(f"answers        {answered} of {len(w.answers)} test pages answered, {yes_no} of them YES/NO")
     return out
 
 

@@ -29,11 +29,14 @@ from kit.models.text import WEIGHTS, fingerprint
 from kit.pipelines import base
 from kit.pipelines.text import load_tokenizer
 from kit.runtime import paths, runs
+from kit.runtime.run_folder import RUN_FILES
 from kit.runtime.session import Session
 from kit.train import cv
 from kit.train.seq2seq import TEXT, Seq2SeqObjective, decode
 from kit.train.targets import Target
 from kit.train.topk import TopK
+
+LOOKUP = RUN_FILES[0]  # the table's file in the run's folder
 
 
 @dataclass
@@ -50,7 +53,8 @@ class Seq2SeqData:
     sample: pd.DataFrame
     pad_id: int
     folder: Path
-    recipe: dict
+    recipe: dict  # the run's settings; the table it names by file and digest ("lookup")
+    lookup: normalize.Lookup  # the training pairs' table: copy's tokens and each seen token's answer
     identity: str = ""
     groups: np.ndarray | None = None  # each training row's sentence
 
@@ -90,7 +94,9 @@ class Seq2SeqPipeline(base.Pipeline):
         before = test[word].fillna("").astype(str).tolist()
         if s.trained is not None:  # predict mode: the training run's table and settings
             recipe = s.trained.recipe
-            lookup = normalize.Lookup(recipe["table"], set(recipe["unchanged"]))
+            # the table: in the run's folder, or in the recipe of a run an earlier kit trained
+            lookup = (normalize.Lookup(recipe["table"], set(recipe["unchanged"])) if "table" in recipe
+                      else normalize.read(s.trained.folder / recipe["lookup"], recipe["lookup_digest"]))
             train = labels = None
             sources = targets = []
             groups = None
@@ -107,9 +113,9 @@ class Seq2SeqPipeline(base.Pipeline):
             labels = text.tokenize(tokenizer, targets, p.max_new_tokens, key, log=s.log, what="answers")
             groups = train_table[spec.group_column].astype(str).to_numpy()[rows]
             recipe = {"target": base.target_record(target), "prior": [0.0], "max_length": p.max_length,
-                      "max_new_tokens": p.max_new_tokens, "context_words": p.context_words, "table": p.table,
-                      "tokenizer": key, "unchanged": sorted(lookup.unchanged), "table_pairs": len(lookup)}
-            recipe["table"] = lookup.after
+                      "max_new_tokens": p.max_new_tokens, "context_words": p.context_words, "table_on": p.table,
+                      "tokenizer": key, "table_pairs": len(lookup), "lookup": LOOKUP,
+                      "lookup_digest": normalize.digest(lookup)}  # the table itself: a file in the run (run_files)
             identity = runs.digest(pd.util.hash_pandas_object(train_table[[spec.group_column, word, spec.target_column]],
                                                               index=False).to_numpy(),
                                    np.array([fingerprint(folder, key), str(p.max_length), str(p.context_words),
@@ -118,7 +124,6 @@ class Seq2SeqPipeline(base.Pipeline):
             raise KitError(f"model folder {folder}: its tokenizer is not the one the training run used; attach the "
                            "model folder the training kernel had")
         use_table = recipe.get("table_on", p.table) if s.trained is not None else p.table
-        recipe["table_on"] = use_table
         routes = normalize.route(before, lookup, use_table)
         s.log(f"routes         test tokens: {normalize.counts(routes)} (copy: always unchanged in training; table: "
               f"the most frequent answer of {len(lookup)} tokens seen; model: the rest)")
@@ -126,7 +131,7 @@ class Seq2SeqPipeline(base.Pipeline):
         contexts = normalize.inputs(test[spec.group_column], before, recipe["context_words"], ask)
         test_tokens = text.tokenize(tokenizer, contexts, recipe["max_length"], key, log=s.log, what="test inputs")
         data = Seq2SeqData(train, labels, test_tokens, sources, targets, normalize.answers(before, routes, lookup), ask,
-                           where, target, sample, tokenizer.pad_token_id, folder, recipe, identity, groups)
+                           where, target, sample, tokenizer.pad_token_id, folder, recipe, lookup, identity, groups)
         s.log(self.describe(data))
         return data
 
@@ -188,6 +193,11 @@ class Seq2SeqPipeline(base.Pipeline):
         fig.tight_layout()
         fig.savefig(self.session.output_dir / "samples.png", dpi=80)
         return fig
+
+    def run_files(self, data: Seq2SeqData, folder: Path) -> None:
+        """The table, once, in the run's folder: each fold checkpoint's recipe names it instead of carrying it
+        (at text normalization's size, ~10 MB a checkpoint)."""
+        normalize.save(data.lookup, folder / LOOKUP)
 
     def split(self, data: Seq2SeqData) -> list[tuple[np.ndarray, np.ndarray]]:
         """Folds of whole sentences."""

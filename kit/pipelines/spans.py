@@ -11,6 +11,7 @@ epoch's validation score on the best-scored window of each context, as the submi
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pandas as pd
 from torch import nn
 
 from kit.data import archives, spans, tables, text
+from kit.data.nq import KIND_ROWS, KINDS
 from kit.data.spans import SpanBatches, Windows
 from kit.data.text import Tokens
 from kit.errors import KitError
@@ -224,6 +226,9 @@ class SpansPipeline(base.Pipeline):
                              f"{int(n.max(initial=0))} tokens at most")
         if data.y is not None:
             lines.append(f"answers        {float((data.y[:, 0] > 0).mean()):.1%} of the training windows hold theirs")
+        if data.y is not None and data.y.shape[1] > 2:  # Natural Questions' answer types
+            counts = np.bincount(data.y[:, 2], minlength=len(KINDS))
+            lines.append("answer types   " + ", ".join(f"{n} {k}" for k, n in zip(KINDS, counts)) + " windows")
         lines.append(f"target         spans of '{data.target.columns[0]}', metric {self.spec.metric}")
         return "\n".join(lines)
 
@@ -254,7 +259,8 @@ class SpansPipeline(base.Pipeline):
         if pretrained and not self._announced:
             self.session.log(f"pretrained weights: {data.folder} (local files only)")
             self._announced = True
-        model = SpanModel(data.folder, data.pad_id, pretrained=pretrained, gradient_checkpointing=self.p.gradient_checkpointing)
+        model = SpanModel(data.folder, data.pad_id, pretrained=pretrained, gradient_checkpointing=self.p.gradient_checkpointing,
+                          kinds=len(KINDS) if self.pages else 0)
         return model.to(self.session.device)
 
     def objective(self, data: SpanData) -> SpanObjective:
@@ -283,13 +289,23 @@ class SpansPipeline(base.Pipeline):
 
     # -- prediction -------------------------------------------------------------------------------------
     def predict(self, model: nn.Module, data: SpanData, precision, batch_size: int) -> np.ndarray:
-        """(test windows, max_length, 2) start and end logits, padding at PAD_LOGIT: the folds' mean is taken window
-        by window, and `cut` decodes it."""
-        out = np.full((len(data.test_windows), data.recipe["max_length"], 2), spans.PAD_LOGIT, np.float32)
+        """(test windows, max_length, 2) start and end logits, padding at PAD_LOGIT (Natural Questions': then its
+        KIND_ROWS of answer-type logits), float16 in a file in scratch, unlinked at once: a fold's logits (1.2 M
+        windows at tf2-qa's size) take disk, not the host memory the folds' running sum (`fold_sum`) holds."""
+        extra = KIND_ROWS if self.pages else 0
+        out = scratch_logits((len(data.test_windows), data.recipe["max_length"] + extra, 2))
         batches = self.batches(data, np.arange(len(data.test_windows)), train=False, batch_size=batch_size, test=True)
         for batch, logits in base.predictions(model, batches, precision, lambda m, b: m(b["input_ids"]).float()):
-            out[batch["window"].cpu().numpy(), : logits.shape[1]] = logits
+            rows = batch["window"].cpu().numpy()
+            out[rows, : logits.shape[1] - extra] = logits[:, : logits.shape[1] - extra]
+            if extra:
+                out[rows, -extra:] = logits[:, -extra:]
         return out
+
+    def fold_sum(self, total: np.ndarray | None, pred: np.ndarray) -> np.ndarray:
+        """The folds' running sum of test logits, float32 in memory (the first fold's copied out of its file),
+        added to window by window: one fold's worth of host memory, whatever the number of folds."""
+        return add_logits(total, pred)
 
     def judge(self, data: SpanData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold Jaccard of each context's best span, against the whole text's (the trivial submission)."""
@@ -317,3 +333,31 @@ class SpansPipeline(base.Pipeline):
         out = np.empty((len(data.sample), 1), dtype=object)
         out[data.test_positions, 0] = texts
         return out
+
+
+def scratch_logits(shape: tuple[int, ...]) -> np.ndarray:
+    """A float16 array of `shape` filled with PAD_LOGIT, memory-mapped from a file in scratch that is unlinked at
+    once (its disk is given back when the array is let go; a second fold's never overwrites the first's)."""
+    folder = paths.scratch_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, prefix="test-logits-", suffix=".npy", delete=False) as f:
+        path = Path(f.name)
+    try:
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=shape)
+    finally:
+        path.unlink(missing_ok=True)
+    out[:] = spans.PAD_LOGIT
+    return out
+
+
+def add_logits(total: np.ndarray | None, pred: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """`total` (None before the first fold: a float32 copy of `pred`) plus `pred`, in place, `chunk` windows at a
+    time (no temporary the size of a fold's logits)."""
+    if total is None:
+        total = np.empty(pred.shape, np.float32)
+        for first in range(0, len(pred), chunk):
+            total[first : first + chunk] = pred[first : first + chunk]
+        return total
+    for first in range(0, len(pred), chunk):
+        np.add(total[first : first + chunk], pred[first : first + chunk], out=total[first : first + chunk])
+    return total

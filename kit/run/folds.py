@@ -97,6 +97,7 @@ def train_folds(session: Session, pipe: Pipeline, data: Any) -> CVResult:
         return trained_folds(session, pipe, data)
     splits = pipe.split(data)
     folder = runs.open_run(session.output_dir, run_record(session, pipe, data, splits), session.log)
+    pipe.run_files(data, folder)
     run = RunFolder(folder)
     gpus = session.hardware.gpu_count if session.hardware.device == "cuda" else 0
     pending = tuple(f for f in range(len(splits)) if not run.finished(f))

@@ -48,6 +48,7 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     hw = hardware.detect(p.device)
     hardware.check_arch(hw)
     setup = accelerants(hardware.setup(hw, p.num_workers, p.precision), record)
+    setup, model_note = model_precision(setup, p, record)
     out = paths.output_dir(p.output_dir)
     session = Session(
         template=template,
@@ -73,6 +74,8 @@ def start(template: str, namespace: Mapping[str, Any], worker: int | None = None
     note = hardware.precision_note(hw, setup, p.precision)
     if note:
         session.warn(note)
+    if model_note:
+        session.log(f"precision      {model_note}")
     session.log(f"data           {data}")
     session.log(f"output         {out}")
     if found is not None:
@@ -132,6 +135,16 @@ def accelerants(setup: hardware.Setup, record: templates.Template) -> hardware.S
     the set-up shows, only what will run (text batches are neither images nor prefetched on a side stream)."""
     return dataclasses.replace(setup, channels_last=setup.channels_last and record.channels_last,
                                prefetch=setup.prefetch and record.prefetch)
+
+
+def model_precision(setup: hardware.Setup, p: params.TrainParams,
+                    record: templates.Template) -> tuple[hardware.Setup, str]:
+    """The set-up with the precision the template's model trains in (T5 in fp32 where fp16 was chosen: its
+    feed-forward overflows fp16), and the line that says so ("" where it is the machine's)."""
+    if not record.precision:
+        return setup, ""
+    name, note = templates.load(record.precision)(setup.precision, p)
+    return dataclasses.replace(setup, precision=name), note
 
 
 def check_choices(p: params.TrainParams, record: templates.Template) -> None:

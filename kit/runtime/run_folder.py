@@ -8,6 +8,7 @@ the files in it, so that the modules that write and read them ask here instead o
                       fold<k>.meta.pt  beside them: epoch, score, precision, validation rows and stamp
                       fold<k>.json     the fold's summary, written when it finishes
                       oof.csv, oof_*.npy, test_*, predictions.json: its predictions for blends (kit.run.predictions)
+                      lookup.json  seq2seq's table of the training pairs, which its checkpoints' recipe names
     <scratch>/resume/<run>/fold<k>.last.pt   an unfinished fold's latest epoch, to resume from (not the output)
 
 The names are those every earlier run wrote: a change here is a change of format (kit.runtime.runs.FORMAT).
@@ -33,6 +34,8 @@ TEST_IDS, TEST_PRED, TEST_INDEX, PREDICTIONS = "test_ids.csv", "test_pred.npy", 
 PREDICTION_FILES = (OOF, OOF_TARGET, OOF_PRED, OOF_INDEX, TEST_IDS, TEST_PRED, TEST_INDEX, PREDICTIONS)
 LEGACY = ("test_predictions.csv",)  # format 1's (oof.csv was its text), removed where a run writes its predictions again
 PREDICTIONS_FORMAT = 2
+# what a pipeline writes once for the run beside its folds (Pipeline.run_files), which its recipe names
+RUN_FILES = ("lookup.json",)
 
 
 @dataclass
@@ -121,7 +124,7 @@ class RunFolder:
         for path in sorted(self.path.iterdir()):
             if FOLD.fullmatch(path.name):
                 keep += [p for p in (path, path.with_suffix(META), path.with_suffix(DONE)) if p.is_file()]
-        return keep + [self.path / name for name in PREDICTION_FILES if (self.path / name).is_file()]
+        return keep + [self.path / name for name in (*PREDICTION_FILES, *RUN_FILES) if (self.path / name).is_file()]
 
 
 def is_run(names: list[str]) -> bool:

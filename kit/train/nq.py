@@ -7,6 +7,8 @@ rows right: a blank row is right where the example has no such answer, an answer
 - `right`: an example's rows right, answered and left blank: the out-of-fold rows the threshold is chosen on.
 - The "nq" kind of target (a submission of "start:end", YES, NO or blank cells) and `NQObjective`, whose
   validation rows say how many of an example's rows its best span gets right, answered and left blank.
+- `NQObjective`'s loss: the span's start and end cross-entropy and the window's answer type's (none, span, YES,
+  NO: kit.data.nq.KINDS), a third each.
 - `choose`: the score threshold (answer above it, leave blank under it) that scores best on out-of-fold examples,
   and that score.
 """
@@ -17,10 +19,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from kit.data.batch import Batch
-from kit.data.nq import YES_NO, Example, char_tokens, long_answer, strings, token_chars
-from kit.data.spans import Windows, window_best
+from kit.data.nq import YES_NO, Example, char_tokens, long_answer, split, strings, token_chars, window_answer
+from kit.data.spans import Windows
 from kit.errors import KitError
 from kit.train.kinds import Kind, Target, named, register
 from kit.train.spans import SpanObjective
@@ -129,8 +133,10 @@ NQ = register(Kind("nq", nq_columns, "kit.train.nq:check_submission", one_output
 
 
 class NQObjective(SpanObjective):
-    """Span extraction's loss; its validation rows, one a window: the window's best span's score, and the example's
-    rows right answered with that span (as "start:end" tokens and its smallest top-level candidate) and left blank."""
+    """Span extraction's loss with the answer type's: logits (B, L + KIND_ROWS, 2) against targets (B, 3) (the
+    answer's first and last token, its type). Its validation rows, one a window: the window's answer's score
+    (`window_answer`: its best span's, or YES/NO's), and the example's rows right answered with it (the span as
+    "start:end" tokens or YES/NO, the smallest top-level candidate holding the span) and left blank."""
 
     def __init__(self, w: Windows | None, max_answer: int, examples: Sequence[Example] = ()):
         super().__init__(w, max_answer)
@@ -142,15 +148,25 @@ class NQObjective(SpanObjective):
             self._tokens[example] = token_chars(self.examples[example].document)
         return self._tokens[example]
 
+    def __call__(self, model: nn.Module, batch: Batch) -> dict[str, torch.Tensor]:
+        output = model(batch["input_ids"]).float()  # (B, L + KIND_ROWS, 2)
+        logits, kinds = split(output)  # (B, L, 2), (B, 4)
+        y = batch["target"]  # (B, 3)
+        loss = (F.cross_entropy(logits[..., 0], y[:, 0]) + F.cross_entropy(logits[..., 1], y[:, 1])
+                + F.cross_entropy(kinds, y[:, 2])) / 3
+        return {"loss": loss, "output": output}
+
     def rows(self, output: torch.Tensor, batch: Batch) -> dict[str, torch.Tensor]:
-        w, logits = self.windows, output.float().cpu().numpy()
+        w = self.windows
+        logits, kinds = split(output.float().cpu().numpy())
         rows, examples = [], []
         for i, window in enumerate(batch["window"].cpu().numpy()):
             n, example = int(w.tokens.lengths[window]), int(w.example[window])
-            best, a, b = window_best(logits[i, :n, 0], logits[i, :n, 1], w.span(window), self.max_answer)
+            best, a, b, yes_no = window_answer(logits[i, :n, 0], logits[i, :n, 1], kinds[i], w.span(window),
+                                               self.max_answer)
             e = self.examples[example]
             short = char_tokens(self.tokens(example), a, b)
-            long, short_s = strings(short, long_answer(e.candidates, short), True)
+            long, short_s = strings(short, long_answer(e.candidates, short), True, yes_no)
             rows.append((best if np.isfinite(best) else -1e9, *right(e, long, short_s)))
             examples.append(example)
         return {"pred": torch.tensor(rows, dtype=torch.float64).reshape(-1, 3),

@@ -10,6 +10,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from kit.data import nq, spans
+from kit.data.text import Tokens
 from kit.errors import KitError
 from kit.pipelines.text import load_tokenizer
 from kit.smoke.text import build_tiny_encoder
@@ -169,13 +170,13 @@ def test_a_30000_token_page_is_decoded_a_batch_of_windows_at_a_time(tmp_path):
     batch = 64
     for first in range(0, len(w), batch):
         rows = np.arange(first, min(first + batch, len(w)))
-        logits = np.zeros((len(rows), 128, 2), np.float32)
+        logits = np.zeros((len(rows), 128 + nq.KIND_ROWS, 2), np.float32)  # answer types all 0: none wins
         for i, window in enumerate(rows):
             span = w.span(window)
             logits[i, : len(span), 0] = np.where(span[:, 0] == a, 10.0, 0.0)
             logits[i, : len(span), 1] = np.where(span[:, 1] == b, 10.0, 0.0)
         best.update(rows, logits)
-    assert best.peak <= batch * 128 * 2 * 4 and best.score[0] == pytest.approx(20.0)
+    assert best.peak <= batch * (128 + nq.KIND_ROWS) * 2 * 4 and best.score[0] == pytest.approx(20.0)
     short = nq.char_tokens(tokens, *best.chars[0])
     candidates = np.array([[k, k + 1000] for k in range(0, n, 1000)])
     assert nq.strings(short, nq.long_answer(candidates, short), True) == ("25000:26000", "25000:25003")
@@ -205,13 +206,84 @@ def test_the_data_check_reads_the_first_pages_only(tmp_path):
 
 def test_the_plan_counts_the_test_pages_windows_and_fits_a_t4x2_on_one_gpu():
     """tf2-qa at MLE-bench's size ([sizes]: 30,737 test pages of ~40 windows of 384 tokens; 8,000 training pages):
-    the test windows' logits (a fold's and the sum) and the pages' texts are counted, and the run fits a T4 x2's
-    29 GB with one GPU training (two fold workers would each hold the test windows: over)."""
+    the test windows' logits (the folds' float32 sum in memory, a fold's float16 file on scratch) and the pages'
+    texts are counted, and the run fits a T4 x2's 29 GB with one GPU training (two fold workers would each hold the
+    test windows: over)."""
     from kit.build import plan
     from kit.runtime.resources import KAGGLE_T4X2
 
     made = plan.plan("tensorflow2-question-answering", log=lambda line: None)
     amounts = {n.what: n.amount for n in made.needs}
-    assert amounts["test windows' start and end logits, a fold's and their sum"] == 2 * 30737 * 40 * 384 * 2 * 4
+    assert amounts["test windows' logits, the folds' running sum"] == 30737 * 40 * (384 + 2) * 2 * 4  # 3.8 GB, was 7.0
+    assert amounts["test windows' logits, a fold's"] == 30737 * 40 * (384 + 2) * 2 * 2  # float16, on scratch
     assert amounts["the contexts' texts"] == (8000 + 30737) * 40 * (384 - 128) * 4
     assert made.over(KAGGLE_T4X2) == []
+
+
+def two_windows(document: str) -> spans.Windows:
+    """One page of five words cut by hand into two windows of a [CLS], then words 0-2, then words 2-4 (each
+    token's characters in the page; -1 for [CLS])."""
+    tokens = nq.token_chars(document).astype(np.int32)
+    chars = np.concatenate([[[-1, -1]], tokens[0:3], [[-1, -1]], tokens[2:5]]).astype(np.int32)
+    return spans.Windows(Tokens(np.arange(8, dtype=np.int32), np.array([0, 4, 8])), np.array([0, 0]), chars,
+                         [document], ["is it"])
+
+
+def test_a_window_answers_yes_or_no_where_its_answer_type_beats_none_and_span():
+    """window_answer's exact cases: a window's best span (tokens 1-2, score 3 + 4) stands unless the YES or NO
+    logit beats both the none and the span logits, and then it scores 1e6 plus that margin, its span kept for
+    the long answer; StreamedBest keeps a page's YES window over a better-scored span, and the strings are the
+    candidate holding its span and "YES"."""
+    span = np.array([[-1, -1], [0, 3], [4, 7], [8, 11]])
+    start, end = np.array([9.0, 3.0, 0.0, 0.0]), np.array([9.0, 0.0, 4.0, 0.0])  # [CLS] is never a span
+    assert nq.window_answer(start, end, np.array([0.0, 2.0, 1.0, 0.0]), span, 30) == (7.0, 0, 7, "NONE")
+    assert nq.window_answer(start, end, np.array([5.0, 1.0, 3.0, 2.0]), span, 30) == (7.0, 0, 7, "NONE")
+    assert nq.window_answer(start, end, np.array([0.0, 1.0, 3.0, 2.5]), span, 30) == (1e6 + 2.0, 0, 7, "YES")
+    assert nq.window_answer(start, end, np.array([0.0, 1.0, 2.0, 3.5]), span, 30) == (1e6 + 2.5, 0, 7, "NO")
+
+    document = "w0 w1 w2 w3 w4"
+    w = two_windows(document)
+    logits = np.zeros((2, 4 + nq.KIND_ROWS, 2), np.float32)
+    logits[0, 1, 0] = logits[0, 1, 1] = 20.0  # window 0: w0 alone, a span of score 40, the none type
+    logits[1, 2, 0] = logits[1, 3, 1] = 1.0  # window 1: w3 w4, score 2, and YES by 0.5
+    logits[1, -nq.KIND_ROWS:] = np.array([0.0, 0.0, 0.5, 0.0]).reshape(nq.KIND_ROWS, 2)
+    best = nq.StreamedBest(w, max_answer=30)
+    best.update(np.array([0, 1]), logits.astype(np.float16))  # as the ensemble's file holds them
+    assert best.yes_no.tolist() == ["YES"] and best.score[0] == pytest.approx(1e6 + 0.5)
+    short = nq.char_tokens(nq.token_chars(document), *best.chars[0])
+    assert short == (3, 5)
+    candidates = np.array([[0, 2], [2, 5]])
+    assert nq.strings(short, nq.long_answer(candidates, short), True, best.yes_no[0]) == ("2:5", "YES")
+    assert nq.strings((-1, -1), (-1, -1), True, "NO") == ("", "NO")  # no span: the long row stays blank
+    assert nq.strings(short, (2, 5), False, "YES") == ("", "")  # under the answer cut
+
+
+def test_each_training_window_learns_its_answer_type():
+    """A window learns "span" where it holds the short answer, YES/NO where its context reaches into a YES/NO
+    page's long answer, else "none"."""
+    document = "w0 w1 w2 w3 w4"
+    w = two_windows(document)
+    page = nq.Example("1", "is it", document, np.array([[0, 2], [2, 5]]))
+    assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [0, 0]  # unanswered
+    page.short = page.long = (3, 4)
+    assert nq.window_kinds(w, np.array([[0, 0], [2, 2]]), [page]).tolist() == [0, 1]  # w3: window 1's
+    page.short, page.long, page.yes_no = None, (3, 5), "NO"
+    assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [0, 3]
+    page.long = (0, 3)  # w0-w2: both windows reach into it
+    assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [3, 3]
+
+
+def test_the_folds_test_logits_are_summed_in_place_from_float16_files(tmp_path, monkeypatch):
+    """A fold's logits are float16 in an unlinked scratch file, PAD_LOGIT where not written; the running sum is
+    float32, the first fold's copied, the next added to it in place, a chunk of windows at a time."""
+    from kit.pipelines.spans import add_logits, scratch_logits
+
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path))
+    fold = scratch_logits((5, 3, 2))
+    assert fold.dtype == np.float16 and (fold == spans.PAD_LOGIT).all() and list(tmp_path.iterdir()) == []
+    fold[:] = np.arange(30, dtype=np.float16).reshape(5, 3, 2)
+    total = add_logits(None, fold, chunk=2)
+    assert total.dtype == np.float32 and not np.shares_memory(total, fold)
+    same = add_logits(total, np.full((5, 3, 2), 0.5, np.float16), chunk=2)
+    assert same is total
+    assert total[:, 0, 0].tolist() == [0.5, 6.5, 12.5, 18.5, 24.5] and total[4, 2, 1] == 29.5

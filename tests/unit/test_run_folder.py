@@ -53,13 +53,13 @@ def test_folds_checkpoints_and_what_a_version_keeps(tmp_path, monkeypatch):
     run = RunFolder.of(tmp_path, "abc")
     run.path.mkdir(parents=True)
     for name in ("run.json", "batch.json", "fold0.pt", "fold0.meta.pt", "fold0.json", "fold1.pt", "fold10.pt",
-                 "fold10.meta.pt", "fold2.meta.pt", "oof.csv", "predictions.json", "notes.txt"):
+                 "fold10.meta.pt", "fold2.meta.pt", "oof.csv", "predictions.json", "lookup.json", "notes.txt"):
         (run.path / name).write_text("x")
     assert run.folds() == [0, 1, 10]  # best weights, with their .meta.pt or not
     assert run.checkpoints() == {0: run.path / "fold0.pt", 10: run.path / "fold10.pt"}  # fold1's meta is not written yet
     assert run.finished(0) and not run.finished(10) and not run.finished(2)
     assert [p.name for p in run.published()] == ["run.json", "fold0.pt", "fold0.meta.pt", "fold0.json", "fold1.pt", "fold10.pt",
-                                            "fold10.meta.pt", "oof.csv", "predictions.json"]
+                                            "fold10.meta.pt", "oof.csv", "predictions.json", "lookup.json"]
     assert run_folder.is_run(["run.json", "fold3.pt"]) and not run_folder.is_run(["run.json", "fold3.meta.pt"])
     assert RunFolder.latest(tmp_path) == ""
     run.latest_file.write_text('{"run": "abc"}')

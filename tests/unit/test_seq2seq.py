@@ -9,7 +9,9 @@ from sklearn.metrics import accuracy_score
 
 from kit.build import weights
 from kit.data import normalize
+from kit.errors import KitError
 from kit.models.seq2seq import IGNORE, Seq2SeqModel
+from kit.runtime.precision import Precision
 from kit.smoke.gallery import normalizing
 from kit.smoke.seq2seq import build_tiny_t5
 from kit.train import metrics
@@ -165,3 +167,37 @@ def test_inputs_of_some_rows_are_those_rows_of_all():
     every = normalize.inputs(sentences, tokens, words=2)
     assert normalize.inputs(sentences, tokens, words=2, rows=np.array([5, 1, 3])) == [every[5], every[1], every[3]]
     assert every[5] == "<tok> f </tok>" and every[1] == "a <tok> b </tok> c"
+
+
+def test_a_t5_trains_in_fp32_where_a_t4_would_choose_fp16(tiny):
+    """The set-up's policy on a CUDA T4 (compute 7.5: fp16 chosen) is fp32 for the tiny T5's folder, with the log
+    line; fp16 stays where t5_fp16 asks, and bf16 (no overflow there) and other models keep the machine's."""
+    from kit import params, templates
+    from kit.models.seq2seq import T5_IN_FP32, precision_for
+    from kit.run.start import model_precision
+    from kit.runtime import hardware
+
+    t4 = hardware.Hardware(device="cuda", gpu_name="Tesla T4", gpu_count=1, capability=(7, 5), gpu_memory_gb=15.0,
+                           cpu_count=4, ram_gb=29.0)
+    chosen = hardware.setup(t4)
+    assert chosen.precision == "fp16"
+    record = templates.get("seq2seq")
+    setup, note = model_precision(chosen, params.Seq2SeqParams(model_path=str(tiny)), record)
+    assert (setup.precision, note) == ("fp32", T5_IN_FP32) and note.startswith("T5 in fp32: fp16 overflows its feed")
+    assert Precision(setup.precision, t4.device) == Precision("fp32", "cuda")
+    kept, note = model_precision(chosen, params.Seq2SeqParams(model_path=str(tiny), t5_fp16=True), record)
+    assert (kept.precision, note) == ("fp16", "")
+    assert precision_for("bf16", "t5") == "bf16" and precision_for("fp16", "bart") == "fp16"
+    assert precision_for("fp16", "mt5") == "fp32"
+
+
+def test_the_table_file_round_trips_and_a_missing_or_other_one_is_one_line(tmp_path):
+    lookup = normalize.learn(["1995", "Mr", "the", "1995"], ["nineteen ninety five", "mister", "the", "one nine"])
+    path = tmp_path / "lookup.json"
+    normalize.save(lookup, path)
+    assert normalize.read(path, normalize.digest(lookup)) == lookup
+    with pytest.raises(KitError, match=r"lookup.json is not the table the fold checkpoints were trained with"):
+        normalize.read(path, "0" * 16)
+    path.unlink()
+    with pytest.raises(KitError, match=r"lookup.json is missing: the seq2seq run's table of training pairs travels"):
+        normalize.read(path, normalize.digest(lookup))

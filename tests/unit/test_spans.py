@@ -84,8 +84,8 @@ def test_a_given_answer_start_places_an_answer_its_context_holds_twice():
 
 def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokenizer, tmp_path):
     """chaii at its real size ([sizes]: 112 test articles of ~20 windows of 384 tokens): the test windows' start and
-    end logits, a fold's and the sum, and every window's tokens; in the kernel, windows a context read from the data
-    (rounded up)."""
+    end logits (the folds' float32 sum in memory, a fold's float16 file on scratch), and every window's tokens; in
+    the kernel, windows a context read from the data (rounded up)."""
     from types import SimpleNamespace
 
     from kit.build import plan
@@ -94,7 +94,8 @@ def test_the_resource_plan_counts_each_contexts_windows_and_their_logits(tokeniz
 
     made = plan.plan("chaii-hindi-and-tamil-question-answering", log=lambda line: None)
     amounts = {n.what: n.amount for n in made.needs}
-    assert amounts["test windows' start and end logits, a fold's and their sum"] == 2 * 112 * 20 * 384 * 2 * 4
+    assert amounts["test windows' logits, the folds' running sum"] == 112 * 20 * 384 * 2 * 4  # no answer types
+    assert amounts["test windows' logits, a fold's"] == 112 * 20 * 384 * 2 * 2
     assert amounts["the windows' tokens and their characters"] == (1002 + 112) * 20 * 384 * (4 + 8)
     contexts = [" ".join(f"w{i}" for i in range(300)), "w1 w2"]  # ~1,200 tokens: many windows, and one
     w = spans.windows(tokenizer, ["where", "where"], contexts, MAX_LENGTH, STRIDE)

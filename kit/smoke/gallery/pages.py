@@ -7,7 +7,9 @@ An example_id is a long decimal number, written as text.
 The smoke pages are Wikipedia-like: HTML tokens (<H1>, <P>, </P>, <Table>, <Tr>, <Td>) and words split on single
 spaces, each paragraph a top-level long answer candidate (a table's cells nested candidates). A question asks
 when a place was founded: where the page holds the fact's paragraph, the year is the short answer and its
-paragraph the long one; a third of the pages are about another place and hold no answer (blank)."""
+paragraph the long one; a third of the pages are about another place and hold no answer (blank). A quarter of the
+answered pages ask "was <place> founded by <name>" instead: YES where the fact's founder is that name, else NO, the
+fact's paragraph the long answer (NQ's YES/NO answers, which the answer-type head learns)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,6 +31,8 @@ def page(rng: np.random.Generator, answered: bool) -> tuple[dict, dict]:
     tokens = ["<H1>", about.title(), "</H1>"]
     candidates, fact, long = [], None, (-1, -1)
     paragraphs = int(rng.integers(4, 8))
+    asks = str(rng.choice(NAMES)) if answered and rng.random() < 0.25 else None  # a YES/NO question's founder
+    yes_no = "NONE"
     at = int(rng.integers(paragraphs))
     for k in range(paragraphs):
         start = len(tokens)
@@ -43,21 +47,25 @@ def page(rng: np.random.Generator, answered: bool) -> tuple[dict, dict]:
         if k == at and answered:
             year = str(rng.choice(YEARS))
             cut = int(rng.integers(len(words) + 1))
-            sentence = [str(rng.choice(NAMES)), "founded", about, "in"]
+            founder = (asks if rng.random() < 0.5 else str(rng.choice([n for n in NAMES if n != asks]))) if asks \
+                else str(rng.choice(NAMES))
+            sentence = [founder, "founded", about, "in"]
+            yes_no = ("YES" if founder == asks else "NO") if asks else "NONE"
             fact = len(tokens) + cut + len(sentence)
             words = words[:cut] + sentence + [year] + words[cut:]
         tokens += words + ["</P>"]
         candidates.append({"start_token": start, "end_token": len(tokens), "top_level": True})
         if k == at and answered:
             long = (start, len(tokens))
-    line = {"example_id": str(int(rng.integers(10**18, 9 * 10**18))), "question_text": f"when was {place} founded",
+    question = f"was {place} founded by {asks}" if asks else f"when was {place} founded"
+    line = {"example_id": str(int(rng.integers(10**18, 9 * 10**18))), "question_text": question,
             "document_text": " ".join(tokens), "long_answer_candidates": candidates}
     if fact is None:
         note = {"long_answer": {"start_token": -1, "end_token": -1, "candidate_index": -1}, "short_answers": [],
                 "yes_no_answer": "NONE"}
     else:
         note = {"long_answer": {"start_token": long[0], "end_token": long[1], "candidate_index": 0},
-                "short_answers": [{"start_token": fact, "end_token": fact + 1}], "yes_no_answer": "NONE"}
+                "short_answers": [] if asks else [{"start_token": fact, "end_token": fact + 1}], "yes_no_answer": yes_no}
     return line, note
 
 
