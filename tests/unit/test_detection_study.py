@@ -76,3 +76,27 @@ def test_the_study_tables_suffix_is_read_from_its_ids(tmp_path, ids):
     session = SimpleNamespace(data_dir=tmp_path, spec=SimpleNamespace(study_table="s.csv"), log=lambda *a: None)
     classes, names, suffix = detection_study.read_table(session)
     assert classes == {"x": 0} and names == ("negative", "typical") and suffix == ("_study" if ids[0].endswith("y") else "")
+
+
+def test_siims_submission_writes_study_classes_beside_named_boxes_and_the_prior_where_no_fold_predicts():
+    from kit.pipelines.detection import DetectionPipeline
+    from kit.train import box_kinds
+    from kit.train.kinds import Target
+
+    sample = pd.DataFrame({"id": ["s1_study", "i1_image", "i2_image"], "PredictionString": "x"})
+    table = [[0.7, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 0.7], [0.1, 0.7, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1], [0.4, 0.3, 0.2, 0.1]]
+    names = ["negative", "typical", "indeterminate", "atypical"]
+    data = SimpleNamespace(sample=sample, target=Target(box_kinds.NAMED.name, ("PredictionString",), ("opacity", "none")),
+                           test=SimpleNamespace(sizes=np.array([[64, 128], [32, 32]])), images=np.array([1, 2]),
+                           studies=detection_study.split_sample(sample, "id", "_study"), test_studies=("s1", "s1"),
+                           recipe={"side": 32, "nothing": 1, "study": {"names": names, "suffix": "_study", "table": table}})
+    pipe = DetectionPipeline.__new__(DetectionPipeline)
+    pipe.p = SimpleNamespace(score_threshold=0.0)
+    pred = pack([(np.array([[8, 8, 24, 24]], np.float32), np.array([0.9], np.float32), np.array([0])),
+                 (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))], 3)
+    cells = pipe.submission(data, pred)["PredictionString"].tolist()
+    assert cells[0].startswith("atypical 0.") and cells[0].count(" 0 0 1 1") == 4  # one box in study s1
+    assert cells[1].startswith("opacity 0.9 32 16 96 48")  # 128 x 64 px and cells[1].endswith("none 0.1 0 0 1 1")
+    assert cells[2] == "none 1 0 0 1 1"
+    prior = pipe.submission(data, np.zeros((3, 1), np.float32))["PredictionString"].tolist()  # no fold: the prior
+    assert prior[0].startswith("negative 0.4 0 0 1 1 typical 0.3") and prior[1:] == ["none 1 0 0 1 1"] * 2
