@@ -266,6 +266,11 @@ class Data:
     # the sample names an id on several rows (hms': a row per test window of a recording), each given its id's
     # prediction; false = its ids are unique, and a repeat is refused
     sample_repeats: bool = False
+    # detection: a table of each study's class, one 0/1 column a class (siim-covid19's train_study_level.csv, ids
+    # <study>_study): the sample's rows whose ids end as its ids do are studies, written as their classes'
+    # probabilities ("negative 0.6 0 0 1 1 ..."), the rest images; a study is its images' first folder under
+    # test_images, and a training image's the image table's StudyInstanceUID. "" = every sample row is an image
+    study_table: str = ""
     # cnn: each training row's image under train_images, from its columns: "{chain}/{image}", "{id[0]}/{id}.npy",
     # "{file_name}" (a path column); "" = "<id><image_ext>" (coco: each image's file_name)
     image_path: str = ""

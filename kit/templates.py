@@ -127,7 +127,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
     Template("detection", params.DetectionParams,
              ("train", "sample_submission", "id_column", "target_column", "train_images", "test_images", "image_ext"),
              ("train", "sample_submission", "id_column", "target_column", "submission_columns", "train_images",
-              "test_images", "image_ext"),
+              "test_images", "image_ext", "study_table"),
              "kit.pipelines.detection:DetectionPipeline", "kit.smoke.detection:make_dataset", channels_last=False,
              packages=("pydicom==3.0.2",), footprint="kit.pipelines.footprints:Detection", labels_table=False,
              kinds="kit.train.box_kinds"),

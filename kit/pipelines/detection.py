@@ -7,7 +7,9 @@ radiologists a image); every image (DICOM windowed to uint8 by kit.data.dicom, o
 to the GPU, where a random scale and crop and a flip move the boxes with the pixels (kit.data.box_augment). Validation
 predicts as the test set is predicted (the image and its mirror, fused) and scores the metric on the original pixels
 (kit.train.detection); the test set's boxes are fused over views, then over folds (`fold_sum`, `fold_mean`), and
-written in the sample's string format (kit.data.box_strings).
+written in the sample's string format (kit.data.box_strings). A sample of study rows beside its image rows
+([data] study_table, siim-covid19's) has each study written as its classes, derived from its images' boxes
+(kit.pipelines.detection_study).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from kit.data.canvas import Canvas, CanvasRows
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.errors import KitError
 from kit.models import detection as models
-from kit.pipelines import base, detection_data
+from kit.pipelines import base, detection_data, detection_study
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import box_kinds, cv, metrics
@@ -46,6 +48,9 @@ class DetectionData:
     recipe: dict  # target, classes, nothing, side, truth_width, prior
     identity: str = ""
     groups: np.ndarray | None = None
+    images: np.ndarray | None = None  # the sample's rows that are test images, in `test`'s order (None: every row)
+    studies: detection_study.StudyRows | None = None  # the sample's study rows, with [data] study_table
+    test_studies: tuple[str, ...] = ()  # each test image's study (its folder), with study rows
 
 
 class DetectionPipeline(base.Pipeline):
@@ -71,13 +76,25 @@ class DetectionPipeline(base.Pipeline):
         if p.image_size % 32:
             raise KitError(f"image_size = {p.image_size}: the detector's feature maps need a multiple of 32")
         sample, column = self._sample()
-        test_files = detection_data.image_paths(s, s.spec.test_images, sample[s.spec.id_column].astype(str))
+        study_classes, names, suffix = ({}, (), "")
+        if s.trained is not None and s.trained.recipe.get("study"):
+            names, suffix = tuple(s.trained.recipe["study"]["names"]), s.trained.recipe["study"]["suffix"]
+        elif s.trained is None and s.spec.study_table:
+            study_classes, names, suffix = detection_study.read_table(s)
+        studies = detection_study.split_sample(sample, s.spec.id_column, suffix) if names else None
+        images = studies.images if studies is not None else np.arange(len(sample))
+        test_files = detection_data.image_paths(s, s.spec.test_images,
+                                                sample[s.spec.id_column].astype(str).to_numpy()[images])
+        test_studies = tuple(detection_study.study_of(test_files, s.data_dir / s.spec.test_images)) if names else ()
+        if studies is not None and len(studies.rows):
+            detection_study.check(studies, list(test_studies), s.spec.study_table)
         if s.trained is not None:
             recipe = s.trained.recipe
             test = detection_data.decode(s, test_files, p.image_size, "test")
             none = np.zeros(0, np.int64)
             data = DetectionData(none.astype(str), none, none, np.zeros((0, 1, 4), np.float32), np.zeros((0, 1), np.int64),
-                                 Target(**recipe["target"]), sample, None, test, recipe)
+                                 Target(**recipe["target"]), sample, None, test, recipe, images=images, studies=studies,
+                                 test_studies=test_studies)
             s.log(self.describe(data))
             return data
         labels, table_path = detection_data.read_labels(s)
@@ -86,20 +103,25 @@ class DetectionPipeline(base.Pipeline):
         train = detection_data.decode(s, detection_data.image_paths(s, s.spec.train_images, ids), p.image_size, "train")
         test = detection_data.decode(s, test_files, p.image_size, "test")
         boxes, box_labels, width = detection_data.padded(records, train.sizes, p.image_size)
-        nothing, _ = detection_data.nothing_class(sample, column, labels.classes)
-        kind = box_kinds.NOTHING.name if nothing >= 0 else box_kinds.BOXES.name
+        nothing, empty = detection_data.nothing_class(sample.iloc[images], column, labels.classes)
+        named = nothing >= 0 and not empty.split()[0].isdigit()  # the sample writes class names ("none 1 0 0 1 1")
+        kind = box_kinds.NAMED.name if named else box_kinds.NOTHING.name if nothing >= 0 else box_kinds.BOXES.name
         if nothing >= 0 and nothing < len(labels.classes):
             raise KitError(f"the sample writes class {nothing} for an image without findings, and the training boxes "
                            f"hold it as a finding (classes 0 to {len(labels.classes) - 1})")
         classes = labels.classes + tuple(str(k) for k in range(len(labels.classes), max(nothing, 0)))  # those none drew
-        target = Target(kind, (column,), classes)
+        target = Target(kind, (column,), classes + ((empty.split()[0],) if named else ()))
         usable = np.array([i for i in range(len(ids)) if i not in train.bad], dtype=np.int64)
         strata = np.array([0 if not len(r.labels) else 1 + int(np.bincount(r.labels).argmax()) for r in records])
         groups = np.array([r.group for r in records]) if any(r.group for r in records) else None
         recipe = {"target": base.target_record(target), "classes": len(classes), "nothing": nothing,
                   "side": p.image_size, "truth_width": width + 1, "prior": [0.0]}
+        if names:
+            recipe["study"] = {"names": list(names), "suffix": suffix,
+                               "table": detection_study.count_table(records, study_classes, len(names))}
         identity = runs.digest(ids, usable, boxes, box_labels, np.array(classes, dtype=str))
-        data = DetectionData(ids, usable, strata, boxes, box_labels, target, sample, train, test, recipe, identity, groups)
+        data = DetectionData(ids, usable, strata, boxes, box_labels, target, sample, train, test, recipe, identity, groups,
+                             images, studies, test_studies)
         s.log(self.describe(data))
         return data
 
@@ -107,6 +129,8 @@ class DetectionPipeline(base.Pipeline):
         s = self.session
         sample, _ = self._sample()
         detection_data.read_labels(s)
+        if s.spec.study_table:
+            detection_study.read_table(s)
         detection_data.image_paths(s, s.spec.train_images, [])
         detection_data.image_paths(s, s.spec.test_images, [])
 
@@ -117,6 +141,9 @@ class DetectionPipeline(base.Pipeline):
             lines.append(f"train          {len(data.usable)} images, {int(n.sum())} boxes of {data.recipe['classes']} "
                          f"classes (readers' boxes fused at IoU {self.p.fusion_iou}), {(n == 0).mean():.0%} without a box")
         lines.append(f"test           {data.test.count} images, cached at {self.p.image_size} x {self.p.image_size} px")
+        if data.studies is not None:
+            lines.append(f"studies        {len(data.studies.rows)} study rows ('{data.studies.suffix}'), each its classes "
+                         f"({', '.join(data.recipe['study']['names'])}) from its images' boxes")
         empty = box_kinds.nothing_string(data.target)
         lines.append(f"submission     box strings in '{data.target.columns[0]}'; an image without boxes "
                      f"{repr(empty) if empty else 'empty'}")
@@ -233,9 +260,17 @@ class DetectionPipeline(base.Pipeline):
         the nothing-found class beside them where the sample writes one; rows of the prior: an image without boxes."""
         sub = data.sample.copy()
         column, target = data.target.columns[0], data.target
+        study = data.recipe.get("study")
+        if data.studies is not None and len(data.studies.rows):  # a study's classes; the prior where nothing predicts
+            probs = (detection_study.probabilities(pred, list(data.test_studies), data.studies.ids, study["table"],
+                                                   data.recipe["nothing"]) if pred.ndim == 3
+                     else np.asarray(study["table"])[-1:].repeat(len(data.studies.rows), 0))
+            sub.iloc[data.studies.rows, sub.columns.get_loc(column)] = detection_study.cells(tuple(study["names"]), probs)
+        images = data.images if data.images is not None else np.arange(len(sub))
         if pred.ndim != 3:
-            sub[column] = box_kinds.nothing_string(target)
+            sub.iloc[images, sub.columns.get_loc(column)] = box_kinds.nothing_string(target)
             return sub[list(data.sample.columns)]
+        names = target.classes if target.kind == box_kinds.NAMED.name else None  # else class ids
         cells = []
         for i, image in enumerate(pred):
             h, w = data.test.sizes[i]
@@ -251,8 +286,9 @@ class DetectionPipeline(base.Pipeline):
                 conf = 1.0 - float(scores.max(initial=0.0))
                 boxes = np.concatenate([boxes, np.array([[0, 0, 1, 1]], np.float32)])
                 labels, scores = labels + [data.recipe["nothing"]], np.append(scores, conf)
+            labels = [names[k] for k in labels] if names else labels
             cells.append(box_strings.detections_string(labels, scores, boxes, box_kinds.nothing_string(target)))
-        sub[column] = cells
+        sub.iloc[images, sub.columns.get_loc(column)] = cells
         return sub[list(data.sample.columns)]
 
 

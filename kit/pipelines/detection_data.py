@@ -83,7 +83,8 @@ def fused(labels: boxes.Labels, iou: float) -> list[boxes.ImageBoxes]:
 
 def nothing_class(sample: pd.DataFrame, column: str, classes: tuple[str, ...]) -> tuple[int, str]:
     """(the class id the sample writes on a 0 0 1 1 box for an image without findings, -1 for none; the string an
-    image without boxes is written as): vinbigdata's "14 1 0 0 1 1" names class 14 beyond its 14 findings."""
+    image without boxes is written as): vinbigdata's "14 1 0 0 1 1" names class 14 beyond its 14 findings; a name
+    that is no finding's (siim's "none 1 0 0 1 1") is the class after them, and the submission writes names."""
     first = sample[column].iloc[0] if len(sample) else ""
     text = "" if not isinstance(first, str) else first.strip()
     try:
@@ -94,19 +95,27 @@ def nothing_class(sample: pd.DataFrame, column: str, classes: tuple[str, ...]) -
         try:
             k = int(names[0])
         except ValueError:
-            return -1, text
+            return (-1, text) if names[0] in classes else (len(classes), text)
         if k >= len(classes):
             return k, text
     return -1, text
 
 
 def image_paths(s: Session, folder: str, ids) -> list[str]:
-    """Each id's image file: <folder>/<id><image_ext> under the data folder."""
+    """Each id's image file: <folder>/<id><image_ext> under the data folder; where those are not all there, the
+    files of that extension anywhere under <folder> by name, an id matching its file's name or the name and a suffix
+    from its last "_" (siim's <study>/<series>/<image>.dcm for the id <image>_image). One found nowhere keeps its flat
+    path (decoding names it missing)."""
     root = s.data_dir / folder
     if not root.is_dir():
         raise KitError(f"[data] {'train_images' if folder == s.spec.train_images else 'test_images'} '{folder}' is not a "
                        f"folder under {s.data_dir}")
-    return [str(root / f"{i}{s.spec.image_ext}") for i in ids]
+    flat = [root / f"{i}{s.spec.image_ext}" for i in ids]
+    if all(f.is_file() for f in flat):
+        return list(map(str, flat))
+    named = {p.name[: len(p.name) - len(s.spec.image_ext)]: p for p in root.rglob(f"*{s.spec.image_ext}") if p.is_file()}
+    found = [named.get(str(i)) or named.get(str(i).rsplit("_", 1)[0]) or f for i, f in zip(ids, flat)]
+    return list(map(str, found))
 
 
 def decode(s: Session, files: list[str], side: int, what: str) -> canvas.Canvas:

@@ -5,7 +5,9 @@ fallback: no fold predicted) is, an image without boxes:
 
 - "boxes": an empty string;
 - "boxes_nothing": the sample's class for "no finding" on its 0 0 1 1 box, the class after the findings
-  (vinbigdata's "14 1 0 0 1 1").
+  (vinbigdata's "14 1 0 0 1 1");
+- "boxes_named": boxes written by their class's name, the nothing-found class's name (the target's last class) on
+  its 0 0 1 1 box for an image without them (siim-covid19's "opacity ...", "none 1 0 0 1 1").
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from kit.train.kinds import Kind, Target, register
 
 
 def nothing_string(target: Target) -> str:
+    if target.kind == NAMED.name:
+        return f"{target.classes[-1]} 1 0 0 1 1"
     return f"{len(target.classes)} 1 0 0 1 1" if target.kind == NOTHING.name else ""
 
 
@@ -31,3 +35,4 @@ def check_submission(cells, sample_cells, folder) -> None:
 
 BOXES = register(Kind("boxes", empty_rows, "kit.train.box_kinds:check_submission", one_output=True, masks=True))
 NOTHING = register(Kind("boxes_nothing", empty_rows, "kit.train.box_kinds:check_submission", one_output=True, masks=True))
+NAMED = register(Kind("boxes_named", empty_rows, "kit.train.box_kinds:check_submission", one_output=True, masks=True))

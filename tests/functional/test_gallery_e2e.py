@@ -93,6 +93,10 @@ READ = {
     "vesuvius-challenge-ink-detection": [  # fragment folders of 65 layers, three read as channels
         "decode train: decoded 2 of 2 images and their masks onto 192 x 144 canvases",
         "submission     a run-length code per image in 'Predicted', 1 rows"],
+    "siim-covid19-detection": [  # DICOMs under study/series folders found by <image>_image, _study rows beside them
+        "decode train: decoded 54 of 54 images onto 64 x 64 canvases", "decode test: decoded 13 of 13 images",
+        "studies        12 study rows ('_study'), each its classes (negative, typical, indeterminate, atypical)",
+        "an image without boxes 'none 1 0 0 1 1'"],
 }
 
 

@@ -56,6 +56,8 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-cnn": "the audio template reading the segments' CSVs as channels (image_ext .csv) is "
                                       "the alternative to the shipped tabular config of the same files, which is what "
                                       "kit init drafts (train_series)",
+    "siim-covid19-detection": "kit init does not draft the detection template, nor a study_table, nor finds DICOMs "
+                              "under study/series folders by their <image>_image ids",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -95,6 +97,7 @@ EVALUATION = {
     "kl_div": "Submissions are evaluated on the Kullback Liebler divergence between the predicted probability and the "
               "observed target.",
     "coco_map40": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.4.",
+    "voc_map50": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.5.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

@@ -102,7 +102,7 @@ def test_an_image_that_could_not_be_read_is_written_as_nothing_found():
     pred[:, 0] = [8, 8, 24, 24, 0.9, 3]  # a box found in both (at 32 px), one of them unreadable
     data = SimpleNamespace(sample=pd.DataFrame({"image_id": ["a", "b"], "PredictionString": "14 1 0 0 1 1"}),
                            target=target, test=SimpleNamespace(sizes=np.array([[64, 128], [0, 0]])),
-                           recipe={"side": 32, "nothing": 14})
+                           recipe={"side": 32, "nothing": 14}, images=None, studies=None)
     pipe = DetectionPipeline.__new__(DetectionPipeline)
     pipe.p = SimpleNamespace(score_threshold=0.05)
     cells = pipe.submission(data, pred)["PredictionString"].tolist()

@@ -78,6 +78,7 @@ LISTINGS = {
     "hms-harmful-brain-activity-classification": "example_figures sample_submission.csv test.csv test_eegs "
                                                  "test_spectrograms train.csv train_eegs train_spectrograms",
     "vinbigdata-chest-xray-abnormalities-detection": "sample_submission.csv test train train.csv",
+    "siim-covid19-detection": "sample_submission.csv test train train_image_level.csv train_study_level.csv",
     "hubmap-kidney-segmentation": "HuBMAP-20-dataset_information.csv sample_submission.csv test train train.csv",
     "vesuvius-challenge-ink-detection": "sample_submission.csv test train",
 }

@@ -16,6 +16,7 @@ from kit.smoke.gallery import (
     bodies,
     brains,
     catalogues,
+    detections,
     graders,
     grades,
     measures,
@@ -88,6 +89,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "vinbigdata-chest-xray-abnormalities-detection": radiographs.vinbigdata,
     "hubmap-kidney-segmentation": slides.hubmap,
     "vesuvius-challenge-ink-detection": slides.vesuvius,
+    "siim-covid19-detection": detections.siim_covid,
 }
 
 

@@ -409,3 +409,5 @@ CHECKS["vesuvius-challenge-ink-detection"] = vesuvius
 # siim-covid19-detection's and kuzushiji-recognition's checks (kit.smoke.gallery.box_checks) join CHECKS (and their
 # makers, in kit.smoke.gallery.detections, MAKERS) with their shipped configs: test_gallery holds the three lists equal.
 from kit.smoke.gallery.box_checks import kuzushiji, siim_covid  # noqa: E402, F401
+
+CHECKS["siim-covid19-detection"] = siim_covid
