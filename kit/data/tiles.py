@@ -49,18 +49,27 @@ def blend(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, tile
     if keep is None and places == [(0, 0)] and h == w == tile:  # one tile: the canvas itself
         return forward(x).float()
     keep = torch.ones(b, len(places), dtype=torch.bool) if keep is None else keep.bool().cpu()
-    which = keep.nonzero().tolist() or [[0, 0]]  # (canvas, tile) pairs; none kept: one predicted to learn K, unused
-    flat = torch.stack([x[i, :, places[t][0] : places[t][0] + tile, places[t][1] : places[t][1] + tile] for i, t in which])
+    which = keep.nonzero()  # (canvas, tile) of each kept tile, in the order the flattened tiles come
+    tiles = torch.stack([x[..., y : y + tile, left : left + tile] for y, left in places], 1)  # (B, T, C, tile, tile)
+    flat = tiles.flatten(0, 1)
+    if len(which) < keep.numel():
+        flat = flat[keep.flatten().to(x.device)] if len(which) else flat[:1]  # none kept: one, to learn K
     step = chunk or len(flat)
     pred = torch.cat([forward(flat[i : i + step]).float() for i in range(0, len(flat), step)])  # (n, K, tile, tile)
     weight = weights(tile).to(pred.device)
     out = torch.zeros(b, pred.shape[1], h, w, device=pred.device)
     total = torch.zeros(b, 1, h, w, device=pred.device)
-    for (i, t), p in zip(which, pred):
-        if keep[i, t]:
-            y, left = places[t]
-            out[i, :, y : y + tile, left : left + tile] += p * weight
-            total[i, :, y : y + tile, left : left + tile] += weight
+    every = len(which) == keep.numel()
+    for t, (y, left) in enumerate(places):
+        if every:  # every tile of every canvas: views of the predictions, no copies
+            rows, tile_pred = slice(None), pred.view(b, len(places), *pred.shape[1:])[:, t]
+        else:
+            at = (which[:, 1] == t).nonzero()[:, 0]
+            if not len(at):
+                continue
+            rows, tile_pred = which[at, 0].to(pred.device), pred[at.to(pred.device)]
+        out[rows, :, y : y + tile, left : left + tile] += tile_pred * weight
+        total[rows, :, y : y + tile, left : left + tile] += weight
     return out / total.clamp(min=EDGE_WEIGHT**2 / 2)  # a covered pixel's total is at least EDGE_WEIGHT ** 2
 
 
