@@ -1,5 +1,5 @@
 """Measures kit.data.tiffs' decode rate, what `make plan` counts for reading gigapixel TIFFs (kit.pipelines.footprints'
-TIFF_MPX_S): a slide of RGB bytes written with tifffile as the competitions' come (JPEG tiles, LZW strips,
+TIFF_RGB_MPX_S, TIFF_LAYER_MPX_S): a slide of RGB bytes written with tifffile as the competitions' come (JPEG tiles, LZW strips,
 uncompressed strips; a 16-bit grey layer as vesuvius' are), read whole the way kit reads it (Tiff.reduced: hubmap's slides at
 1/4, vesuvius' layers at full size), on one core. Prints megapixels (full-resolution pixels) a second. JPEG needs
 imagecodecs (on Kaggle's image).
