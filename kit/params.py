@@ -274,6 +274,8 @@ class SegmentationParams(TrainParams):
     image_size: int = setting(256, minimum=32,
                               doc="tile side in pixels, a multiple of 32: smaller images mirrored out to it, larger tiled")
     tile_overlap: float = setting(0.25, minimum=0.0, maximum=0.75, doc="share of a prediction tile its neighbours overlap")
+    tissue_min: float = setting(0.0, minimum=0.0, maximum=1.0,
+                                doc="tiles under this share of tissue (coloured pixels): not trained on, predicted empty")
     classes: int = setting(0, minimum=0,
                            doc="mask classes; 0 reads them from the data (two mask values: binary; more: class indices)")
     crop_scale: float = setting(0.5, minimum=0.1, maximum=1.0,

@@ -68,6 +68,7 @@ pretrained: bool = True  # start the encoder from ImageNet weights
 weights_path: str = ""  # local encoder weights file (an attached dataset or model) for internet-off runs
 image_size: int = 256  # tile side in pixels, a multiple of 32: smaller images mirrored out to it, larger tiled
 tile_overlap: float = 0.25  # share of a prediction tile its neighbours overlap
+tissue_min: float = 0.0  # tiles under this share of tissue (coloured pixels): not trained on, predicted empty
 classes: int = 0  # mask classes; 0 reads them from the data (two mask values: binary; more: class indices)
 crop_scale: float = 0.5  # smallest share of a training tile a crop keeps (zoomed back to the tile)
 hflip: float = 0.5  # mirrored training tiles' share

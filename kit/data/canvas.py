@@ -27,7 +27,7 @@ from torch.utils.data import Dataset
 
 import kit
 from kit import files
-from kit.data import images, rle, stitch, tiles
+from kit.data import images, rle, stitch, tiles, tissue
 from kit.errors import KitError
 from kit.runtime import progress
 
@@ -301,10 +301,12 @@ class _DecodeJob:
 
 class CanvasRows(Dataset):
     """Rows of a canvas for a loader, read a batch at a time: a random tile of `tile` px of each (training), or
-    whole canvases with each image's own size (`tile` 0)."""
+    whole canvases with each image's own size (`tile` 0). Tissue filtering (kit.data.tissue): `kept` each row's
+    training tile places to draw from; `keep` (count, tiles) each canvas's prediction tiles, sent as the batch's "keep"."""
 
-    def __init__(self, canvas: Canvas, rows: np.ndarray, tile: int = 0):
-        self.canvas, self.rows, self.tile = canvas, np.asarray(rows), tile
+    def __init__(self, canvas: Canvas, rows: np.ndarray, tile: int = 0, kept: dict[int, np.ndarray] | None = None,
+                 keep: np.ndarray | None = None):
+        self.canvas, self.rows, self.tile, self.kept, self.keep = canvas, np.asarray(rows), tile, kept, keep
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -315,12 +317,19 @@ class CanvasRows(Dataset):
         c, t = self.canvas, self.tile
         if t and (c.height > t or c.width > t):
             # the process's torch generator: a loader worker's is seeded by the loader, epoch by epoch
-            pictures, masks = c.tiles(rows, tiles.places(sizes, t, torch.rand(len(rows), 2).numpy()), t)
+            if self.kept is None:
+                places = tiles.places(sizes, t, torch.rand(len(rows), 2).numpy())
+            else:
+                draws = torch.rand(len(rows), 3).numpy()
+                places = np.stack([tissue.draw(self.kept[r], sz, t, d) for r, sz, d in zip(rows.tolist(), sizes, draws)])
+            pictures, masks = c.tiles(rows, places, t)
         else:
             pictures, masks = c.read(rows)
         batch = {"image": torch.from_numpy(pictures), "row": torch.from_numpy(rows)}
         if not t:
             batch["size"] = torch.from_numpy(sizes)
+            if self.keep is not None:
+                batch["keep"] = torch.from_numpy(self.keep[rows])
         if masks is not None:
             batch["mask"] = torch.from_numpy(masks)
         return batch

@@ -39,26 +39,38 @@ def weights(tile: int) -> torch.Tensor:
 
 
 def blend(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, tile: int, overlap: float,
-          chunk: int = 0) -> torch.Tensor:
+          chunk: int = 0, keep: torch.Tensor | None = None) -> torch.Tensor:
     """`forward` over the overlapping tiles of (B, C, H, W) canvases (H, W at least `tile`), blended into
     (B, K, H, W) float32; `forward` takes (n, C, tile, tile) and returns (n, K, tile, tile), and is called on
-    `chunk` tiles at a time (0: all of them at once)."""
+    `chunk` tiles at a time (0: all of them at once). `keep` (B, tiles of `grid`) bool: only those tiles are
+    predicted (kit.data.tissue), and a pixel no kept tile covers is zero in every output."""
     b, _, h, w = x.shape
     places = grid(h, w, tile, overlap)
-    if places == [(0, 0)] and h == w == tile:  # one tile: the canvas itself
+    if keep is None and places == [(0, 0)] and h == w == tile:  # one tile: the canvas itself
         return forward(x).float()
+    keep = torch.ones(b, len(places), dtype=torch.bool) if keep is None else keep.bool().cpu()
+    which = keep.nonzero()  # (canvas, tile) of each kept tile, in the order the flattened tiles come
     tiles = torch.stack([x[..., y : y + tile, left : left + tile] for y, left in places], 1)  # (B, T, C, tile, tile)
     flat = tiles.flatten(0, 1)
+    if len(which) < keep.numel():
+        flat = flat[keep.flatten().to(x.device)] if len(which) else flat[:1]  # none kept: one, to learn K
     step = chunk or len(flat)
-    pred = torch.cat([forward(flat[i : i + step]).float() for i in range(0, len(flat), step)])
-    pred = pred.view(b, len(places), *pred.shape[1:])  # (B, T, K, tile, tile)
+    pred = torch.cat([forward(flat[i : i + step]).float() for i in range(0, len(flat), step)])  # (n, K, tile, tile)
     weight = weights(tile).to(pred.device)
-    out = torch.zeros(b, pred.shape[2], h, w, device=pred.device)
-    total = torch.zeros(h, w, device=pred.device)
+    out = torch.zeros(b, pred.shape[1], h, w, device=pred.device)
+    total = torch.zeros(b, 1, h, w, device=pred.device)
+    every = len(which) == keep.numel()
     for t, (y, left) in enumerate(places):
-        out[..., y : y + tile, left : left + tile] += pred[:, t] * weight
-        total[y : y + tile, left : left + tile] += weight
-    return out / total
+        if every:  # every tile of every canvas: views of the predictions, no copies
+            rows, tile_pred = slice(None), pred.view(b, len(places), *pred.shape[1:])[:, t]
+        else:
+            at = (which[:, 1] == t).nonzero()[:, 0]
+            if not len(at):
+                continue
+            rows, tile_pred = which[at, 0].to(pred.device), pred[at.to(pred.device)]
+        out[rows, :, y : y + tile, left : left + tile] += tile_pred * weight
+        total[rows, :, y : y + tile, left : left + tile] += weight
+    return out / total.clamp(min=EDGE_WEIGHT**2 / 2)  # a covered pixel's total is at least EDGE_WEIGHT ** 2
 
 
 def places(sizes: np.ndarray, tile: int, draws: np.ndarray) -> np.ndarray:

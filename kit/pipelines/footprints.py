@@ -98,6 +98,28 @@ class Audio:
                 Need("training labels", "ram", s.train_rows * 8)]
 
 
+# kit.data.tiffs' decode (and reduction) of a gigapixel TIFF, in millions of full-resolution pixels a second on one
+# core: bench/tiff_decode.py, a 4,096 px square read whole as kit reads it, on this project's dev machine (AMD EPYC,
+# 2 cores shared by others). An RGB slide at 1/4 (the reduction's mean is much of it): JPEG tiles 16.6, LZW strips
+# 17.8, raw strips 27.2 with the machine quiet, 11.3, 6.4 and 7.5 with it loaded (load average 4); a 16-bit grey layer
+# (vesuvius') at full size: 141 quiet, 78 loaded. Counted: about the loaded figures, a bound for a Kaggle vCPU.
+TIFF_RGB_MPX_S = 8.0
+TIFF_LAYER_MPX_S = 80.0
+
+
+def decode_need(s: Sizes, spec: Spec) -> Need | None:
+    """The seconds to decode gigapixel TIFFs (a `reduce` slide, or a fragment's `layers`) onto the canvases, on
+    KAGGLE_CPUS workers, each image counted at the canvas's size (the largest image's): a bound."""
+    if not (spec.reduce or spec.layers):
+        return None
+    reduce, planes = max(spec.reduce, 1), max(len(spec.layers), 1)
+    pixels = (s.train_rows + s.test_rows) * s.height * s.width * reduce * reduce * planes
+    rate = TIFF_LAYER_MPX_S if spec.layers else TIFF_RGB_MPX_S
+    what = f"{planes} layers" if spec.layers else "RGB slides"
+    return Need("decoding the TIFFs onto the canvases", "before", pixels / 1e6 / rate / KAGGLE_CPUS,
+                note=f"at most: {pixels / 1e9:.1f} gigapixels of {what} at {rate:g} Mpx/s a core, {KAGGLE_CPUS} cores")
+
+
 class Segmentation:
     @staticmethod
     def sizes(session, data) -> Sizes:
@@ -113,8 +135,10 @@ class Segmentation:
         s = sizes
         pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
         canvases = s.train_rows * pixels * (3 + 1) + s.test_rows * pixels * 3
+        decoding = decode_need(s, spec)
         return [cache_need("image and mask canvases", canvases, limits, "uint8"),
-                Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction")]
+                Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction"),
+                *([decoding] if decoding else [])]
 
 
 class Text:

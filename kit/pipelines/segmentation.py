@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from kit.data import masks as layouts
+from kit.data import tissue
 from kit.data.canvas import Canvas, CanvasRows
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.data.mask_augment import PairTransform, lookup, views
@@ -56,6 +57,7 @@ class SegmentationPipeline(base.Pipeline):
         super().__init__(session)
         self._pretrained_failed = False
         self._weights: Path | None = None
+        self._tissue: dict[str, tuple[dict[int, np.ndarray], np.ndarray, float]] = {}
 
     # -- data -------------------------------------------------------------------------------------------
     def load(self) -> SegmentationData:
@@ -174,15 +176,37 @@ class SegmentationPipeline(base.Pipeline):
         canvases, as many as hold about `batch_size` tiles, with each image's own size."""
         s, size = self.session, self.p.image_size
         source = data.test if test else data.train
+        kept, keep, share = self.tissue(source, "test" if test else "train")
         if train:
-            rows = np.repeat(rows, segmentation_data.epoch_repeats(source, size))
+            rows = np.repeat(rows, max(1, round(segmentation_data.epoch_repeats(source, size) * share)))
         else:
             batch_size = max(1, batch_size // segmentation_data.tiles_per_canvas(source, size, self.p.tile_overlap))
-        dataset = CanvasRows(source, rows, size if train else 0)
+        dataset = CanvasRows(source, rows, size if train else 0, kept if train else None, None if train else keep)
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         return DeviceLoader(loader, s.device, self.transform(data, train, seed, precision or s.precision),
                             prefetch=s.setup.prefetch)
+
+    def tissue(self, canvas: Canvas, split: str) -> tuple[dict[int, np.ndarray] | None, np.ndarray | None, float]:
+        """Tissue filtering (`tissue_min`, kit.data.tissue) of a canvas, read once and logged: each row's training tile
+        places, each row's prediction tiles kept, and the share of training places kept. Off: (None, None, 1.0)."""
+        cut, size, name = self.p.tissue_min, self.p.image_size, canvas.path.stem
+        if not cut:
+            return None, None, 1.0
+        if name not in self._tissue:
+            image, _ = canvas.arrays()
+            kept, keep, places = {}, [], 0
+            for r in range(canvas.count):
+                found = tissue.tissue_map(image[r])
+                kept[r], every = tissue.kept_places(found, canvas.sizes[r], size, cut)
+                places += every
+                keep.append(tissue.grid_keep(found, canvas.height, canvas.width, size, self.p.tile_overlap, cut))
+            keep, share = np.stack(keep), sum(map(len, kept.values())) / max(places, 1)
+            drawn = f"training tiles drawn from {share:.0%} of their places; " if split == "train" else ""
+            self.session.log(f"tissue ({split}): {drawn}predicting {int(keep.sum())} of {keep.size} tiles "
+                             f"({keep.mean():.0%}) with tissue_min {cut}, the rest empty")
+            self._tissue[name] = kept, keep, share
+        return self._tissue[name]
 
     def transform(self, data: SegmentationData, train: bool, seed: int = 0, precision=None) -> PairTransform:
         """The device-side step of a batch: its target read from the mask bytes; for training, crops, flips and turns
@@ -207,8 +231,8 @@ class SegmentationPipeline(base.Pipeline):
         t = data.test
         dtype = np.float16 if t.count * data.recipe["outputs"] * t.height * t.width * 4 > FLOAT16_FROM else np.float32
         batches = self.batches(data, np.arange(t.count), train=False, batch_size=batch_size, test=True, precision=precision)
-        return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision,
-                                                                            lambda m, b: objective.infer(m, b["image"]))])
+        infer = lambda m, b: objective.infer(m, b["image"], b.get("keep"))  # noqa: E731
+        return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision, infer)])
 
     def judge(self, data: SegmentationData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold score at the cut chosen on these rows, and predicting empty masks' (or the training pages'

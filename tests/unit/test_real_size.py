@@ -310,3 +310,21 @@ def test_a_tables_text_columns_are_planned_at_what_kaggles_pandas_holds_them_in(
     [tables] = [n for n in Tabular.needs(sizes, TabularParams(), spec, None) if n.what.startswith("the tables")]
     assert took <= tables.amount <= 1.5 * took, (took, tables.amount)
     assert "4 text columns at 75 bytes a cell" in tables.note
+
+
+def test_the_plan_counts_decoding_gigapixel_tiffs_at_the_measured_rate():
+    """hubmap's 15 slides, each bounded by the canvas (9,540 x 12,387 at 1/4), at TIFF_RGB_MPX_S on 4 cores; vesuvius'
+    3 fragments of 3 layers at TIFF_LAYER_MPX_S; image files (denoising) decode no TIFF. (make plan shows it.)"""
+    from kit import config
+    from kit.pipelines import footprints
+    from kit.run import footprint
+
+    def before(comp):
+        cfg = config.load(comp)
+        need = footprints.decode_need(footprint.completed(cfg.sizes, cfg.spec), cfg.spec)
+        return None if need is None else need.amount
+
+    assert before("hubmap-kidney-segmentation") == pytest.approx(15 * 9540 * 12387 * 16 / 1e6 / footprints.TIFF_RGB_MPX_S / 4)
+    assert before("vesuvius-challenge-ink-detection") == pytest.approx(
+        3 * 14830 * 9506 * 3 / 1e6 / footprints.TIFF_LAYER_MPX_S / 4)
+    assert before("denoising-dirty-documents") is None
