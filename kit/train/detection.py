@@ -1,6 +1,6 @@
 """The detection objective: a training batch's loss is the sum of the detector's loss dict (a validation batch's too,
-held_out_loss); a validation batch is predicted as the test set is (the image and its mirror, their boxes fused: kit.data.box_fusion) and becomes metric rows
-of packed boxes in the original images' pixels.
+held_out_loss); a validation batch is predicted as the test set is (the image and its mirror, their boxes fused:
+kit.data.box_fusion) and becomes metric rows of packed boxes in the original images' pixels.
 
 Packed boxes keep a batch's rows fixed-width (the loop concatenates them, a checkpoint stores them): predictions
 (N, D, 6) x_min, y_min, x_max, y_max, confidence, label; truth (N, G, 5) x_min .. y_max, label; label -1 pads.
