@@ -17,7 +17,7 @@ from slugify import slugify
 
 from kit import config as kit_config
 from kit import files, spec, templates
-from kit.build import draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess, sequence_guesses
+from kit.build import box_guesses, draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess, sequence_guesses
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
 from kit.errors import KitError
@@ -30,7 +30,8 @@ NOT_SLUGS = {"public", "prepared", "private", "data", "input", "raw", "files", "
 IDENTITIES = ("male", "female", "homosexual_gay_or_lesbian", "christian", "jewish", "muslim", "black", "white",
               "psychiatric_or_mental_illness")
 TITLES = {"cnn": "CNN", "audio": "Log-mel CNN", "lstm": "LSTM", "transformer": "Transformer", "text": "Text Encoder",
-          "tabular": "Boosters", "segmentation": "Unet"}
+          "tabular": "Boosters", "segmentation": "Unet",
+          "detection": "Faster R-CNN"}
 # [smoke]: a model small enough for the CPU, as the shipped configs of each template have it
 SMOKE = {
     "cnn": {"model_name": "test_efficientnet", "pretrained": False, "image_size": 64, "epochs": 8, "folds": 2,
@@ -97,26 +98,30 @@ def write(text: str, output: str | Path) -> Path:
 
 
 def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Guess:
-    """The first template whose reading of the data holds: masks, images, sequences, texts, then tables."""
+    """The first template whose reading of the data holds: boxes, masks, images, sequences, texts, then tables."""
     names = guesses.data_tables(survey, sample_file)
     readers = {
+        "detection": lambda: box_guesses.detection_guess(survey, sample_file, names),
         "segmentation": lambda: mask_guesses.segmentation_guess(survey, sample_file, names),
         "cnn": lambda: image_guesses.cnn_guess(survey, sample_file, metric),
         "sequence": lambda: sequence_guesses.sequence_guess(survey, sample_file, names, template or "lstm"),
         "text": lambda: guesses.text_guess(survey, sample_file, names),
         "tabular": lambda: guesses.tabular_guess(survey, sample_file, names, template or "tabular"),
     }
-    kinds = {"segmentation": "segmentation", "cnn": "cnn", "audio": "cnn", "lstm": "sequence", "transformer": "sequence",
+    kinds = {"detection": "detection",
+             "segmentation": "segmentation", "cnn": "cnn", "audio": "cnn", "lstm": "sequence", "transformer": "sequence",
              "text": "text", "spans": "text"}
     if template:
         order = [kinds.get(template, "tabular")]
     else:
-        order = ["segmentation", "cnn", "sequence", "text", "tabular"]
+        order = ["detection", "segmentation", "cnn", "sequence", "text", "tabular"]
     for kind in order:
         found = readers[kind]()
         if found is not None:
             return found
-    what = {"segmentation": "masks asked for by the sample submission (run-length codes or pixel rows) and given for the "
+    what = {"detection": "boxes asked for by the sample submission (label confidence x_min y_min x_max y_max) and given "
+                         "by a training table (a row a box, or a column of boxes), over image files named by the ids",
+            "segmentation": "masks asked for by the sample submission (run-length codes or pixel rows) and given for the "
                             "training images (codes in a table, or mask files)",
             "cnn": "image (or sound) files named by the sample submission's ids (or images in table rows, or a COCO label "
                    "file)",
@@ -125,7 +130,7 @@ def _guess(survey: Survey, sample_file: str, metric: str, template: str) -> Gues
             "tabular": "training and test tables"}
     folders = list(survey.folders.values())
     hint = (f" (the image folders {', '.join(f.source for f in folders[:3])} hold files such as {folders[0].files[0]}, "
-            f"which no column of {sample_file} names)") if folders and order[0] in ("segmentation", "cnn") else ""
+            f"which no column of {sample_file} names)") if folders and order[0] in ("detection", "segmentation", "cnn") else ""
     if template:
         raise KitError(f"{survey.data_dir}: found no {what[order[0]]} for template {template}{hint}; check the folder, or "
                        "pass another --template")
@@ -179,6 +184,10 @@ def _params(template: str) -> tuple[list[Line], list[Line], list[str]]:
         params.append(Line("model_name", "Unet", "any smp architecture: Unet, UnetPlusPlus, FPN, DeepLabV3Plus, ..."))
         params.append(Line("encoder", "tu-resnet34", "tu-<any timm model>, or one of smp's own"))
         params.append(Line("pretrained", True, "offline: attach the encoder's weights (make weights NAME=resnet34) and "
+                                               "set weights_path"))
+    if template == "detection":
+        params.append(Line("model_name", "resnet34", "any timm model with features_only: Faster R-CNN's backbone"))
+        params.append(Line("pretrained", True, "offline: attach the backbone's weights (make weights NAME=resnet34) and "
                                                "set weights_path"))
     if templates.get(template).model_folder:
         params.append(Line("model_path", "deberta-v3-small", "a Hugging Face model folder attached to the kernel"))

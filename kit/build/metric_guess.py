@@ -16,6 +16,9 @@ SAID = (
     (r"\blwlrap\b|label[- ]weighted label[- ]ranking", "lwlrap"),  # freesound: before its "average precision"
     (r"kullback[- ]l(?:ei|ie)bler|\bkl[- ]divergence", "kl_div"),  # hms: "Kullback Liebler divergence", as it is spelt
     (r"weighted auc|weighted area under", "weighted_auc"),
+    # vinbigdata: "mean Average Precision (mAP) at IoU > 0.4"; siim-covid19's at IoU > 0.5 (PASCAL VOC's)
+    (r"(mean average precision )?\(?\bmap\)? ?(at|@) ?iou ?(>|>=|=|of|threshold of)? ?0?\.4\b", "coco_map40"),
+    (r"(mean average precision )?\(?\bmap\)? ?(at|@) ?iou ?(>|>=|=|of|threshold of)? ?0?\.5\b", "voc_map50"),
     # TGS: "mean average precision at different intersection over union (IoU) thresholds"
     (r"(mean )?average precision at different intersection over union|precision at (different|each) iou", "map_iou"),
     (r"\bglobal\W{0,4}dice", "global_dice"),  # contrails: "evaluated on the **global** [Dice coefficient]"

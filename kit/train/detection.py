@@ -1,6 +1,6 @@
-"""The detection objective: a training batch's loss is the sum of the detector's loss dict; a validation batch is
-predicted as the test set is (the image and its mirror, their boxes fused: kit.data.box_fusion) and becomes metric rows
-of packed boxes in the original images' pixels.
+"""The detection objective: a training batch's loss is the sum of the detector's loss dict (a validation batch's too,
+held_out_loss); a validation batch is predicted as the test set is (the image and its mirror, their boxes fused:
+kit.data.box_fusion) and becomes metric rows of packed boxes in the original images' pixels.
 
 Packed boxes keep a batch's rows fixed-width (the loop concatenates them, a checkpoint stores them): predictions
 (N, D, 6) x_min, y_min, x_max, y_max, confidence, label; truth (N, G, 5) x_min .. y_max, label; label -1 pads.
@@ -60,6 +60,26 @@ def fuse_views(views: list[dict[str, np.ndarray]], iou: float, keep: int, source
     return boxes[order].astype(np.float32), scores[order].astype(np.float32), labels[order].astype(np.int64)
 
 
+def held_out_loss(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """The training loss on held-out images, without gradients. torchvision's detectors give losses only in train
+    mode (in eval mode, detections), so the model runs in it here with its BatchNorm layers left in eval mode (their
+    running statistics untouched); the proposals and regions it samples draw from a seeded fork of the random state,
+    so an epoch's figure does not move with the draw and training's own random sequence is not consumed."""
+    was = model.training
+    model.train()
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.eval()
+    device = batch["image"].device
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            torch.manual_seed(0)
+            losses = model(batch["image"], targets(batch))
+    finally:
+        model.train(was)
+    return sum(v.float() for v in losses.values())
+
+
 class Detection:
     """`classes` object classes; `nothing`: the class a sample writes for an image without findings (-1: none);
     `tta`: the mirror too; `iou`: box fusion's; `keep`: detections an image."""
@@ -76,7 +96,7 @@ class Detection:
             loss = sum(v.float() for v in losses.values())
             return {"loss": loss, "output": loss.detach()}
         found = self.infer(model, batch["image"])
-        return {"loss": torch.zeros((), device=batch["image"].device), "output": found}
+        return {"loss": held_out_loss(model, batch), "output": found}
 
     def infer(self, model: nn.Module, images: torch.Tensor) -> torch.Tensor:
         """(B, keep, 6) packed detections in the cached images' pixels: each image's views fused."""

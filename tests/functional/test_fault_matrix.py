@@ -176,7 +176,7 @@ KILLED = """
 import json, sys
 from kit.pipelines import create_pipeline
 from kit.run import start, train_folds, write_submission
-session = start("audio", json.loads(sys.argv[1]))
+session = start(sys.argv[1], json.loads(sys.argv[2]))
 pipe = create_pipeline(session)
 data = pipe.load()
 train_folds(session, pipe, data)
@@ -184,12 +184,11 @@ write_submission(session, pipe, data)
 """
 
 
-def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_data):
-    """SIGKILL mid-fold (as Kaggle's session ending would) on whale redux's audio run in a process of its own; the
-    rerun reuses the finished fold and its wave caches, resumes the killed fold from its last epoch, and submits."""
+def killed_then_rerun(tmp_path, template: str, values: dict, at: str):
+    """The template's run in a process of its own, SIGKILLed (as Kaggle's session ending would) once its log says
+    `at`; then the same run in this process. Returns (the rerun's log, its cv result, the checkpoint folder)."""
     import json
     import os
-    import re
     import signal
     import subprocess
     import sys
@@ -198,18 +197,15 @@ def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_
 
     from toys import resume_folder
 
-    cfg, folder = whale_data
-    out = tmp_path / "out"
-    values = {**cfg.parameters(smoke=True), "epochs": 4, "folds": 2, "data_dir": str(folder), "output_dir": str(out),
-              "patience": 0}
+    out = Path(values["output_dir"])
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, json.dumps(values)], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, template, json.dumps(values)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=env, cwd=tmp_path)
     log, deadline, text = out / "kit.log", time.time() + 300, ""
     while time.time() < deadline:
         text = log.read_text() if log.exists() else ""
-        if "fold 2/2 epoch  2/4" in text:
+        if at in text:
             break
         assert proc.poll() is None, f"the run ended before it could be killed:\n{text[-2000:]}"
         time.sleep(0.05)
@@ -220,19 +216,34 @@ def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_
     assert (resume_folder(out) / "fold1.last.pt").exists() and not (out / "submission.csv").exists()
     fold0 = (ckpt / "fold0.pt").read_bytes()
 
-    session = start("audio", values)
+    session = start(template, values)
     pipe = create_pipeline(session)
     data = pipe.load()
     cv = train_folds(session, pipe, data)
     write_submission(session, pipe, data)
-    again = log.read_text()[len(text):]
+    assert (ckpt / "fold0.pt").read_bytes() == fold0  # the finished fold is not trained again
+    return log.read_text()[len(text):], cv, ckpt
+
+
+def test_the_audio_template_killed_mid_fold_resumes_and_submits(tmp_path, whale_data):
+    """SIGKILL mid-fold on whale redux's audio run; the rerun reuses the finished fold and its wave caches, resumes the
+    killed fold from its last epoch, and submits."""
+    import re
+
+    cfg, folder = whale_data
+    out = tmp_path / "out"
+    values = {**cfg.parameters(smoke=True), "epochs": 4, "folds": 2, "data_dir": str(folder), "output_dir": str(out),
+              "patience": 0}
+    again, cv, _ = killed_then_rerun(tmp_path, "audio", values, "fold 2/2 epoch  2/4")
     assert "reusing the decoded cache" in again and "fold 1/2: finished earlier" in again
     # the kill came after the epoch 2 line: its resume state, or the one before it, is where the fold resumes
     assert re.search(r"fold 2/2: resuming after epoch [12] from fold1.last.pt", again), again[-3000:]
-    assert cv.finished == [0, 1] and not cv.error and (ckpt / "fold0.pt").read_bytes() == fold0
+    assert cv.finished == [0, 1] and not cv.error
     sample = pd.read_csv(folder / "sampleSubmission.csv")
     written = pd.read_csv(out / "submission.csv")
     assert written["clip"].tolist() == sample["clip"].tolist() and written["probability"].between(0, 1).all()
+
+
 DETECTION = "vinbigdata-chest-xray-abnormalities-detection"
 DETECTION_FAULTS = {  # the detection template's batches (padded boxes, a list of targets a step) through the same faults
     "oom.step:2": "out of memory at 16 samples per step; now micro-batches of 8",
@@ -270,4 +281,24 @@ def test_the_detection_template_survives_a_fault(tmp_path, chest_data, fault):
     assert DETECTION_FAULTS[fault] in (session.output_dir / "kit.log").read_text()
     assert cv.finished == [0, 1] and not cv.error
     graders.check(DETECTION, tmp_path / "out" / "submission.csv", folder / "sample_submission.csv")
+    assert multiprocessing.active_children() == []
+
+
+def test_the_detection_template_killed_mid_fold_resumes_and_submits(tmp_path, chest_data):
+    """SIGKILL mid-fold on vinbigdata's detection run; the rerun reuses the finished fold, resumes the killed fold from
+    its last epoch (the detector's weights and optimizer), and writes a submission the grader reads."""
+    import re
+
+    from kit.smoke.gallery import graders
+
+    cfg, folder = chest_data
+    out = tmp_path / "out"
+    values = {**cfg.parameters(smoke=True), "epochs": 2, "folds": 2, "data_dir": str(folder), "output_dir": str(out),
+              "patience": 0}
+    again, cv, _ = killed_then_rerun(tmp_path, "detection", values, "fold 2/2 epoch  1/2")
+    assert "fold 1/2: finished earlier" in again
+    # the kill came after the epoch 1 line: its resume state, or the fold's epoch 0 state written before it
+    assert re.search(r"fold 2/2: resuming after epoch [01] from fold1.last.pt", again), again[-3000:]
+    assert cv.finished == [0, 1] and not cv.error
+    graders.check(DETECTION, out / "submission.csv", folder / "sample_submission.csv")
     assert multiprocessing.active_children() == []

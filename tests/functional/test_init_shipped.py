@@ -48,9 +48,6 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "hms-harmful-brain-activity-classification": "its recordings are parquet files read as an EEG montage (image_ext "
                                                  ".parquet), its training rows windows of a recording and its sample's "
                                                  "ids repeated: kit init finds no sound files and drafts a tabular config",
-    "vinbigdata-chest-xray-abnormalities-detection": "kit init does not draft the detection template yet (issue 40 "
-                                                     "leaves it for a later round): it drafts a tabular config of "
-                                                     "train.csv, which the data checks stop at (no test table)",
     "vesuvius-challenge-ink-detection": "kit init finds no images in fragment folders of surface_volume/NN.tif layers "
     "and no template for them: it does not draft [data] layers, nor inklabels.png inside each fragment's folder",
     "predict-volcanic-eruptions-cnn": "the audio template reading the segments' CSVs as channels (image_ext .csv) is "

@@ -71,6 +71,25 @@ def test_the_detector_keeps_kits_size_and_its_loss_is_the_sum_of_its_losses():
     assert t[0, 0].tolist() == [16, 16, 80, 80, 1] and t[1, 0].tolist() == [0, 0, 1, 1, 2]  # original pixels; nothing
 
 
+def test_a_validation_batch_has_the_training_loss_without_touching_the_model():
+    """torchvision's detectors return detections in eval mode and no loss: validation printed a loss of 0."""
+    from kit.models import detection
+
+    torch.manual_seed(0)
+    model = detection.create("test_resnet.r160_in1k", 2, 64, max_detections=5)
+    batch = {"image": torch.rand(2, 3, 64, 64), "boxes": torch.tensor([[[8.0, 8, 40, 40]], [[0, 0, 0, 0]]]),
+             "labels": torch.tensor([[1], [-1]]), "scale": torch.ones(2, 2)}
+    objective = Detection(64, 2, tta=False, iou=0.55, keep=5, truth_width=2)
+    model.eval()
+    norms = {k: v.clone() for k, v in model.state_dict().items() if "running" in k}
+    with torch.inference_mode():
+        first, state = objective(model, batch), torch.get_rng_state()
+        second = objective(model, batch)
+    assert first["loss"] > 0 and float(first["loss"]) == float(second["loss"])  # the regions' draw is seeded
+    assert torch.equal(torch.get_rng_state(), state) and first["output"].shape == (2, 5, 6)
+    assert not model.training and all(torch.equal(model.state_dict()[k], v) for k, v in norms.items())
+
+
 def test_a_blend_of_detection_runs_is_refused_in_one_line():
     from types import SimpleNamespace
 

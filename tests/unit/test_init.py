@@ -5,6 +5,7 @@ import tomllib
 import zipfile
 
 import layouts
+import pandas as pd
 import pytest
 
 from kit import cli, config
@@ -417,3 +418,33 @@ def test_a_sample_naming_a_mask_file_per_image_is_segmentation(tmp_path):
     raw = tomllib.loads(text)
     assert raw["competition"]["template"] == "segmentation" and "a mask file per test image" in text
     assert (raw["data"]["train_masks"], raw["data"]["target_column"]) == ("train_masks", "mask")
+
+
+def test_a_box_layout_is_read_as_detection_and_its_sample_labels_choose_the_metric(tmp_path):
+    """x, y, w, h a row, class names in the sample (siim-covid19's shape): PASCAL VOC's mAP at 0.5 is guessed; a
+    sample of run-length codes of six numbers over a table without boxes is not taken for boxes."""
+    from PIL import Image
+
+    from kit.build import box_guesses
+    from kit.build.survey import Survey
+
+    for folder, ids in (("train", ["a", "b"]), ("test", ["c", "d"])):
+        (tmp_path / folder).mkdir()
+        for i in ids:
+            Image.new("L", (8, 8)).save(tmp_path / folder / f"{i}.png")
+    (tmp_path / "train.csv").write_text("image_id,label,x,y,w,h\na,opacity,1,1,3,3\nb,,,,,\n")
+    (tmp_path / "sample_submission.csv").write_text("image_id,PredictionString\nc,none 1 0 0 1 1\nd,none 1 0 0 1 1\n")
+    survey = Survey.of(tmp_path, tmp_path / "scratch")
+    guess = box_guesses.detection_guess(survey, "sample_submission.csv", ["train.csv"])
+    lines = {line.key: line.value for line in guess.data}
+    assert guess.template == "detection" and guess.metric[0] == "voc_map50"
+    assert lines == {"train": "train.csv", "sample_submission": "sample_submission.csv", "id_column": "image_id",
+                     "target_column": "PredictionString", "train_images": "train", "test_images": "test",
+                     "image_ext": ".png"}
+    assert box_guesses._metric(pd.Series(["14 1 0 0 1 1"]))[0] == "coco_map40"
+    (tmp_path / "train.csv").write_text("image_id,EncodedPixels\na,1 3 10 5 20 2\nb,\n")
+    (tmp_path / "sample_submission.csv").write_text("image_id,EncodedPixels\nc,1 3 10 5 20 2\nd,1 1\n")
+    survey = Survey.of(tmp_path, tmp_path / "scratch2")
+    assert box_guesses.detection_guess(survey, "sample_submission.csv", ["train.csv"]) is None
+    said = "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.5."
+    assert metric_guess.from_description(f"## Evaluation\n\n{said}")[0] == "voc_map50"
