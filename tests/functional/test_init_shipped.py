@@ -53,8 +53,8 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-cnn": "the audio template reading the segments' CSVs as channels (image_ext .csv) is "
                                       "the alternative to the shipped tabular config of the same files, which is what "
                                       "kit init drafts (train_series)",
-    "siim-covid19-detection": "kit init does not draft the detection template, nor a study_table, nor finds DICOMs "
-                              "under study/series folders by their <image>_image ids",
+    "siim-covid19-detection": "kit init drafts detection where the DICOMs sit in one folder, not under siim's "
+                              "study/series folders by their <image>_image ids, and drafts no study_table",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
