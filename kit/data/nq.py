@@ -30,7 +30,6 @@ from kit.errors import KitError
 YES_NO = ("YES", "NO")
 KINDS = ("none", "span", *YES_NO)  # a window's answer type: none in it, a short span, YES, NO
 KIND_ROWS = 2  # positions after a window's tokens that hold its 4 answer-type logits, 2 a position
-YES_NO_SCORE = 1e6  # a window that answers YES/NO scores this plus its margin: above any span's summed logits
 
 
 @dataclass
@@ -173,8 +172,9 @@ def split(logits):
 
 def window_kinds(w: Windows, y: np.ndarray, examples: list[Example]) -> np.ndarray:
     """(windows,) int64 each training window's answer type (an index of KINDS): "span" where it holds its
-    example's short answer (`y`: token_targets'), YES/NO where its context reaches into the long answer of a
-    YES/NO example, else "none"."""
+    example's short answer (`y`: token_targets'), YES/NO where its context holds the long answer of a YES/NO
+    example whole (or, a long answer longer than a window, lies inside it: a window that only grazes the evidence
+    is taught "none"), else "none"."""
     out = np.zeros(len(w), np.int64)
     tokens: dict[int, np.ndarray] = {}
     for i in range(len(w)):
@@ -187,7 +187,7 @@ def window_kinds(w: Windows, y: np.ndarray, examples: list[Example]) -> np.ndarr
             a, b = span_chars(tokens[w.example[i]], e.long)
             chars = w.span(i)
             chars = chars[chars[:, 0] >= 0]
-            if len(chars) and chars[0, 0] < b and chars[-1, 1] > a:
+            if len(chars) and ((chars[0, 0] <= a and chars[-1, 1] >= b) or (chars[0, 0] >= a and chars[-1, 1] <= b)):
                 out[i] = KINDS.index(e.yes_no)
     return out
 
@@ -196,19 +196,19 @@ def window_answer(start: np.ndarray, end: np.ndarray, kinds: np.ndarray, span: n
                   n_best: int = N_BEST) -> tuple[float, int, int, str]:
     """(score, first character, end character, YES/NO or "NONE") of one window (`start`, `end`: its tokens' logits,
     `kinds`: its 4 answer-type logits): its best valid span, and YES/NO where the yes or no logit beats the none
-    and span ones, scored YES_NO_SCORE plus that margin (the page keeps it over any span; its span still places
-    the long answer)."""
+    and span ones, scored as its span plus that margin: one scale with the spans', so that the answer cut chosen
+    out of fold blanks a weak YES/NO as it blanks a weak span (its span still places the long answer)."""
     score, a, b = window_best(start, end, span, max_answer, n_best)
     k = int(np.argmax(kinds))
     if KINDS[k] in YES_NO:
-        return YES_NO_SCORE + float(kinds[k] - kinds[:2].max()), a, b, KINDS[k]
+        return score + float(kinds[k] - kinds[:2].max()), a, b, KINDS[k]
     return score, a, b, "NONE"
 
 
 class StreamedBest:
     """Each example's best valid span over its windows, its score and its characters, taken a batch of windows'
     logits at a time (`update`): what prediction keeps is (examples,) scores, spans and answer types, never every
-    window's logits. A window answering YES/NO outscores any span (`window_answer`)."""
+    window's logits. A window answering YES/NO scores its span plus its margin (`window_answer`)."""
 
     def __init__(self, w: Windows, max_answer: int, n_best: int = N_BEST):
         self.w, self.max_answer, self.n_best = w, max_answer, n_best

@@ -231,25 +231,25 @@ def two_windows(document: str) -> spans.Windows:
 
 def test_a_window_answers_yes_or_no_where_its_answer_type_beats_none_and_span():
     """window_answer's exact cases: a window's best span (tokens 1-2, score 3 + 4) stands unless the YES or NO
-    logit beats both the none and the span logits, and then it scores 1e6 plus that margin, its span kept for
-    the long answer; StreamedBest keeps a page's YES window over a better-scored span, and the strings are the
-    candidate holding its span and "YES"."""
+    logit beats both the none and the span logits, and then it scores its span plus that margin (one scale, so
+    that the out-of-fold answer cut can blank a weak YES/NO), its span kept for the long answer; StreamedBest
+    keeps a page's best-scored window, here a YES, and the strings are the candidate holding its span and "YES"."""
     span = np.array([[-1, -1], [0, 3], [4, 7], [8, 11]])
     start, end = np.array([9.0, 3.0, 0.0, 0.0]), np.array([9.0, 0.0, 4.0, 0.0])  # [CLS] is never a span
     assert nq.window_answer(start, end, np.array([0.0, 2.0, 1.0, 0.0]), span, 30) == (7.0, 0, 7, "NONE")
     assert nq.window_answer(start, end, np.array([5.0, 1.0, 3.0, 2.0]), span, 30) == (7.0, 0, 7, "NONE")
-    assert nq.window_answer(start, end, np.array([0.0, 1.0, 3.0, 2.5]), span, 30) == (1e6 + 2.0, 0, 7, "YES")
-    assert nq.window_answer(start, end, np.array([0.0, 1.0, 2.0, 3.5]), span, 30) == (1e6 + 2.5, 0, 7, "NO")
+    assert nq.window_answer(start, end, np.array([0.0, 1.0, 3.0, 2.5]), span, 30) == (9.0, 0, 7, "YES")
+    assert nq.window_answer(start, end, np.array([0.0, 1.0, 2.0, 3.5]), span, 30) == (9.5, 0, 7, "NO")
 
     document = "w0 w1 w2 w3 w4"
     w = two_windows(document)
     logits = np.zeros((2, 4 + nq.KIND_ROWS, 2), np.float32)
-    logits[0, 1, 0] = logits[0, 1, 1] = 20.0  # window 0: w0 alone, a span of score 40, the none type
-    logits[1, 2, 0] = logits[1, 3, 1] = 1.0  # window 1: w3 w4, score 2, and YES by 0.5
+    logits[0, 1, 0] = logits[0, 1, 1] = 1.0  # window 0: w0 alone, a span of score 2, the none type
+    logits[1, 2, 0] = logits[1, 3, 1] = 20.0  # window 1: w3 w4, score 40, and YES by 0.5
     logits[1, -nq.KIND_ROWS:] = np.array([0.0, 0.0, 0.5, 0.0]).reshape(nq.KIND_ROWS, 2)
     best = nq.StreamedBest(w, max_answer=30)
     best.update(np.array([0, 1]), logits.astype(np.float16))  # as the ensemble's file holds them
-    assert best.yes_no.tolist() == ["YES"] and best.score[0] == pytest.approx(1e6 + 0.5)
+    assert best.yes_no.tolist() == ["YES"] and best.score[0] == pytest.approx(40.5)
     short = nq.char_tokens(nq.token_chars(document), *best.chars[0])
     assert short == (3, 5)
     candidates = np.array([[0, 2], [2, 5]])
@@ -259,8 +259,8 @@ def test_a_window_answers_yes_or_no_where_its_answer_type_beats_none_and_span():
 
 
 def test_each_training_window_learns_its_answer_type():
-    """A window learns "span" where it holds the short answer, YES/NO where its context reaches into a YES/NO
-    page's long answer, else "none"."""
+    """A window learns "span" where it holds the short answer, YES/NO where its context holds a YES/NO page's
+    long answer whole, else "none" (a window that only grazes the evidence learns "none")."""
     document = "w0 w1 w2 w3 w4"
     w = two_windows(document)
     page = nq.Example("1", "is it", document, np.array([[0, 2], [2, 5]]))
@@ -269,8 +269,8 @@ def test_each_training_window_learns_its_answer_type():
     assert nq.window_kinds(w, np.array([[0, 0], [2, 2]]), [page]).tolist() == [0, 1]  # w3: window 1's
     page.short, page.long, page.yes_no = None, (3, 5), "NO"
     assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [0, 3]
-    page.long = (0, 3)  # w0-w2: both windows reach into it
-    assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [3, 3]
+    page.long = (0, 3)  # w0-w2: window 0 holds it, window 1 (w2-w4) only grazes it
+    assert nq.window_kinds(w, np.array([[0, 0], [0, 0]]), [page]).tolist() == [3, 0]
 
 
 def test_the_folds_test_logits_are_summed_in_place_from_float16_files(tmp_path, monkeypatch):
