@@ -78,7 +78,7 @@ def test_each_config_learns_and_writes_what_its_grader_reads(smokes, comp):
 
 def test_a_mask_class_index_beyond_classes_stops_the_run_in_one_line(tmp_path, capsys, smp_index, monkeypatch):
     """Masks of class indices 0 to 3 where the config says classes = 2: the data cell stops, naming the first mask
-    that holds an index past the classes, before any training and with no submission written."""
+    that holds an index past the classes, before any training and, with fallback = "none", no submission written."""
     for key, value in smp_index.items():
         monkeypatch.setenv(key, value)
     comp = "tgs-salt-identification-challenge"
@@ -91,7 +91,8 @@ def test_a_mask_class_index_beyond_classes_stops_the_run_in_one_line(tmp_path, c
         Image.fromarray((mask * (1 + n % 3)).astype(np.uint8)).save(path)
     first = next(p for p in masks if np.asarray(Image.open(p)).max() == 2)  # index 2 is the first past 0 to 1
     args = ["run", comp, "--data", str(folder), "--output", str(tmp_path / "out"), "-p", "classes=2", "-p", "device=cpu",
-            "-p", "encoder=tu-test_efficientnet", "-p", "pretrained=false", "-p", "image_size=32", "-p", "epochs=1"]
+            "-p", "encoder=tu-test_efficientnet", "-p", "pretrained=false", "-p", "image_size=32", "-p", "epochs=1",
+            "-p", "fallback=none"]  # the default, "prior", submits the sample's cells instead (test_fallback_e2e)
     assert cli.main(args) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert not [line for line in err if "Traceback" in line]
