@@ -260,6 +260,7 @@ class DetectionPipeline(base.Pipeline):
         the nothing-found class beside them where the sample writes one; rows of the prior: an image without boxes."""
         sub = data.sample.copy()
         column, target = data.target.columns[0], data.target
+        sub[column] = sub[column].astype(object)  # a sample of blank cells is read as floats, which refuse strings
         study = data.recipe.get("study")
         if data.studies is not None and len(data.studies.rows):  # a study's classes; the prior where nothing predicts
             probs = (detection_study.probabilities(pred, list(data.test_studies), data.studies.ids, study["table"],

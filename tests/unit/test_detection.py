@@ -127,3 +127,25 @@ def test_an_image_that_could_not_be_read_is_written_as_nothing_found():
     cells = pipe.submission(data, pred)["PredictionString"].tolist()
     assert cells[1] == "14 1 0 0 1 1"
     assert cells[0].startswith("3 0.9 32") and cells[0].endswith("14 0.1 0 0 1 1")
+
+
+def test_a_sample_of_blank_cells_is_written_as_box_strings():
+    """A sample whose PredictionString cells are all blank is read as a float column (NaN); writing the images'
+    strings into some of its rows refused them ("Invalid value ... for dtype 'float64'": make quality's detection
+    row), where the whole column used to be replaced."""
+    from types import SimpleNamespace
+
+    from kit.pipelines.detection import DetectionPipeline
+    from kit.train import box_kinds
+    from kit.train.kinds import Target
+
+    target = Target(box_kinds.NOTHING.name, ("PredictionString",), tuple(map(str, range(14))))
+    pred = np.full((2, 3, 6), -1, np.float32)
+    pred[0, 0] = [8, 8, 24, 24, 0.9, 3]
+    data = SimpleNamespace(sample=pd.DataFrame({"image_id": ["a", "b"], "PredictionString": [np.nan, np.nan]}),
+                           target=target, test=SimpleNamespace(sizes=np.array([[64, 128], [64, 64]])),
+                           recipe={"side": 32, "nothing": 14}, images=None, studies=None)
+    pipe = DetectionPipeline.__new__(DetectionPipeline)
+    pipe.p = SimpleNamespace(score_threshold=0.05)
+    cells = pipe.submission(data, pred)["PredictionString"].tolist()
+    assert cells[0].startswith("3 0.9 32") and cells[1] == "14 1 0 0 1 1"
