@@ -74,6 +74,7 @@ competition: dict = {  # the config's [competition] and [data]: which files and 
     "test": "test_v2.txt",
     "sample_submission": "test_v2.txt",
     "id_column": "id",
+    "target_column": "sentence",
     "text_columns": ["sentence"],
 }
 

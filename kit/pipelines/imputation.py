@@ -10,8 +10,9 @@ restored in two passes: the likeliest gap, then the likeliest whole word at a ma
 saves Levenshtein distance in expectation (kit.train.imputation.gain): a wrong word at the right gap costs less
 than the missing one, at a wrong gap more. The validation rows are restored so (their removed word drawn once, by
 the seed), and the epoch's score is the competition's mean Levenshtein distance, beside the sentences left as
-they are. [data] test is the test table ("id","sentence", one word gone), sample_submission the table whose rows
-and columns the submission fills: the same file in MLE-bench's layout (its sentences as they are: the baseline).
+they are. [data] test is the test table ("id","sentence", one word gone: text_columns its sentence), sample_submission
+the table whose rows the submission fills, target_column its column of sentences: the same file in MLE-bench's layout
+(its sentences as they are: the baseline).
 """
 from __future__ import annotations
 
@@ -74,10 +75,11 @@ class ImputationPipeline(base.Pipeline):
         max_length = recipe.get("max_length") or checked_positions(folder, p.max_length)
         self.coder = GapCoder(load_tokenizer(folder), max_length)
         sample, sample_path = base.read_sample(s)
-        column = base.sample_targets(sample, spec, sample_path)
+        column = list(spec.submission_columns) or [spec.target_column]
+        tables.require_columns(sample, column, sample_path, "[data] target_column")
         if len(column) != 1:
-            raise KitError(f"{sample_path.name}: the imputation template fills one column, and the sample has {column}; "
-                           "name it in [data] submission_columns")
+            raise KitError(f"{sample_path.name}: the imputation template fills one column, and [data] submission_columns "
+                           f"names {column}; name the sample's column of sentences in target_column")
         target = Target(SENTENCE.name, tuple(column))
         test, positions = self._test(sample, sample_path)
         sentences: list[list[str]] = []
