@@ -221,6 +221,22 @@ class Seq2SeqParams(TextParams):
 
 
 @dataclass(frozen=True)
+class ImputationParams(TextParams):
+    DOCS: ClassVar[dict[str, str]] = {
+        **TextParams.DOCS,
+        "lr": "peak AdamW learning rate of the top layer and the heads (for a batch of 64 or fewer)",
+        "batch_size": "an int, or auto: the largest batch of the longest sentences that fits and runs fastest",
+    }
+
+    max_length: int = setting(96, minimum=8, doc="tokens per sentence at most (a gap past it is not read)")
+    train_rows: int = setting(1000000, minimum=0, doc="training sentences drawn at random from the file as it streams; "
+                                                      "0: all")
+    lr: float = setting(5e-5, minimum=0.0)
+    epochs: int = setting(2, minimum=1)
+    folds: int = setting(1, minimum=1)
+
+
+@dataclass(frozen=True)
 class TabularParams(TrainParams):
     DOCS: ClassVar[dict[str, str]] = {
         "epochs": "mlp: at most this many epochs per fold (the boosters count rounds)",

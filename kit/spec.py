@@ -29,7 +29,7 @@ class Metric:
     # a row, the mean over columns), "label_set" (labels above a threshold), "subgroup" (bias_auc: toxicity and
     # identities), "mask" (overlap counts of masks: kit.train.mask_metrics), "span" (windows' spans: kit.train.spans),
     # "box" (an image's boxes, kit.data.boxes.ImageBoxes: kit.train.box_metrics), "text" (generated texts:
-    # kit.train.seq2seq)
+    # kit.train.seq2seq), "edit" (restored sentences' edit distances: kit.train.levenshtein)
     family: str
     # "module:function" scoring rows: (metric, pred, target, weight) -> float; a mask metric's (metric, pred, target)
     score: str
@@ -92,6 +92,9 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("kl_div", False, "probability", _M + "kl_div", soft=True),
     # vesuvius-challenge-ink-detection: each fragment's F0.5 of its ink pixels, the mean over the fragments (its grader's)
     Metric("f05", True, "mask", "kit.train.mask_metrics:score"),
+    # billion-word-imputation: the mean Levenshtein distance of the restored sentences from the true ones (its grader's
+    # python-Levenshtein distance); the imputation template's, its validation rows each sentence's distance
+    Metric("levenshtein", False, "edit", "kit.train.levenshtein:score"),
 )}
 
 
@@ -104,6 +107,7 @@ MASK_METRICS = metrics_where(family="mask")  # the segmentation template's, with
 SPAN_METRICS = metrics_where(family="span")  # the spans template's
 TEXT_METRICS = metrics_where(family="text")  # the seq2seq template's
 BOX_METRICS = metrics_where(family="box")  # the detection template's (kit.pipelines.detection)
+EDIT_METRICS = metrics_where(family="edit")  # the imputation template's (kit.pipelines.imputation)
 LAYOUTS = ("files", "folders", "names", "pixels", "arrays", "coco")  # cnn: where the images are (Data.layout)
 
 
@@ -152,6 +156,10 @@ def metric_misfit(template: str, metric: str) -> str:
         return f"metric {metric} scores boxes on images, which only the detection template predicts"
     if template == "detection" and metric not in BOX_METRICS:
         return f"metric {metric} does not score boxes: the detection template takes {', '.join(BOX_METRICS)}"
+    if template == "imputation" and metric not in EDIT_METRICS:
+        return f"metric {metric} does not score restored sentences: the imputation template takes {', '.join(EDIT_METRICS)}"
+    if template != "imputation" and metric in EDIT_METRICS:
+        return f"metric {metric} scores restored sentences, which only the imputation template predicts"
     return ""
 
 

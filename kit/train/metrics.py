@@ -35,7 +35,7 @@ def score(metric: str, pred: np.ndarray, target: np.ndarray, weight: np.ndarray 
     row's group, which a grouped metric (its record's `grouped`) scores apart."""
     record = metric_record(metric)
     # rows of overlap counts, of windows' spans, of images' boxes: no weights, no label columns
-    if record.family in ("mask", "span", "box", "text"):
+    if record.family in ("mask", "span", "box", "text", "edit"):
         return record.scorer()(metric, pred, target)
     if weight is not None:
         keep = weight > 0

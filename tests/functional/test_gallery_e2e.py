@@ -98,6 +98,10 @@ READ = {
         "decode train: decoded 54 of 54 images onto 64 x 64 canvases", "decode test: decoded 13 of 13 images",
         "studies        12 study rows ('_study'), each its classes (negative, typical, indeterminate, atypical)",
         "an image without boxes 'none 1 0 0 1 1'"],
+    "billion-word-imputation": [  # the training sentences streamed from their zip, the test's a word short
+        "sentences      1891 training sentences of 1891 lines read from train_v2.txt.zip",
+        "unpack         test_v2.txt.zip: 1 entries", "test           109 sentences, a word missing from each",
+        "target         sentences of 'sentence', metric levenshtein"],
 }
 
 

@@ -53,6 +53,8 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
     "predict-volcanic-eruptions-cnn": "the audio template reading the segments' CSVs as channels (image_ext .csv) is "
                                       "the alternative to the shipped tabular config of the same files, which is what "
                                       "kit init drafts (train_series)",
+    "billion-word-imputation": "its training file is sentences one a line (no table), its test a table of sentences a "
+                               "word short and it has no sample submission: kit init drafts no imputation config",
     "siim-covid19-detection": "kit init drafts detection where the DICOMs sit in one folder, not under siim's "
                               "study/series folders by their <image>_image ids, and drafts no study_table",
 }
@@ -95,6 +97,8 @@ EVALUATION = {
               "observed target.",
     "coco_map40": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.4.",
     "voc_map50": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.5.",
+    "levenshtein": "Submissions are evaluated on the mean Levenshtein distance between the sentences you submit and the "
+                   "original sentences in the test set.",
 }
 FAMILY = {"lstm": "sequence", "transformer": "sequence"}  # which sequence model is a choice, not a reading of the data
 

@@ -21,7 +21,8 @@ def test_a_cnn_config_that_sets_text_columns_is_refused_in_one_line(write_toml):
         config.load(str(path))
     line = str(e.value)
     assert "\n" not in line
-    assert line == (f"{path}: [data]: text_columns is not read by the cnn template (only by text, spans, seq2seq); remove it, "
+    assert line == (f"{path}: [data]: text_columns is not read by the cnn template (only by text, spans, seq2seq, "
+                    "imputation); remove it, "
                     "or set the template that reads it")
 
 

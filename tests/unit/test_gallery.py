@@ -81,6 +81,7 @@ LISTINGS = {
     "siim-covid19-detection": "sample_submission.csv test train train_image_level.csv train_study_level.csv",
     "hubmap-kidney-segmentation": "HuBMAP-20-dataset_information.csv sample_submission.csv test train train.csv",
     "vesuvius-challenge-ink-detection": "sample_submission.csv test train",
+    "billion-word-imputation": "test_v2.txt.zip train_v2.txt.zip",  # no public sample: test_v2.txt is its shape
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {

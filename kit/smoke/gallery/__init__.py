@@ -27,6 +27,7 @@ from kit.smoke.gallery import (
     quakes,
     radiographs,
     scans,
+    sentences,
     signals,
     skies,
     slides,
@@ -90,6 +91,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "hubmap-kidney-segmentation": slides.hubmap,
     "vesuvius-challenge-ink-detection": slides.vesuvius,
     "siim-covid19-detection": detections.siim_covid,
+    "billion-word-imputation": sentences.billion_word,
 }
 
 

@@ -411,3 +411,8 @@ CHECKS["vesuvius-challenge-ink-detection"] = vesuvius
 from kit.smoke.gallery.box_checks import kuzushiji, siim_covid  # noqa: E402, F401
 
 CHECKS["siim-covid19-detection"] = siim_covid
+
+# billion-word-imputation's (kit.smoke.gallery.sentences, beside its maker)
+from kit.smoke.gallery.sentences import check as billion_word  # noqa: E402
+
+CHECKS["billion-word-imputation"] = billion_word
