@@ -12,7 +12,7 @@ from pathlib import Path
 
 import timm
 from safetensors.torch import save_file
-from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM, AutoTokenizer
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
 from kit import files
 from kit.build import bundle, models
@@ -99,7 +99,11 @@ def _save_transformers(name: str, folder: Path) -> None:
         config = AutoConfig.from_pretrained(name, local_files_only=local)
         # an encoder-decoder (T5, BART) as its LM class: AutoModel saves the bare T5Model, without the generation config
         # (the decoder's start and end tokens) and BART's final_logits_bias
-        auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModel
+        # a masked language model (BERT, RoBERTa, DeBERTa as published) as its masked-LM class: AutoModel drops the head
+        # the imputation template fills its masks with; the text and spans templates' AutoModel reads the encoder in it
+        masked = any(str(a).endswith("ForMaskedLM") for a in getattr(config, "architectures", None) or ())
+        auto = (AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False)
+                else AutoModelForMaskedLM if masked else AutoModel)
         model = auto.from_pretrained(name, config=config, local_files_only=local)
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=local)
     except Exception as e:  # no such id, no network, a folder transformers cannot read

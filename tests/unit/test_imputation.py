@@ -187,3 +187,18 @@ def test_the_gallery_files_are_prepares_and_its_checks_the_graders(tmp_path):
         check(test.assign(sentence=[None] + test["sentence"].tolist()[1:]), answers)
     with pytest.raises(graders.Invalid):
         check(test.rename(columns={"sentence": "text"}), answers)
+
+
+def test_make_weights_keeps_a_masked_lms_head_and_the_text_templates_encoder_reads_it(tiny, tmp_path):
+    """AutoModel saved BERT without its masked-LM head: the template would have filled its masks with a head afresh."""
+    from transformers import AutoModel, AutoModelForMaskedLM
+
+    from kit.build import weights
+
+    saved = weights.save(str(tiny), out=tmp_path / "out", slug="tiny")
+    a = AutoModelForMaskedLM.from_pretrained(tiny, local_files_only=True)
+    b, info = AutoModelForMaskedLM.from_pretrained(saved.folder, local_files_only=True, output_loading_info=True)
+    assert not info["missing_keys"]
+    assert torch.equal(a.cls.predictions.transform.dense.weight, b.cls.predictions.transform.dense.weight)
+    encoder = AutoModel.from_pretrained(saved.folder, local_files_only=True)
+    assert torch.equal(encoder.embeddings.word_embeddings.weight, a.bert.embeddings.word_embeddings.weight)
