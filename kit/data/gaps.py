@@ -173,7 +173,7 @@ class GapCoder:
                 "mask_at": torch.from_numpy(where.astype(np.int64))}
 
 
-class GapBatches:
+class GapBatches(text.DeviceBatches):
     """Batches of sentences (their words) with a word removed: the damaged sentence's ids and gaps, the sentence with
     the mask in the true gap, "gap_target" (the true gap's column, IGNORE where max_length cut it off), "word" (the
     removed word's id, IGNORE where it is not one token), "row" (the sentence's number) and "index" (its position in
@@ -197,20 +197,6 @@ class GapBatches:
             index = shard_rows(torch.arange(len(batches)), self.shard, even=self.shuffle).tolist()
             batches = [batches[i] for i in index]
         return batches
-
-    def __len__(self) -> int:
-        n, world = -(-len(self.rows) // self.batch_size), self.shard[1]
-        if world > 1 and self.shuffle:
-            return (len(self.rows) // self.batch_size) // world
-        return n if world == 1 else len(range(self.shard[0], n, world))
-
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        pin = self.device.type == "cuda"
-        for rows in self.plan():
-            batch = self.fields(rows)
-            if pin:
-                batch = {k: v.pin_memory() for k, v in batch.items()}
-            yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
 
     def fields(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         words = [self.sentences[r] for r in rows]

@@ -143,7 +143,28 @@ def padding_share(lengths: np.ndarray, batches: list[np.ndarray], multiple: int 
     return 1.0 - real / max(slots, 1)
 
 
-class TextBatches:
+class DeviceBatches:
+    """The epoch of a batch plan on the device: len() counts this rank's batches of `plan()`, iteration makes each
+    one's host tensors (`fields`), page-locked on CUDA, and copies them without blocking. A subclass sets rows,
+    batch_size, shuffle, device and shard, and implements plan() and fields()."""
+
+    def __len__(self) -> int:
+        n = -(-len(self.rows) // self.batch_size)
+        world = self.shard[1]
+        if world > 1 and self.shuffle:
+            return (len(self.rows) // self.batch_size) // world  # whole batches only (plan)
+        return n if world == 1 else len(range(self.shard[0], n, world))
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        pin = self.device.type == "cuda"
+        for rows in self.plan():
+            batch = self.fields(rows)
+            if pin:
+                batch = {k: v.pin_memory() for k, v in batch.items()}
+            yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+
+
+class TextBatches(DeviceBatches):
     """Batches {"input_ids": (B, L) int64, "target": (B,) or (B, K), "index": (B,) positions in `rows`} on
     `device`, padded to each batch's longest text (`bucket`; else to `max_length`, the plain way, for
     `make bench`). Ids are built in page-locked memory and copied without blocking the host."""
@@ -177,21 +198,6 @@ class TextBatches:
             index = shard_rows(torch.arange(len(batches)), self.shard, even=self.shuffle).tolist()
             batches = [batches[i] for i in index]
         return batches
-
-    def __len__(self) -> int:
-        n = -(-len(self.rows) // self.batch_size)
-        world = self.shard[1]
-        if world > 1 and self.shuffle:
-            return (len(self.rows) // self.batch_size) // world  # whole batches only (plan)
-        return n if world == 1 else len(range(self.shard[0], n, world))
-
-    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
-        pin = self.device.type == "cuda"
-        for rows in self.plan():
-            batch = self.fields(rows)
-            if pin:
-                batch = {k: v.pin_memory() for k, v in batch.items()}
-            yield {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
 
     def fields(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """A batch of `rows` on the host: its ids, each row's position in `rows`, its targets."""

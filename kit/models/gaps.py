@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from kit.models import text
+
 NO_GAP = -1e4  # a padded or unread gap's logit (within fp16's range)
 
 # layer-wise learning-rate decay's groups (timm's group_matcher): the embeddings, then each encoder layer by its number
@@ -29,23 +31,12 @@ class GapModel(nn.Module):
 
     def __init__(self, folder: Path, pretrained: bool = True, gradient_checkpointing: bool = False):
         super().__init__()
-        from transformers import AutoConfig, AutoModelForMaskedLM
-        from transformers.utils import logging
-
-        logging.disable_progress_bar()
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        if pretrained:
-            net = AutoModelForMaskedLM.from_pretrained(folder, config=config, local_files_only=True)
-        else:
-            net = AutoModelForMaskedLM.from_config(config)
-        self.net = net.float()  # fp32 master weights: autocast makes the half-precision copies
-        if gradient_checkpointing:
-            self.net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.net = text.hub_model("AutoModelForMaskedLM", folder, pretrained, gradient_checkpointing)
         body = self.net.base_model
         heads = [name for name, m in self.net.named_children()
                  if m is not body and any(True for _ in m.parameters())]
         self.head_name = heads[0] if len(heads) == 1 else ""  # "" (DistilBERT's several modules): every position's logits
-        hidden = config.hidden_size
+        hidden = self.net.config.hidden_size
         self.gap = nn.Linear(2 * hidden, 1)
         nn.init.normal_(self.gap.weight, std=0.02)
         nn.init.zeros_(self.gap.bias)

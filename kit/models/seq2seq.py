@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from kit.errors import KitError
+from kit.models import text
 from kit.runtime import paths
 
 IGNORE = -100  # labels' padding: the loss leaves it out (transformers' convention)
@@ -57,18 +58,7 @@ class Seq2SeqModel(nn.Module):
 
     def __init__(self, folder: Path, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
         super().__init__()
-        from transformers import AutoConfig, AutoModelForSeq2SeqLM
-        from transformers.utils import logging
-
-        logging.disable_progress_bar()
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        if pretrained:
-            net = AutoModelForSeq2SeqLM.from_pretrained(folder, config=config, local_files_only=True)
-        else:
-            net = AutoModelForSeq2SeqLM.from_config(config)
-        self.net = net.float()  # fp32 master weights: autocast makes the half-precision copies
-        if gradient_checkpointing:
-            self.net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.net = text.hub_model("AutoModelForSeq2SeqLM", folder, pretrained, gradient_checkpointing)
         self.pad_id = pad_id
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:

@@ -27,32 +27,44 @@ LAYER_GROUPS = {"stem": r"^backbone\.(?:[a-z_]+\.)?(?:embeddings|word_embedding)
                 "blocks": [(r"^backbone\.(?:[a-z_]+\.)?layers?\.(\d+)\.", None)]}
 
 
+def hub_model(auto: str, folder: Path, pretrained: bool, gradient_checkpointing: bool, config=None) -> nn.Module:
+    """transformers' `auto` class (AutoModel, AutoModelForSeq2SeqLM, AutoModelForMaskedLM) read from a local folder
+    (`local_files_only`: no hub call), its weights or (`pretrained` false) its config's fresh ones, in fp32 whatever
+    dtype the folder was saved in (transformers 5 keeps config.json's): autocast makes the half-precision copies, and
+    the GradScaler refuses to unscale fp16 gradients. `gradient_checkpointing` recomputes activations in backward:
+    longer texts or bigger batches fit."""
+    import transformers
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # a bar per fold model of a few ms each says nothing
+    cls = getattr(transformers, auto)
+    config = config or transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+    if pretrained:
+        net = cls.from_pretrained(folder, config=config, local_files_only=True)
+    else:
+        net = cls.from_config(config)
+    net = net.float()
+    if gradient_checkpointing:
+        net.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return net
+
+
 class TextModel(nn.Module):
     """input_ids (B, L), padded with `pad_id` -> (B, outputs). The attention mask is the ids that are not padding."""
 
     def __init__(self, folder: Path, outputs: int, pad_id: int, pretrained: bool = True, gradient_checkpointing: bool = False):
         super().__init__()
-        from transformers import AutoConfig, AutoModel
-        from transformers.utils import logging
+        from transformers import AutoConfig
 
-        logging.disable_progress_bar()  # a bar per fold model of a few ms each says nothing
         config = AutoConfig.from_pretrained(folder, local_files_only=True)
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
             if hasattr(config, name):  # dropout in a regression head's backbone hurts (a known Kaggle finding)
                 setattr(config, name, 0.0)
-        if pretrained:
-            backbone = AutoModel.from_pretrained(folder, config=config, local_files_only=True)
-        else:
-            backbone = AutoModel.from_config(config)
-        # fp32 master weights, whatever dtype the folder was saved in (transformers 5 keeps config.json's dtype):
-        # autocast makes the half-precision copies, and the GradScaler refuses to unscale fp16 gradients
-        self.backbone = backbone.float()
+        self.backbone = hub_model("AutoModel", folder, pretrained, gradient_checkpointing, config)
         if getattr(self.backbone, "pooler", None) is not None:
             # BERT's and RoBERTa's [CLS] pooler: unused by the mean pooling below, and under DDP a parameter
             # without a gradient stops the second step ("Expected to have finished reduction")
             self.backbone.pooler = None
-        if gradient_checkpointing:  # recompute activations in backward: longer texts or bigger batches fit
-            self.backbone.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.pad_id = pad_id
         self.head = nn.Linear(config.hidden_size, outputs)
         nn.init.normal_(self.head.weight, std=0.02)
