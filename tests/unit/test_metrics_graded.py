@@ -258,7 +258,7 @@ def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
     """One table (kit.spec.METRICS): each record's scorer resolves and its family is one kit reads; the metrics
     page (docs/config.md) lists each metric but the masks' once, better in the record's direction, and the
     segmentation page names the mask metrics."""
-    families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask", "span", "box", "text"}
+    families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask", "span", "box", "text", "edit"}
     for record in spec.METRICS.values():
         assert callable(record.scorer()) and record.family in families and record.blend in ("mean", "rank")
     docs = Path(__file__).resolve().parents[2] / "docs"
