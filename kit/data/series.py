@@ -27,14 +27,19 @@ from kit.errors import KitError
 SUFFIX = ".csv"
 CACHE_FORMAT = 1  # bump when what `read` writes changes
 CHUNK = 16  # files per reading task (a volcano segment is 0.6 M values)
+PROBE_BYTES = 1 << 20  # what probe reads of a file at most
 
 
-def columns_of(path: Path | str) -> list[str]:
-    """The column names of a series file (its header line)."""
-    try:
-        return _header(path)
-    except (OSError, ValueError) as e:
-        raise KitError(f"{Path(path).name}: cannot read its header ({' '.join(str(e).split())[:200]}); check the file") from None
+def columns_of(paths: Sequence[Path | str]) -> list[str]:
+    """The column names of the first series file whose header line reads: one unreadable file is left out later as
+    a bad clip, not taken for the layout; KitError only where none of the first 20 reads."""
+    why = ""
+    for path in paths[:20]:
+        try:
+            return _header(path)
+        except (OSError, ValueError) as e:
+            why = why or f"{Path(path).name}: cannot read its header ({' '.join(str(e).split())[:200]})"
+    raise KitError(f"{why}; none of the first {min(len(paths), 20)} files' headers reads: check the series files") from None
 
 
 def _header(path: Path | str) -> list[str]:
@@ -52,12 +57,16 @@ def read(path: str, columns: Sequence[str], max_frames: int = 0) -> np.ndarray:
 
 
 def probe(path: str, channels: int) -> Header:
-    """A file's header for planning: its lines less the header line (no value parsed); rate 0: unknown."""
+    """A file's header for planning: its lines less the header line (no value parsed; rate 0: unknown). A file over
+    PROBE_BYTES is not read whole: its lines are its size over the mean line length of its first PROBE_BYTES, so
+    planning reads at most that much of each file (the plan's frames, not the cache's, which reads every value)."""
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        lines, last = 0, b"\n"
-        for block in iter(lambda: f.read(1 << 20), b""):
-            lines, last = lines + block.count(b"\n"), block[-1:]
-    return Header(0, channels, max(0, lines + (last != b"\n") - 1))
+        block = f.read(PROBE_BYTES)
+    lines = block.count(b"\n") + (block[-1:] not in (b"\n", b""))
+    if size > len(block) and block:
+        lines = round(block.count(b"\n") * size / len(block))
+    return Header(0, channels, max(0, lines - 1))
 
 
 def _probe(paths: list[str], channels: int) -> list[Header | str]:

@@ -37,7 +37,10 @@ def mel_filterbank(rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float)
     return np.maximum(0.0, np.minimum(down, up)).astype(np.float32)
 
 
-LEVEL_DB = 50.0  # level = true: decibels become (dB + 50) / 50, a faint signal's -100 dB -1 and full scale's 1
+# level = true: decibels become (dB + 50) / 50 on a fixed scale. The STFT's power is not divided by the window's, so
+# full scale is not 0 dB: a full-scale sine comes to about +35 dB (1.71) at the audio template's n_fft, one 100 dB
+# fainter to about -0.29; the same signal maps to the same values in every clip, which is what `level` keeps
+LEVEL_DB = 50.0
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class LogMel(torch.nn.Module):
             mel = torch.matmul(power.transpose(1, 2), self.fbank).transpose(1, 2)  # (B, n_mels, frames)
             db = 10.0 * torch.log10(mel.clamp_min(1e-10))
             db = torch.maximum(db, db.amax(dim=(1, 2), keepdim=True) - self.f.top_db)
-            if self.f.level:  # full scale's power is 0 dB: a level's decibels over LEVEL_DB, its loudness kept
+            if self.f.level:  # decibels on LEVEL_DB's fixed scale: the loudness kept
                 return (db + LEVEL_DB) / LEVEL_DB
             mean = db.mean(dim=(1, 2), keepdim=True)
             std = db.std(dim=(1, 2), keepdim=True)

@@ -52,7 +52,7 @@ class AudioPipeline(CnnPipeline):
         if s.trained is not None:
             return self._load_test(s.trained.recipe)
         sample, table, target, (groups, assigned), train, test, clips = self._read()
-        columns = series.columns_of(train.paths[0]) if self.series() and train.paths else []
+        columns = series.columns_of(train.paths) if self.series() and train.paths else []
         found = {name: self._headers(src.paths, columns) for name, src in (("train", train), ("test", test))}
         frontend = self.frontend(found["train"][0], train.names)
         train_cache, test_cache = self._decode({"train": train, "test": test}, frontend.rate, found, columns)

@@ -25,8 +25,17 @@ def test_a_file_is_its_columns_as_int16_channels_a_null_zero(tmp_path):
     np.testing.assert_array_equal(x[:, 0], values[:, 1])
     assert x[3, 1] == 0 and (x[:, 2] == 0).all()
     assert series.read(str(tmp_path / "1.csv"), COLUMNS, max_frames=20).shape == (20, 3)
-    assert series.columns_of(tmp_path / "1.csv") == COLUMNS
+    assert series.columns_of([tmp_path / "1.csv"]) == COLUMNS
     assert series.probe(str(tmp_path / "1.csv"), 3).frames == 50  # the lines, no value parsed
+
+
+def test_a_long_file_is_probed_from_its_first_bytes(tmp_path, monkeypatch):
+    segment(tmp_path / "long.csv", 3000)
+    monkeypatch.setattr(series, "PROBE_BYTES", 4096)  # the file is ~14x that: its lines estimated from the first 4 KB
+    assert abs(series.probe(str(tmp_path / "long.csv"), 3).frames - 3000) <= 0.05 * 3000
+    with open(tmp_path / "long.csv", "ab") as f:  # 60 KB more without a line break: read whole, still ~3000 lines
+        f.write(b"1" * 60_000)
+    assert series.probe(str(tmp_path / "long.csv"), 3).frames > 4000  # the first 4 KB's line length, extrapolated
     pd.DataFrame({"a": [70000.0, -70000.0]}).to_csv(tmp_path / "loud.csv", index=False)
     assert series.read(str(tmp_path / "loud.csv"), ["a"]).tolist() == [[32767], [-32768]]  # clipped, not wrapped
 
@@ -49,6 +58,10 @@ def test_the_cache_holds_each_file_as_channels_and_names_a_bad_one(tmp_path):
     assert any(np.array_equal(clip[s:s + 100].T, wave[0].numpy()) for s in range(0, 21))
 
 
-def test_an_unreadable_header_is_one_line(tmp_path):
-    with pytest.raises(KitError, match="missing.csv: cannot read its header"):
-        series.columns_of(tmp_path / "missing.csv")
+def test_the_columns_come_from_the_first_file_that_reads_and_none_reading_is_one_line(tmp_path):
+    segment(tmp_path / "1.csv", 50)
+    (tmp_path / "empty.csv").write_bytes(b"")  # one unreadable first file is a bad clip later, not the layout
+    assert series.columns_of([tmp_path / "missing.csv", tmp_path / "empty.csv", tmp_path / "1.csv"]) == COLUMNS
+    with pytest.raises(KitError, match=r"^missing.csv: cannot read its header .*; none of the first 2 files' headers "
+                                       r"reads: check the series files$"):
+        series.columns_of([tmp_path / "missing.csv", tmp_path / "empty.csv"])
