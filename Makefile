@@ -124,8 +124,8 @@ gpu-report: venv ## on a CUDA GPU, under 8 min: the training arms against the ce
 # the files in collection order (tests/functional's notebook runs first, tests/unit's many short files last), not
 # xdist's default of the most tests first: that ran the long one- to three-test notebook files last, a worker holding
 # two of them while the other had nothing left (~1 min apart at the end, in a simulation on the CI's durations)
-test: venv ## run the test suite on the CPU, a test file per process  (TEST_WORKERS=2; GPU tests: .venv/bin/pytest -m gpu)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+test: venv ## run the test suite on the CPU, a test file per process  (TEST_WORKERS=2; GPU tests: .venv/bin/pytest -m gpu; every test's seconds: output/junit.xml)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40 --junitxml=output/junit.xml
 
 lint: venv ## ruff, the templates' .py/.ipynb pairs in sync, parameters cells and docs as kit/params.py says, the plans' table
 	$(PY) -m ruff check kit tests bench

@@ -4,6 +4,7 @@ submission passes the checks its grader makes, the log shows the files read as t
 rows and classes counted), and the out-of-fold score beats predicting the prior or the mean."""
 import math
 
+import pandas as pd
 import pytest
 
 from kit import config, smoke
@@ -25,6 +26,10 @@ READ = {
                                              "resize train: 120 images of 24 x 24 pixels resized into"],
     "invasive-species-monitoring": ["unpack         train.7z: 72 entries", "unpack         train_labels.csv.zip: 1 entries"],
     "stanford-covid-vaccine": ["train          80 sequences, 3200 rows, up to 40 steps"],
+    "jigsaw-unintended-bias-in-toxicity-classification": [  # the identities learnt beside the toxicity
+        "target         multi (target, male, female, homosexual_gay_or_lesbian ...), metric bias_auc",
+        "(moved to 0.5, where the grader cuts): the threshold with the best out-of-fold bias_auc"],
+    "detecting-insults-in-social-commentary": ["target         binary (0, 1), metric auc"],  # a sample without ids
     "lmsys-chatbot-arena": ["target         onehot (winner_model_a, winner_model_b, winner_tie), metric log_loss"],
     "movie-review-sentiment-analysis-kernels-only": ["unpack         train.tsv.zip: 1 entries",
                                                      "(columns Phrase; 1 such rows, 0.7% of 140); they are left out of training"],
@@ -126,6 +131,9 @@ def test_a_gallery_competition_on_its_public_files(slug, tmp_path):
     log = (result.submission.parent / "kit.log").read_text()
     for line in READ.get(slug, []):
         assert line in log, f"{line!r} not in the log:\n{log[-3000:]}"
+    if slug == "detecting-insults-in-social-commentary":  # no id column: the test table's columns copied in the sample's order
+        sub, sample = pd.read_csv(result.submission), pd.read_csv(result.input_dir / "sample_submission_null.csv")
+        assert sub["Comment"].equals(sample["Comment"]) and sub["Date"].equals(sample["Date"])
     assert math.isfinite(result.score) and beats(result.score, result.baseline, result.metric), (
         f"out-of-fold {result.metric} {result.score:.4f}, {result.baseline_name} {result.baseline:.4f}")
 

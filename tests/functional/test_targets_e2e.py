@@ -1,6 +1,7 @@
 """Issue 25's targets, folds and metrics end to end at smoke size: a config alone, run by `kit run` (the built
-notebook under papermill), writing what the competition's grader accepts, and the bad inputs stopped in one line."""
-import re
+notebook under papermill), writing what the competition's grader accepts, and the bad inputs stopped in one line.
+lmsys' one-hot winners, jigsaw-unintended's bias AUC and its cut, and detecting-insults' sample without ids are
+their shipped configs' gallery runs (test_gallery_e2e.py), which check what the runs here checked."""
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,6 @@ from kit.run import start
 from kit.smoke.text import essays, make_model_folder
 
 pytestmark = pytest.mark.e2e
-WINNERS = ["winner_model_a", "winner_model_b", "winner_tie"]
 
 
 def write_config(tmp_path: Path, comp: str, metric: str, data: dict, data_lines: str = "") -> Path:
@@ -91,84 +91,6 @@ def test_kit_run_stops_at_a_fold_column_with_one_fold(tmp_path, capsys):
                        "validate on one and train on the others (or leave fold_column empty)")
 
 
-def arena(folder: Path, seed: int = 0, train: int = 160, test: int = 24) -> None:
-    """lmsys-chatbot-arena's layout at smoke size: train.csv id, model_a, model_b, prompt, response_a,
-    response_b and one-hot winner columns; test.csv id,prompt,response_a,response_b; the sample 1/3 each. The
-    richer response wins, by a clear margin, else a tie."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = train + test
-    prompts, _ = essays(n, rng, scores=(1,))
-    a, score_a = essays(n, rng)
-    b, score_b = essays(n, rng)
-    gap = np.array(score_a) - np.array(score_b)
-    winner = np.where(gap >= 2, 0, np.where(gap <= -2, 1, 2))
-    ids = np.arange(n) * 97 + 30192
-    table = pd.DataFrame({"id": ids, "model_a": "gpt-4", "model_b": "llama-2", "prompt": prompts, "response_a": a,
-                          "response_b": b, **{c: (winner == k).astype(int) for k, c in enumerate(WINNERS)}})
-    table[:train].to_csv(folder / "train.csv", index=False)
-    table[train:][["id", "prompt", "response_a", "response_b"]].to_csv(folder / "test.csv", index=False)
-    pd.DataFrame({"id": ids[train:], **{c: 1 / 3 for c in WINNERS}}).to_csv(folder / "sample_submission.csv", index=False)
-
-
-ARENA = {"train": "train.csv", "test": "test.csv", "id_column": "id", "target_column": "winner",
-         "text_columns": ["prompt", "response_a", "response_b"]}
-
-
-def test_one_hot_winners_are_softmax_rows_the_lmsys_grader_accepts(tmp_path):
-    folder = tmp_path / "input" / "lmsys-chatbot-arena"
-    arena(folder)
-    essays_config = "learning-agency-lab-automated-essay-scoring-2"
-    comp = write_config(tmp_path, essays_config, "log_loss", ARENA)
-    spec = config.load(str(comp)).spec
-    model = make_model_folder(spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
-    assert kit_run(tmp_path, comp, folder, model_path=str(model), epochs=2, max_length=256) == 0
-    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
-    assert list(sub.columns) == ["id", *WINNERS] and len(sub) == 24
-    assert ((sub[WINNERS] >= 0) & (sub[WINNERS] <= 1)).all().all()
-    assert sub[WINNERS].sum(axis=1).round(6).eq(1).all()  # the grader's check, which sigmoid rows failed
-    log = (tmp_path / "out" / "kit.log").read_text()
-    assert "target         onehot (winner_model_a, winner_model_b, winner_tie), metric log_loss" in log
-
-
-IDENTITIES = ["male", "female", "christian", "muslim"]
-
-
-def comments(folder: Path, seed: int = 0, train: int = 200, test: int = 30) -> None:
-    """jigsaw-unintended-bias's layout at smoke size: train.csv id, target (the share of raters who said toxic),
-    comment_text and identity columns (empty mostly); test.csv id,comment_text; the sample id,prediction."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = train + test
-    texts, scores = essays(n, rng, scores=(1, 6))
-    target = np.where(np.array(scores) == 6, rng.uniform(0.5, 1.0, n), rng.uniform(0.0, 0.4, n))
-    mentioned = {c: np.where(rng.random(n) < 0.3, rng.uniform(0.5, 1.0, n).round(1), np.nan) for c in IDENTITIES}
-    ids = np.arange(n) + 239579
-    table = pd.DataFrame({"id": ids, "target": target.round(3), "comment_text": texts, **mentioned})
-    table[:train].to_csv(folder / "train.csv", index=False)
-    table[train:][["id", "comment_text"]].to_csv(folder / "test.csv", index=False)
-    pd.DataFrame({"id": ids[train:], "prediction": 0.0}).to_csv(folder / "sample_submission.csv", index=False)
-
-
-def test_bias_auc_learns_the_identities_beside_the_toxicity_and_moves_its_cut_to_the_graders(tmp_path):
-    folder = tmp_path / "input" / "jigsaw-unintended-bias-in-toxicity-classification"
-    comments(folder)
-    data = {"train": "train.csv", "test": "test.csv", "id_column": "id", "target_column": "target",
-            "text_columns": ["comment_text"], "identity_columns": IDENTITIES}
-    comp = write_config(tmp_path, "learning-agency-lab-automated-essay-scoring-2", "bias_auc", data)
-    spec = config.load(str(comp)).spec
-    model = make_model_folder(spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
-    assert kit_run(tmp_path, comp, folder, model_path=str(model), epochs=2, max_length=256) == 0
-    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
-    assert list(sub.columns) == ["id", "prediction"] and sub["prediction"].between(0, 1).all()
-    log = (tmp_path / "out" / "kit.log").read_text()
-    oof = re.search(r"out-of-fold bias_auc over 2 of 2 folds: [0-9.]+ at threshold ([0-9.]+)", log)
-    cut = re.search(r"toxic from ([0-9.]+) \(moved to 0.5, where the grader cuts\): the threshold with the best out-of-fold "
-                    r"bias_auc", log)
-    assert oof and cut, log[-3000:]
-    assert "target         multi (target, male, female, christian ...), metric bias_auc" in log
-
-
 def insults(folder: Path, seed: int = 0, train: int = 160, test: int = 30) -> None:
     """detecting-insults-in-social-commentary's layout at smoke size: train.csv Insult,Date,Comment (no id),
     test.csv Date,Comment, sample_submission_null.csv Insult,Date,Comment in test.csv's order (a Date may be
@@ -187,21 +109,6 @@ def insults(folder: Path, seed: int = 0, train: int = 160, test: int = 30) -> No
 
 INSULTS = {"train": "train.csv", "test": "test.csv", "sample_submission": "sample_submission_null.csv", "id_column": "",
            "target_column": "Insult", "text_columns": ["Comment"]}
-
-
-def test_a_sample_without_ids_keeps_its_rows_and_copies_the_test_tables_columns(tmp_path):
-    folder = tmp_path / "input" / "detecting-insults-in-social-commentary"
-    insults(folder)
-    comp = write_config(tmp_path, "learning-agency-lab-automated-essay-scoring-2", "auc", INSULTS)
-    spec = config.load(str(comp)).spec
-    model = make_model_folder(spec, folder, tmp_path / "input", {"model_path": "tiny"}, seed=2)
-    assert kit_run(tmp_path, comp, folder, model_path=str(model), epochs=2, max_length=256) == 0
-    sub = pd.read_csv(tmp_path / "out" / "submission.csv")
-    sample = pd.read_csv(folder / "sample_submission_null.csv")
-    assert list(sub.columns) == ["Insult", "Date", "Comment"] and sub["Insult"].between(0, 1).all()
-    assert sub["Comment"].equals(sample["Comment"]) and sub["Date"].equals(sample["Date"])  # copied, in the sample's order
-    log = (tmp_path / "out" / "kit.log").read_text()
-    assert "target         binary (0, 1), metric auc" in log and "out-of-fold auc over 2 of 2 folds" in log
 
 
 def test_a_test_table_without_ids_must_list_the_samples_rows(tmp_path):
