@@ -1,0 +1,48 @@
+"""kuzushiji's points (kit.pipelines.detection_points): the sample's `name x y` groups told from box strings, the
+confidence cut chosen where the out-of-fold pages score best, and points written at the boxes' centres in each
+page's own pixels, a page without one empty."""
+import numpy as np
+import pandas as pd
+
+from kit.data import box_strings
+from kit.pipelines import detection_points
+from kit.train import metrics
+
+
+def packed(rows):
+    """(N, D, 6) packed predictions from lists of (x0, y0, x1, y1, conf, label)."""
+    width = max(len(r) for r in rows)
+    out = np.zeros((len(rows), width, 6), np.float32)
+    out[..., 5] = -1
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = r
+    return out
+
+
+def test_points_are_told_from_box_strings_by_the_samples_cells():
+    assert detection_points.is_points(pd.DataFrame({"labels": ["U+003F 1 1 U+FF2F 2 2"]}), "labels")
+    assert not detection_points.is_points(pd.DataFrame({"s": ["14 1 0 0 1 1"]}), "s")
+    assert not detection_points.is_points(pd.DataFrame({"s": ["none 1 0 0 1 1"]}), "s")
+    assert not detection_points.is_points(pd.DataFrame({"s": [np.nan, None]}), "s")
+
+
+def test_the_cut_drops_the_low_confidence_points_that_cost_f1():
+    # two pages, each one true character; the true detections at 0.9, false ones at 0.2 and 0.3
+    truth = np.array([[[10, 10, 30, 30, 0]], [[50, 50, 70, 70, 1]]], np.float32)
+    pred = packed([[(11, 11, 29, 29, 0.9, 0), (80, 80, 90, 90, 0.3, 0)],
+                   [(51, 51, 69, 69, 0.9, 1), (0, 0, 8, 8, 0.2, 1)]])
+    assert metrics.score("centre_f1", pred, truth) < 1.0  # every point written: two false ones
+    cut, score = detection_points.choose(pred, truth, "centre_f1")
+    assert 0.3 < cut <= 0.9 and score == 1.0
+    kept = detection_points.above(pred, cut)
+    assert (kept[..., 5] >= 0).sum() == 2 and metrics.score("centre_f1", kept, truth) == 1.0
+
+
+def test_points_are_written_at_the_centres_in_each_pages_pixels_and_an_empty_page_blank():
+    pred = packed([[(8, 16, 24, 32, 0.8, 1), (0, 0, 4, 4, 0.1, 0)], [(0, 0, 4, 4, 0.1, 0)]])
+    sizes = np.array([[128, 64], [100, 100]])  # (height, width): the cache is 64 x 64
+    cells = detection_points.cells(pred, sizes, 64, ("U+306B", "U+306E"), 0.5)
+    assert cells[0] == "U+306E 16 48" and cells[1] == ""
+    labels, centres = box_strings.parse_points(cells[0], 2)
+    assert labels == ["U+306E"] and centres.tolist() == [[16.0, 48.0]]
