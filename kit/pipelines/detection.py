@@ -200,7 +200,11 @@ class DetectionPipeline(base.Pipeline):
 
     def objective(self, data: DetectionData) -> Detection:
         r = data.recipe
-        return Detection(r["side"], r["nothing"], self.p.tta, self.p.fusion_iou, self.p.max_detections, r["truth_width"])
+        objective = Detection(r["side"], r["nothing"], self.p.tta, self.p.fusion_iou, self.p.max_detections,
+                              r["truth_width"])
+        if data.target.kind == box_kinds.POINTS.name:  # each epoch judged as the points will be written: at its cut
+            objective.score_rows = detection_points.epoch_score
+        return objective
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: DetectionData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,

@@ -53,6 +53,12 @@ def choose(pred: np.ndarray, target: np.ndarray, metric: str) -> tuple[float, fl
     return float(candidates[best]), float(found[best])
 
 
+def epoch_score(rows: dict, metric: str) -> float:
+    """An epoch's validation score, as its points would be written: at the cut that scores them best (the training
+    loop's best epoch is the best written one, not the one whose every low-confidence box costs least)."""
+    return choose(rows["pred"], rows["target"], metric)[1]
+
+
 def cells(pred: np.ndarray, sizes: np.ndarray, side: int, names: tuple[str, ...], cut: float) -> list[str]:
     """Each test page's `name x y ...` at its detections' centres in its own pixels, those at or above `cut`; ""
     for a page without one (and for a page that could not be read: size 0)."""

@@ -46,3 +46,17 @@ def test_points_are_written_at_the_centres_in_each_pages_pixels_and_an_empty_pag
     assert cells[0] == "U+306E 16 48" and cells[1] == ""
     labels, centres = box_strings.parse_points(cells[0], 2)
     assert labels == ["U+306E"] and centres.tolist() == [[16.0, 48.0]]
+
+
+def test_an_epoch_of_points_is_scored_at_its_best_cut_by_the_training_loop():
+    from kit.train.detection import Detection
+    from kit.train.loop import _Loop as Loop
+
+    truth = np.array([[[10, 10, 30, 30, 0]], [[50, 50, 70, 70, 1]]], np.float32)
+    pred = packed([[(11, 11, 29, 29, 0.9, 0), (80, 80, 90, 90, 0.3, 0)],
+                   [(51, 51, 69, 69, 0.9, 1), (0, 0, 8, 8, 0.2, 1)]])
+    loop = Loop.__new__(Loop)  # its score alone: the objective and the metric
+    loop.objective, loop.cfg = Detection(64, -1, False, 0.55, 10, 1), type("Cfg", (), {"metric": "centre_f1"})()
+    assert loop.score({"pred": pred, "target": truth}) < 1.0  # boxes' objective: every point counted
+    loop.objective.score_rows = detection_points.epoch_score
+    assert loop.score({"pred": pred, "target": truth}) == 1.0
