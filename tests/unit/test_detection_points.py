@@ -3,6 +3,7 @@ confidence cut chosen where the out-of-fold pages score best, and points written
 page's own pixels, a page without one empty."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from kit.data import box_strings
 from kit.pipelines import detection_points
@@ -60,3 +61,18 @@ def test_an_epoch_of_points_is_scored_at_its_best_cut_by_the_training_loop():
     assert loop.score({"pred": pred, "target": truth}) < 1.0  # boxes' objective: every point counted
     loop.objective.score_rows = detection_points.epoch_score
     assert loop.score({"pred": pred, "target": truth}) == 1.0
+
+
+def test_the_smoke_check_takes_a_blank_page_of_points_but_not_a_blank_named_box_string(tmp_path):
+    from kit import config, smoke
+    from kit.errors import KitError
+
+    spec = config.load("kuzushiji-recognition").spec
+    sample, sub = tmp_path / "sample.csv", tmp_path / "sub.csv"
+    pd.DataFrame({"image_id": ["a", "b"], "labels": ["U+003F 1 1 U+FF2F 2 2"] * 2}).to_csv(sample, index=False)
+    pd.DataFrame({"image_id": ["a", "b"], "labels": ["U+306E 16 48", ""]}).to_csv(sub, index=False)  # b: no character
+    assert smoke.check_submission(sub, sample, spec) == 2
+    pd.DataFrame({"image_id": ["a", "b"], "labels": ["none 1 0 0 1 1"] * 2}).to_csv(sample, index=False)
+    pd.DataFrame({"image_id": ["a", "b"], "labels": ["none 1 0 0 1 1", ""]}).to_csv(sub, index=False)
+    with pytest.raises(KitError, match="empty values"):  # siim's "none" is written, never blank
+        smoke.check_submission(sub, sample, spec)
