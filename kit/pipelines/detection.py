@@ -26,7 +26,7 @@ from kit.data.canvas import Canvas, CanvasRows
 from kit.data.loaders import DeviceLoader, host_loader
 from kit.errors import KitError
 from kit.models import detection as models
-from kit.pipelines import base, detection_data, detection_study
+from kit.pipelines import base, detection_data, detection_points, detection_study
 from kit.runtime import hub, paths, runs
 from kit.runtime.session import Session
 from kit.train import box_kinds, cv, metrics
@@ -106,6 +106,8 @@ class DetectionPipeline(base.Pipeline):
         nothing, empty = detection_data.nothing_class(sample.iloc[images], column, labels.classes)
         named = nothing >= 0 and not empty.split()[0].isdigit()  # the sample writes class names ("none 1 0 0 1 1")
         kind = box_kinds.NAMED.name if named else box_kinds.NOTHING.name if nothing >= 0 else box_kinds.BOXES.name
+        if nothing < 0 and detection_points.is_points(sample.iloc[images], column):
+            kind, named = box_kinds.POINTS.name, False  # kuzushiji's `name x y` centres
         if nothing >= 0 and nothing < len(labels.classes):
             raise KitError(f"the sample writes class {nothing} for an image without findings, and the training boxes "
                            f"hold it as a finding (classes 0 to {len(labels.classes) - 1})")
@@ -198,7 +200,11 @@ class DetectionPipeline(base.Pipeline):
 
     def objective(self, data: DetectionData) -> Detection:
         r = data.recipe
-        return Detection(r["side"], r["nothing"], self.p.tta, self.p.fusion_iou, self.p.max_detections, r["truth_width"])
+        objective = Detection(r["side"], r["nothing"], self.p.tta, self.p.fusion_iou, self.p.max_detections,
+                              r["truth_width"])
+        if data.target.kind == box_kinds.POINTS.name:  # each epoch judged as the points will be written: at its cut
+            objective.score_rows = detection_points.epoch_score
+        return objective
 
     # -- batches ----------------------------------------------------------------------------------------
     def batches(self, data: DetectionData, rows: np.ndarray, train: bool, batch_size: int, seed: int = 0,
@@ -244,16 +250,30 @@ class DetectionPipeline(base.Pipeline):
         return pack(rows, self.p.max_detections)
 
     def judge(self, data: DetectionData, rows: dict, metric: str) -> base.Judged:
-        """The out-of-fold score, and the score of writing every image as one without boxes."""
-        score = metrics.score(metric, rows["pred"], rows["target"])
+        """The out-of-fold score, and the score of writing every image as one without boxes; points are scored at
+        the confidence cut that scores them best (kit.pipelines.detection_points)."""
+        at = None
+        if data.target.kind == box_kinds.POINTS.name:
+            at, score = detection_points.choose(rows["pred"], rows["target"], metric)
+        else:
+            score = metrics.score(metric, rows["pred"], rows["target"])
         empty = np.zeros_like(rows["pred"][:, :1])
         empty[..., 5] = -1
         if data.recipe["nothing"] >= 0:
             empty[:, 0] = [0, 0, 1, 1, 1, data.recipe["nothing"]]
-        return base.Judged(score, metrics.score(metric, empty, rows["target"]), "an image without boxes everywhere")
+        return base.Judged(score, metrics.score(metric, empty, rows["target"]), "an image without boxes everywhere",
+                           cut="" if at is None else f"the out-of-fold point cut {at:.3f}")
 
     def cut(self, data: DetectionData, pred, oof: list[dict]):
-        return pred
+        """Points: the detections below the out-of-fold confidence cut dropped (none where no fold's rows are)."""
+        if data.target.kind != box_kinds.POINTS.name or pred.ndim != 3 or not oof:
+            return pred
+        rows = metrics.join_rows(oof)
+        at, score = detection_points.choose(rows["pred"], rows["target"], self.session.spec.metric)
+        kept = detection_points.above(pred, at)
+        self.session.log(f"point cut      {at:.3f}: out-of-fold {self.session.spec.metric} {score:.4f}; "
+                         f"{int((kept[..., 5] >= 0).sum())} of {int((pred[..., 5] >= 0).sum())} test detections written")
+        return kept
 
     def submission(self, data: DetectionData, pred: np.ndarray) -> pd.DataFrame:
         """Each test image's boxes above score_threshold in its own pixels, `label conf x_min y_min x_max y_max`;
@@ -270,6 +290,10 @@ class DetectionPipeline(base.Pipeline):
         images = data.images if data.images is not None else np.arange(len(sub))
         if pred.ndim != 3:
             sub.iloc[images, sub.columns.get_loc(column)] = box_kinds.nothing_string(target)
+            return sub[list(data.sample.columns)]
+        if target.kind == box_kinds.POINTS.name:
+            sub.iloc[images, sub.columns.get_loc(column)] = detection_points.cells(
+                pred, data.test.sizes, data.recipe["side"], target.classes, self.p.score_threshold)
             return sub[list(data.sample.columns)]
         names = target.classes if target.kind == box_kinds.NAMED.name else None  # else class ids
         cells = []

@@ -105,11 +105,9 @@ def image_paths(s: Session, folder: str, ids) -> list[str]:
     """Each id's image file: <folder>/<id><image_ext> under the data folder; where those are not all there, the
     files of that extension anywhere under <folder> by name, an id matching its file's name or the name and a suffix
     from its last "_" (siim's <study>/<series>/<image>.dcm for the id <image>_image). One found nowhere keeps its flat
-    path (decoding names it missing)."""
-    root = s.data_dir / folder
-    if not root.is_dir():
-        raise KitError(f"[data] {'train_images' if folder == s.spec.train_images else 'test_images'} '{folder}' is not a "
-                       f"folder under {s.data_dir}")
+    path (decoding names it missing). The folder may ship as its archive (<folder>.zip), unpacked once."""
+    key = "train_images" if folder == s.spec.train_images else "test_images"
+    root = archives.find_folder(s.data_dir, folder, key, log=s.log)  # kuzushiji's train_images.zip unpacked once
     flat = [root / f"{i}{s.spec.image_ext}" for i in ids]
     if all(f.is_file() for f in flat):
         return list(map(str, flat))

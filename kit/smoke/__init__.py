@@ -151,6 +151,9 @@ def same_predictions(a: Path, b: Path, spec: Spec, tolerance: float = 1e-4) -> N
             raise KitError(f"{a} differs from {b} in column '{column}'")
 
 
+POINTS = r"[^\d\s-]\S* -?[\d.]+ -?[\d.]+( [^\d\s-]\S* -?[\d.]+ -?[\d.]+)*"  # "U+003F 1 1 U+FF2F 2 2", not "14 1 0 0 1 1"
+
+
 def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
     """Rows in the submission, after checking ids, order and columns against the sample submission."""
     if not path.is_file():
@@ -160,8 +163,10 @@ def check_submission(path: Path, sample_path: Path, spec: Spec) -> int:
         raise KitError(f"{path}: columns differ from {sample_path.name}'s")
     if not same_rows(sub, sample, spec):
         raise KitError(f"{path}: ids differ from {sample_path.name}'s, or are in another order")
-    # a column copied through may be empty where the sample's is, and a run-length code is empty for no mask
-    codes = [c for c in sample.columns if sample[c].astype(str).str.fullmatch(r"\d+ \d+( \d+ \d+)*").all()]
+    # a column copied through may be empty where the sample's is, a run-length code is empty for no mask, and
+    # points (`name x y ...`, kuzushiji's) for a page without them
+    codes = [c for c in sample.columns if sample[c].astype(str).str.fullmatch(r"\d+ \d+( \d+ \d+)*").all()
+             or sample[c].astype(str).str.fullmatch(POINTS).all()]
     if (sub.drop(columns=codes).isna() & sample.drop(columns=codes).notna()).any().any():
         raise KitError(f"{path}: empty values")
     return len(sub)

@@ -85,6 +85,7 @@ class Detection:
     `tta`: the mirror too; `iou`: box fusion's; `keep`: detections an image."""
 
     loss_metric = None
+    score_rows = None  # (rows, metric) -> an epoch's score, where the pipeline scores its rows its own way (points)
 
     def __init__(self, side: int, nothing: int, tta: bool, iou: float, keep: int, truth_width: int):
         self.side, self.nothing, self.tta, self.iou, self.keep = side, nothing, tta, iou, keep

@@ -291,6 +291,9 @@ class _Loop:
     def score(self, rows: dict) -> float:
         if not len(rows.get("target", [])):
             return float("nan")
+        own = getattr(self.objective, "score_rows", None)  # detection's points: the score at their best cut
+        if own is not None:
+            return own(rows, self.cfg.metric)
         return metrics.score(self.cfg.metric, rows["pred"], rows["target"], rows.get("weight"))
 
     def patient_until(self) -> int:

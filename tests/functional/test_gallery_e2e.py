@@ -103,6 +103,9 @@ READ = {
         "decode train: decoded 54 of 54 images onto 64 x 64 canvases", "decode test: decoded 13 of 13 images",
         "studies        12 study rows ('_study'), each its classes (negative, typical, indeterminate, atypical)",
         "an image without boxes 'none 1 0 0 1 1'"],
+    "kuzushiji-recognition": [  # zipped pages, `U+XXXX x y w h` labels, points written at the out-of-fold cut
+        "unpack         train_images.zip: 60 entries", "unpack         test_images.zip: 12 entries",
+        "boxes of 3 classes", "submission     box strings in 'labels'; an image without boxes empty", "point cut      "],
     "billion-word-imputation": [  # the training sentences streamed from their zip, the test's a word short
         "sentences      1891 training sentences of 1891 lines read from train_v2.txt.zip",
         "unpack         test_v2.txt.zip: 1 entries", "test           109 sentences, a word missing from each",

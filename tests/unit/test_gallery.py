@@ -82,6 +82,7 @@ LISTINGS = {
     "hubmap-kidney-segmentation": "HuBMAP-20-dataset_information.csv sample_submission.csv test train train.csv",
     "vesuvius-challenge-ink-detection": "sample_submission.csv test train",
     "billion-word-imputation": "test_v2.txt.zip train_v2.txt.zip",  # no public sample: test_v2.txt is its shape
+    "kuzushiji-recognition": "sample_submission.csv test_images.zip train.csv train_images.zip unicode_translation.csv",
 }
 # the first line of a file, as prepare.py writes it
 HEADERS = {

@@ -91,6 +91,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "hubmap-kidney-segmentation": slides.hubmap,
     "vesuvius-challenge-ink-detection": slides.vesuvius,
     "siim-covid19-detection": detections.siim_covid,
+    "kuzushiji-recognition": detections.kuzushiji,
     "billion-word-imputation": sentences.billion_word,
 }
 

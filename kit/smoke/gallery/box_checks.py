@@ -1,4 +1,4 @@
-"""The checks of the detection competitions' graders whose configs are still to ship (siim-covid19-detection,
+"""The checks of the detection competitions' graders shipped after vinbigdata (siim-covid19-detection,
 kuzushiji-recognition): they join kit.smoke.gallery.graders' CHECKS with their configs."""
 from __future__ import annotations
 

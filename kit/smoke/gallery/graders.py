@@ -411,6 +411,7 @@ CHECKS["vesuvius-challenge-ink-detection"] = vesuvius
 from kit.smoke.gallery.box_checks import kuzushiji, siim_covid  # noqa: E402, F401
 
 CHECKS["siim-covid19-detection"] = siim_covid
+CHECKS["kuzushiji-recognition"] = kuzushiji
 
 # billion-word-imputation's (kit.smoke.gallery.sentences, beside its maker)
 from kit.smoke.gallery.sentences import check as billion_word  # noqa: E402
