@@ -18,7 +18,7 @@ from typing import Any
 
 from kit import config as kit_config
 from kit import files
-from kit.build import bundle, datasets, metadata, plan
+from kit.build import bundle, datasets, metadata
 from kit.build.client import Client, seconds
 from kit.errors import KitError
 from kit.runtime import budget
@@ -39,6 +39,8 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
     if cfg.sizes is not None and not inference:  # what the run will hold and write, before the GPU hours are spent
+        from kit.build import plan  # here for start-up time: the plan reads kit.run (torch, scikit-learn, ~5 s), which
+        # status, output, logs and submit, importing this module for its kernel ids, do not need
         made = plan.plan(comp, log=lambda line: print(line, file=sys.stderr))
         over = made.over(plan.KAGGLE_T4X2)
         if over and not force:

@@ -3,8 +3,11 @@ before any image is decoded."""
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 
+from kit import files
 from kit.errors import KitError
+from kit.runtime import paths
 
 
 def close_models(name: str, limit: int = 6) -> list[str]:
@@ -22,11 +25,31 @@ def _letters(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
-def check_model_name(name: str, where: str) -> None:
-    """A KitError unless timm knows `name` (with or without a pretrained tag)."""
+def known(name: str) -> bool:
+    """timm.is_model(name): its architecture (the name less a pretrained tag) is one timm registers. Read from a list
+    of timm's names kept in the scratch folder per timm version, so that a process that only reads a config (kit
+    push, status, submit; make kernel) does not import timm and torch for it, ~4 s each."""
+    try:
+        version = importlib.metadata.version("timm")
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
+    cached = paths.scratch_dir() / f"timm-{version}-models.txt"
+    if version and cached.is_file():
+        return name.split(".", 1)[0] in set(cached.read_text().split())
     import timm
 
-    if timm.is_model(name):
+    if version:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            files.write_text(cached, "\n".join(timm.list_models()) + "\n")
+        except OSError:
+            pass  # a read-only scratch folder: timm is asked each time
+    return timm.is_model(name)
+
+
+def check_model_name(name: str, where: str) -> None:
+    """A KitError unless timm knows `name` (with or without a pretrained tag)."""
+    if known(name):
         return
     close = close_models(name)
     hint = f"did you mean {', '.join(close)}?" if close else "no timm model has a similar name"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError
-from kit.models.names import close_models
+from kit.models.names import close_models, known
 
 STRIDE = 32  # every architecture's input side must be a multiple of its encoder's largest stride (smp: 32, or 16)
 
@@ -37,24 +37,22 @@ def timm_name(encoder: str) -> str:
 def check_params(values: Mapping[str, Any], where: str) -> None:
     """A KitError unless smp knows the architecture and the encoder that `values` name (names they leave out keep
     the template's defaults), and image_size suits the encoders' strides."""
-    import timm
-
     if "model_name" in values and str(values["model_name"]).lower() not in architectures():
         close = difflib.get_close_matches(str(values["model_name"]).lower(), architectures(), n=3, cutoff=0.5)
         hint = f"did you mean {', '.join(close)}?" if close else f"smp has {', '.join(architectures())}"
         raise KitError(f"{where}: model_name = {values['model_name']!r} is not an smp architecture ({hint})")
     encoder = str(values.get("encoder", ""))
     if encoder.startswith("tu-"):
-        if not timm.is_model(timm_name(encoder)):
+        if not known(timm_name(encoder)):
             close = [f"tu-{m}" for m in close_models(timm_name(encoder), 4)]
             hint = f"did you mean {', '.join(close)}?" if close else "no timm model has a similar name"
             raise KitError(f"{where}: encoder = {encoder!r} names no timm model ({hint}); write tu-<a name in "
                            "timm.list_models()> or one of smp's own encoders")
     elif encoder:
-        known = _smp().encoders.get_encoder_names()
-        if encoder not in known:
-            close = difflib.get_close_matches(encoder, known, n=3, cutoff=0.6)
-            tu = f"tu-{encoder}" if timm.is_model(encoder) else ""
+        smps = _smp().encoders.get_encoder_names()
+        if encoder not in smps:
+            close = difflib.get_close_matches(encoder, smps, n=3, cutoff=0.6)
+            tu = f"tu-{encoder}" if known(encoder) else ""
             hint = f"timm has it: write {tu!r}" if tu else (f"did you mean {', '.join(close)}?" if close else
                                                           "write tu-<a timm model> for any timm encoder")
             raise KitError(f"{where}: encoder = {encoder!r} is neither smp's nor timm's ({hint})")

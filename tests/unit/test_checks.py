@@ -1,5 +1,9 @@
 """Checks before the data is touched: model names, weights, image extensions and image file names, each a
 one-line error that says where and what to write instead."""
+import os
+import subprocess
+import sys
+
 import pytest
 from conftest import MINIMAL_TOML
 
@@ -34,6 +38,17 @@ def test_a_model_name_typo_suggests_the_name_it_misspells():
 def test_model_names_timm_knows_pass():
     for name in ("resnet18", "resnet18.a1_in1k", "test_efficientnet", CnnParams().model_name):
         check_model_name(name, "parameters cell")
+
+
+def test_a_config_is_checked_against_timms_names_without_importing_timm_once_they_are_listed(tmp_path):
+    """The first check lists timm's names into the scratch folder; a later process reads the list, not timm (and
+    torch): kit push, status and submit read a config each, ~4 s of imports apiece before."""
+    check = ("import sys; from kit import config; from kit.models import names; config.load('dog-breed'); "
+             "print('timm' in sys.modules, names.known('resnet18.a1_in1k'), names.known('resnet-18'))")
+    env = {**os.environ, "KIT_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True) for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["True", "True", "False"], ["False", "True", "False"]], runs[0].stderr
+    assert len(list(tmp_path.glob("timm-*-models.txt"))) == 1
 
 
 @pytest.mark.parametrize("table", ["params", "smoke"])
