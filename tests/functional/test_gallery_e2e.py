@@ -28,8 +28,10 @@ READ = {
     "stanford-covid-vaccine": ["train          80 sequences, 3200 rows, up to 40 steps"],
     "jigsaw-unintended-bias-in-toxicity-classification": [  # the identities learnt beside the toxicity
         "target         multi (target, male, female, homosexual_gay_or_lesbian ...), metric bias_auc",
+        "out-of-fold bias_auc over 2 of 2 folds: ",
         "(moved to 0.5, where the grader cuts): the threshold with the best out-of-fold bias_auc"],
-    "detecting-insults-in-social-commentary": ["target         binary (0, 1), metric auc"],  # a sample without ids
+    "detecting-insults-in-social-commentary": ["target         binary (0, 1), metric auc",  # a sample without ids
+                                               "out-of-fold auc over 2 of 2 folds: "],
     "lmsys-chatbot-arena": ["target         onehot (winner_model_a, winner_model_b, winner_tie), metric log_loss"],
     "movie-review-sentiment-analysis-kernels-only": ["unpack         train.tsv.zip: 1 entries",
                                                      "(columns Phrase; 1 such rows, 0.7% of 140); they are left out of training"],
@@ -105,7 +107,8 @@ READ = {
         "an image without boxes 'none 1 0 0 1 1'"],
     "kuzushiji-recognition": [  # zipped pages, `U+XXXX x y w h` labels, points written at the out-of-fold cut
         "unpack         train_images.zip: 60 entries", "unpack         test_images.zip: 12 entries",
-        "boxes of 3 classes", "submission     box strings in 'labels'; an image without boxes empty", "point cut      "],
+        "boxes of 3 classes", "submission     points ('name x y', each box's centre) in 'labels'; an image without points empty",
+        "point cut      "],
     "billion-word-imputation": [  # the training sentences streamed from their zip, the test's a word short
         "sentences      1891 training sentences of 1891 lines read from train_v2.txt.zip",
         "unpack         test_v2.txt.zip: 1 entries", "test           109 sentences, a word missing from each",

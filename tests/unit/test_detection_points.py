@@ -76,3 +76,26 @@ def test_the_smoke_check_takes_a_blank_page_of_points_but_not_a_blank_named_box_
     pd.DataFrame({"image_id": ["a", "b"], "labels": ["none 1 0 0 1 1", ""]}).to_csv(sub, index=False)
     with pytest.raises(KitError, match="empty values"):  # siim's "none" is written, never blank
         smoke.check_submission(sub, sample, spec)
+
+
+def test_points_fused_over_folds_keep_one_folds_confidence_scale_under_the_out_of_fold_cut():
+    """The cut is chosen on one fold's confidences (the out-of-fold rows); the test pages' folds fuse at their mean
+    confidence, so a character 3 of 5 folds found at 0.6 stays above a cut of 0.5 (boxes stay at found/n)."""
+    from types import SimpleNamespace
+
+    from kit.pipelines.detection import DetectionPipeline
+
+    found = (10, 10, 30, 30, 0.6, 0)
+    nothing = np.zeros((1, 1, 6), np.float32)
+    nothing[..., 5] = -1  # a fold that found no box
+    folds = [packed([[found]]) if k < 3 else nothing for k in range(5)]
+    fused = {}
+    for points in (True, False):
+        pipe = DetectionPipeline.__new__(DetectionPipeline)
+        pipe.p, pipe._points = SimpleNamespace(fusion_iou=0.55, max_detections=4), points
+        total = None
+        for pred in folds:
+            total = pipe.fold_sum(total, pred)
+        fused[points] = pipe.fold_mean(total, 5)
+    assert fused[True][0, 0, 4] == pytest.approx(0.6) and fused[False][0, 0, 4] == pytest.approx(0.36)
+    assert (detection_points.above(fused[True], 0.5)[..., 5] >= 0).sum() == 1
