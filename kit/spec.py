@@ -78,7 +78,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     # freesound-audio-tagging-2019: label-weighted label-ranking average precision (its grader's sklearn form); blends
     # average probabilities: a rank per column across rows would change the order of labels within a row, which it scores
     Metric("lwlrap", True, "probability", _M + "lwlrap", multilabel=True),
-    # the detection template's (issue 40, still to come): vinbigdata's, siim-covid19's and kuzushiji's graders
+    # the detection template's: vinbigdata's, siim-covid19's and kuzushiji's graders
     Metric("coco_map40", True, "box", "kit.train.box_metrics:score"),
     Metric("voc_map50", True, "box", "kit.train.box_metrics:score"),
     Metric("centre_f1", True, "box", "kit.train.box_metrics:score"),
