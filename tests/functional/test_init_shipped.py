@@ -57,6 +57,9 @@ DIFFERENT: dict[str, str] = {  # shipped config -> why kit init's draft differs 
                                "word short and it has no sample submission: kit init drafts no imputation config",
     "siim-covid19-detection": "kit init drafts detection where the DICOMs sit in one folder, not under siim's "
                               "study/series folders by their <image>_image ids, and drafts no study_table",
+    "kuzushiji-recognition": "its sample's cells are `U+XXXX x y` points and its labels `U+XXXX x y w h` strings: "
+                             "kit init reads them as space-separated labels and drafts a cnn config with f1_micro, "
+                             "not detection with centre_f1",
 }
 FILES = ("train", "test", "sample_submission", "train_images", "test_images")
 COLUMNS = ("id_column", "group_column", "sequence_column", "order_column", "task", "array_columns", "identity_columns",
@@ -97,6 +100,8 @@ EVALUATION = {
               "observed target.",
     "coco_map40": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.4.",
     "voc_map50": "The challenge uses the standard PASCAL VOC 2010 mean Average Precision (mAP) at IoU > 0.5.",
+    "centre_f1": "Submissions are evaluated on a modified version of the F1 Score. To score a true positive, you must "
+                 "provide center point coordinates that are within the ground truth bounding box and a matching label.",
     "levenshtein": "Submissions are evaluated on the mean Levenshtein distance between the sentences you submit and the "
                    "original sentences in the test set.",
 }
