@@ -60,7 +60,7 @@ def test_an_image_is_found_by_its_id_under_study_and_series_folders_and_siims_no
     for path in ("train/s1/se1/abc.dcm", "train/s2/se2/def.dcm", "train/flat.dcm"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_bytes(b"")
-    session = SimpleNamespace(data_dir=tmp_path, spec=SimpleNamespace(image_ext=".dcm", train_images="train"))
+    session = SimpleNamespace(data_dir=tmp_path, spec=SimpleNamespace(image_ext=".dcm", train_images="train"), log=print)
     found = detection_data.image_paths(session, "train", ["abc_image", "def", "flat", "gone_image"])
     assert [Path(f).relative_to(tmp_path).as_posix() for f in found] == [
         "train/s1/se1/abc.dcm", "train/s2/se2/def.dcm", "train/flat.dcm", "train/gone_image.dcm"]  # missing: its flat path

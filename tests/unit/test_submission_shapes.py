@@ -202,7 +202,7 @@ def test_every_target_kind_is_one_record_whose_check_resolves():
     for kind in targets.KINDS.values():
         assert kind.check in ("names", "distribution", "probability", "numbers") or callable(templates.load(kind.check))
     from kit.train import box_kinds  # detection's: a row of boxes per image, written by its own rooms
-    boxes = {box_kinds.BOXES.name, box_kinds.NOTHING.name, box_kinds.NAMED.name}
+    boxes = {box_kinds.BOXES.name, box_kinds.NOTHING.name, box_kinds.NAMED.name, box_kinds.POINTS.name}
     assert {k.name for k in targets.KINDS.values() if k.masks} - boxes == {"pixels", "files", "rle"} == {
         k.name for k in (mask_kinds.PIXELS, mask_kinds.FILES, mask_kinds.RLE)}
     made = (Path(__file__).resolve().parents[2] / "kit" / "pipelines" / "segmentation_data.py").read_text()
