@@ -58,4 +58,6 @@ def test_pretrained_without_weights_asks_no_one_and_costs_no_time(tmp_path):
     assert proxy.connections == 0, f"{proxy.connections} connection(s) to the proxy"
     assert log.count("pretrained weights for test_efficientnet") == 1 and "weights_path" in log
     assert "Retrying" not in log
-    assert asked < plain + 5, f"{asked:.1f} s with pretrained=true, {plain:.1f} s without"
+    # a hub lookup that waits out its timeouts and retries costs tens of seconds; 30% + 5 s leaves room for a busy
+    # machine's noise (CI saw 29.7 s against 24.0 s with nothing asked)
+    assert asked < plain * 1.3 + 5, f"{asked:.1f} s with pretrained=true, {plain:.1f} s without"
