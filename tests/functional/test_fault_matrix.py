@@ -38,7 +38,7 @@ FAULTS = {
 def run_cnn(tmp_path, dog_breed_data, precision, plan=None, **params):
     """The notebook's calls, in this process; returns (log text, cv result, submission, data folder, session)."""
     cfg, folder = dog_breed_data
-    values = {**cfg.parameters(smoke=True), "image_size": 32, "epochs": 2, "folds": 2, "precision": precision,
+    values = {**cfg.parameters(smoke=True), "image_size": 32, "epochs": 1, "folds": 2, "precision": precision,
               "data_dir": str(folder), "output_dir": str(tmp_path / "out"), **params}
     session = start("cnn", values)
     if plan:  # accelerants the CPU does not plan for, so that their faults can strike here
