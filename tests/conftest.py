@@ -54,17 +54,34 @@ def minimal_toml(write_toml):
     return write
 
 
+def dog_breed_toml(sizes: bool = True) -> str:
+    """The shipped dog-breed config; without `sizes`, less its [sizes] table, so that a push of it makes no resource
+    plan (the plan imports torch and timm: ~10 s a push, where a case is about Kaggle's answers, not the plan)."""
+    text = (ROOT / "kit" / "competitions" / "dog-breed.toml").read_text()
+    if sizes:
+        return text
+    head, rest = text.split("\n[sizes]", 1)
+    return head + rest[rest.index("\n["):]
+
+
 @pytest.fixture
 def write_toml(tmp_path):
-    """Write a config file; `base` (default: the shipped dog-breed config) with `text` appended or replaced."""
+    """Write a config file; `base` (default: the shipped dog-breed config, `sizes`: with its [sizes] table) with
+    `text` appended or replaced."""
 
-    def write(text: str, name: str = "comp.toml", base: bool = False) -> Path:
+    def write(text: str, name: str = "comp.toml", base: bool = False, sizes: bool = True) -> Path:
         path = tmp_path / name
-        head = (ROOT / "kit" / "competitions" / "dog-breed.toml").read_text() if base else ""
+        head = dog_breed_toml(sizes) if base else ""
         path.write_text(head + "\n" + text)
         return path
 
     return write
+
+
+@pytest.fixture
+def unplanned(write_toml) -> str:
+    """dog-breed without [sizes], as dog-breed.toml: its pushes make no resource plan (dog_breed_toml)."""
+    return str(write_toml("", name="dog-breed.toml", base=True, sizes=False))
 
 
 @pytest.fixture(scope="module")

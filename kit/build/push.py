@@ -38,6 +38,7 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
     fewer than its planned run."""
     cfg = kit_config.load(comp)
     _check_inference(cfg, inference)
+    client = Client()  # missing credentials are one line at once, not after the plan's ~10 s
     if cfg.sizes is not None and not inference:  # what the run will hold and write, before the GPU hours are spent
         from kit.build import plan  # here for start-up time: the plan reads kit.run (torch, scikit-learn, ~5 s), which
         # status, output, logs and submit, importing this module for its kernel ids, do not need
@@ -46,7 +47,6 @@ def push(comp: str, inference: bool = False, force: bool = False) -> dict[str, A
         if over and not force:
             raise KitError(f"push {comp}: its resource plan passes a limit ({over[0]}); lower folds, image_size or "
                            "train_rows, or push anyway with FORCE=1 (--force)")
-    client = Client()
     built = bundle.build(comp)
     for warning in built.warnings:
         print(f"warning: {warning}", file=sys.stderr)

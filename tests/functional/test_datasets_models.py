@@ -31,7 +31,7 @@ def env(fake_kaggle, tmp_path, kaggle_user, index):
 
 
 def with_packages(write_toml, *packages: str, extra: str = "") -> str:
-    path = write_toml("", base=True)
+    path = write_toml("", base=True, sizes=False)  # no resource plan: these cases are about the packages
     listed = ", ".join(f'"{p}"' for p in packages)
     path.write_text(path.read_text().replace("internet = false", f"internet = false\npackages = [{listed}]") + extra)
     return str(path)
@@ -229,7 +229,7 @@ def test_logs_of_an_unpushed_kernel_is_one_line(env, fake_kaggle):
     (7200, True, 7200 + 1800),  # the budget plus the margin
 ], ids=["session", "inference-budget"])
 def test_push_passes_a_session_timeout(env, fake_kaggle, write_toml, budget, inference, expected):
-    path = write_toml("[inference]\n", base=True)
+    path = write_toml("[inference]\n", base=True, sizes=False)
     path.write_text(path.read_text().replace("[params]\n", f"[params]\ntime_budget_s = {budget}\n", 1))
     out = kit(env, "push", str(path), "--force", *(["--inference"] if inference else []))
     assert out.returncode == 0, out.stderr

@@ -62,11 +62,11 @@ def test_push_sends_the_bundle(env, fake_kaggle):
     assert call.headers.get("Authorization", "").startswith("Basic ")
 
 
-def test_push_rebuilds_only_when_stale(env, fake_kaggle):
-    kit(env, "kernel", "dog-breed")
+def test_push_rebuilds_only_when_stale(env, fake_kaggle, unplanned):
+    kit(env, "kernel", unplanned)
     meta = Path(env["KIT_KERNELS_DIR"]) / "dog-breed" / "kernel-metadata.json"
     stamp = meta.stat().st_mtime_ns
-    assert kit(env, "push", "dog-breed").returncode == 0
+    assert kit(env, "push", unplanned).returncode == 0
     assert meta.stat().st_mtime_ns == stamp
 
 
@@ -95,15 +95,15 @@ def test_official_cli_push_of_the_built_folder(env, fake_kaggle):
     ],
     ids=["401", "403", "404", "429", "503", "error-field", "invalid-sources", "timeout"],
 )
-def test_push_failures_are_one_line(env, fake_kaggle, script, expected):
+def test_push_failures_are_one_line(env, fake_kaggle, unplanned, script, expected):
     fake_kaggle.script("SaveKernel", *script)
-    line = error_line(kit(env, "push", "dog-breed"))
+    line = error_line(kit(env, "push", unplanned))
     assert expected in line, line
 
 
-def test_transient_failures_are_retried(env, fake_kaggle):
+def test_transient_failures_are_retried(env, fake_kaggle, unplanned):
     fake_kaggle.script("SaveKernel", (429, {"code": 429, "message": "slow down"}), (502, {"code": 502, "message": "bad gateway"}))
-    out = kit(env, "push", "dog-breed")
+    out = kit(env, "push", unplanned)
     assert out.returncode == 0, out.stderr
     assert "HTTP 429, retrying" in out.stderr and "HTTP 502, retrying" in out.stderr
     assert len(fake_kaggle.called("SaveKernel")) == 3
@@ -111,7 +111,9 @@ def test_transient_failures_are_retried(env, fake_kaggle):
 
 def test_missing_credentials(env, fake_kaggle):
     env = {k: v for k, v in env.items() if k not in ("KAGGLE_USERNAME", "KAGGLE_KEY")}
-    line = error_line(kit(env, "push", "dog-breed"))
+    out = kit(env, "push", "dog-breed")
+    assert "resource plan" not in out.stderr  # said at once, before the plan's ~10 s
+    line = error_line(out)
     assert line.startswith("error: no Kaggle credentials: set KAGGLE_USERNAME and KAGGLE_KEY, or save kaggle.json")
     assert not fake_kaggle.calls
 

@@ -84,24 +84,24 @@ def test_quota_shows_hours_used_left_and_refresh(env, fake_kaggle):
 
 # -- push's GPU-quota guard --------------------------------------------------------------------------------------
 
-def test_push_refused_when_the_gpu_hours_left_are_fewer_than_the_budget(env, fake_kaggle):
+def test_push_refused_when_the_gpu_hours_left_are_fewer_than_the_budget(env, fake_kaggle, unplanned):
     fake_kaggle.script("GetAcceleratorQuotaStatistics", (200, fake_kaggle.quota(used_h=25)))
-    line = error_line(kit(env, "push", "dog-breed"))
+    line = error_line(kit(env, "push", unplanned))
     assert ("5.0 GPU hours left this week (it refreshes 2026-11-28 00:00 UTC), fewer than the 11.8 h its run may "
             "take (Kaggle's 12 h session limit)") in line
     assert "FORCE=1 (--force)" in line
     assert not fake_kaggle.called("SaveKernel")
 
 
-def test_push_with_force_skips_the_quota(env, fake_kaggle):
+def test_push_with_force_skips_the_quota(env, fake_kaggle, unplanned):
     fake_kaggle.script("GetAcceleratorQuotaStatistics", (200, fake_kaggle.quota(used_h=25)))
-    out = kit(env, "push", "dog-breed", "--force")
+    out = kit(env, "push", unplanned, "--force")
     assert out.returncode == 0, out.stderr
     assert fake_kaggle.called("SaveKernel") and not fake_kaggle.called("GetAcceleratorQuotaStatistics")
 
 
 def test_push_fits_a_small_time_budget(env, fake_kaggle, write_toml):
-    config = write_toml("", base=True)
+    config = write_toml("", base=True, sizes=False)
     config.write_text(config.read_text().replace("[params]\n", "[params]\ntime_budget_s = 7200\n", 1))
     fake_kaggle.script("GetAcceleratorQuotaStatistics", (200, fake_kaggle.quota(used_h=27)))
     out = kit(env, "push", str(config))
@@ -109,9 +109,9 @@ def test_push_fits_a_small_time_budget(env, fake_kaggle, write_toml):
     assert fake_kaggle.called("GetAcceleratorQuotaStatistics") and fake_kaggle.called("SaveKernel")
 
 
-def test_push_when_the_quota_cannot_be_read_warns_and_pushes(env, fake_kaggle):
+def test_push_when_the_quota_cannot_be_read_warns_and_pushes(env, fake_kaggle, unplanned):
     fake_kaggle.script("GetAcceleratorQuotaStatistics", (404, {"code": 404, "message": "Not found"}))
-    out = kit(env, "push", "dog-breed")
+    out = kit(env, "push", unplanned)
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if line.startswith("warning: GPU quota unknown")]
     assert len(warnings) == 1 and "HTTP 404" in warnings[0] and "pushing anyway" in warnings[0]
