@@ -7,7 +7,8 @@ pip as it is there: a stub wheel per package, of the image's version and without
 constraint and preferred over the index's wheel of the same version (the stub's tag is the first the target
 supports, and it has a build number). So pip resolves the rest against the index as it would on Kaggle, and
 never downloads the image's own packages (gigabytes of torch and CUDA libraries). The folder's manifest keys
-what was resolved: a rebuild with the same packages and image reuses it without asking the index.
+what was resolved: a rebuild with the same packages and image reuses it without asking the index, and the scratch
+folder keeps a day's resolutions for other configs and folders (resolve_cached).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from kit import files
 from kit.build import metadata
 from kit.errors import KitError
+from kit.runtime import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = ROOT / "kaggle-image.txt"
@@ -108,7 +111,7 @@ def build(config, user: str, folder: Path, image: Path = IMAGE) -> Packages | No
     manifest = read_manifest(folder)
     if manifest.get("key") != key or not _wheels_intact(folder, manifest):
         with files.atomic_dir(folder) as tmp:
-            names = resolve(wanted, tmp, image)
+            names = resolve_cached(wanted, tmp, image, key)
             manifest = {"key": key, "requirements": list(wanted), "python": PYTHON, "platform": PLATFORMS[0],
                         "wheels": {n: _sha256(tmp / n) for n in names}, "modules": list(top_modules(tmp, wanted))}
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -145,6 +148,31 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+PIP_SOURCES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")  # where pip looks
+
+
+def resolve_cached(wanted: tuple[str, ...], dest: Path, image: Path, key: str) -> list[str]:
+    """resolve(), its wheels kept in the scratch folder for the day under the manifest's key and pip's sources:
+    another config with the same packages (the segmentation configs' smp, the DICOM configs' pydicom) or a fresh
+    kernels/ folder copies them instead of asking the index again (two pip runs, ~10 s)."""
+    sources = json.dumps([key, time.strftime("%Y-%m-%d"), *(os.environ.get(k, "") for k in PIP_SOURCES)])
+    cached = paths.scratch_dir() / "wheels" / hashlib.sha256(sources.encode()).hexdigest()[:16]
+    kept = read_manifest(cached)
+    if kept and _wheels_intact(cached, kept):
+        for name in kept["wheels"]:
+            shutil.copy2(cached / name, dest / name)
+        return sorted(kept["wheels"])
+    names = resolve(wanted, dest, image)
+    try:
+        with files.atomic_dir(cached) as tmp:
+            for name in names:
+                shutil.copy2(dest / name, tmp / name)
+            (tmp / MANIFEST).write_text(json.dumps({"wheels": {n: _sha256(dest / n) for n in names}}), encoding="utf-8")
+    except OSError:
+        pass  # a full or read-only scratch folder, or another build storing the same: resolved again next time
+    return names
 
 
 def resolve(wanted: tuple[str, ...], dest: Path, image: Path = IMAGE) -> list[str]:

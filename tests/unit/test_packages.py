@@ -10,6 +10,7 @@ import pytest
 from kit import config as kit_config
 from kit.build import embed, packages, push
 from kit.errors import KitError
+from kit.runtime import paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import wheels  # noqa: E402
@@ -90,8 +91,15 @@ def test_the_folder_is_reused_while_nothing_changed(local, tmp_path, monkeypatch
     assert sorted(p.name for p in folder.iterdir()) == ["dataset-metadata.json", "kit-packages.json", *first.wheels]
     monkeypatch.setattr(packages, "resolve", lambda *a: pytest.fail("resolved again"))
     assert packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2")) == first
+    other = packages.build(cfg, "tester", tmp_path / "d-packages", image(tmp_path, "numpy==2.0.2"))
+    assert other.wheels == first.wheels  # another folder: the day's resolution copied from the scratch folder
+    (folder / first.wheels[0]).write_bytes(b"damaged")  # a damaged wheel is copied again
+    assert packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2")) == first
+    assert (folder / first.wheels[0]).read_bytes() != b"damaged"
+    (kept,) = paths.scratch_dir().glob(f"wheels/*/{first.wheels[0]}")
+    kept.write_bytes(b"damaged")
     (folder / first.wheels[0]).write_bytes(b"damaged")
-    with pytest.raises(pytest.fail.Exception, match="resolved again"):  # a damaged wheel is fetched again
+    with pytest.raises(pytest.fail.Exception, match="resolved again"):  # damaged there too: fetched again
         packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2"))
 
 
