@@ -25,26 +25,36 @@ def _letters(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
-def known(name: str) -> bool:
-    """timm.is_model(name): its architecture (the name less a pretrained tag) is one timm registers. Read from a list
-    of timm's names kept in the scratch folder per timm version, so that a process that only reads a config (kit
-    push, status, submit; make kernel) does not import timm and torch for it, ~4 s each."""
+def listed(package: str, what: str, produce) -> list[str]:
+    """The names `produce()` lists from `package` (importing it), kept in the scratch folder per package version, so
+    that a process that only reads a config (kit push, status, submit; make kernel) reads them there instead of
+    importing timm or smp and torch for them (~4 s, ~9 s with smp)."""
     try:
-        version = importlib.metadata.version("timm")
+        version = importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         version = ""
-    cached = paths.scratch_dir() / f"timm-{version}-models.txt"
+    cached = paths.scratch_dir() / f"{package}-{version}-{what}.txt"
     if version and cached.is_file():
-        return name.split(".", 1)[0] in set(cached.read_text().split())
-    import timm
-
+        return cached.read_text().split()
+    names = list(produce())
     if version:
         try:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            files.write_text(cached, "\n".join(timm.list_models()) + "\n")
+            files.write_text(cached, "\n".join(names) + "\n")
         except OSError:
-            pass  # a read-only scratch folder: timm is asked each time
-    return timm.is_model(name)
+            pass  # a read-only scratch folder: the package is asked each time
+    return names
+
+
+def _timm_models() -> list[str]:
+    import timm
+
+    return timm.list_models()
+
+
+def known(name: str) -> bool:
+    """timm.is_model(name): its architecture (the name less a pretrained tag) is one timm registers (listed)."""
+    return name.split(".", 1)[0] in set(listed("timm", "models", _timm_models))
 
 
 def check_model_name(name: str, where: str) -> None:

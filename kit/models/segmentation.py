@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError
-from kit.models.names import close_models, known
+from kit.models.names import close_models, known, listed
 
 STRIDE = 32  # every architecture's input side must be a multiple of its encoder's largest stride (smp: 32, or 16)
 
@@ -23,10 +23,16 @@ def _smp():
     return smp
 
 
-def architectures() -> list[str]:
+def _architectures() -> list[str]:
     from segmentation_models_pytorch import MODEL_ARCHITECTURES_MAPPING
 
     return list(MODEL_ARCHITECTURES_MAPPING)
+
+
+def architectures() -> list[str]:
+    """smp's architecture names, listed once per smp version (kit.models.names.listed): a config's check at build
+    does not import smp (~9 s) for them."""
+    return listed("segmentation-models-pytorch", "architectures", _architectures)
 
 
 def timm_name(encoder: str) -> str:
@@ -49,7 +55,7 @@ def check_params(values: Mapping[str, Any], where: str) -> None:
             raise KitError(f"{where}: encoder = {encoder!r} names no timm model ({hint}); write tu-<a name in "
                            "timm.list_models()> or one of smp's own encoders")
     elif encoder:
-        smps = _smp().encoders.get_encoder_names()
+        smps = listed("segmentation-models-pytorch", "encoders", lambda: _smp().encoders.get_encoder_names())
         if encoder not in smps:
             close = difflib.get_close_matches(encoder, smps, n=3, cutoff=0.6)
             tu = f"tu-{encoder}" if known(encoder) else ""

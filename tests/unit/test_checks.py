@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MINIMAL_TOML
+from conftest import MINIMAL_TOML, ROOT
 
 from kit import config, templates
 from kit.data import images
@@ -49,6 +49,25 @@ def test_a_config_is_checked_against_timms_names_without_importing_timm_once_the
     runs = [subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True) for _ in range(2)]
     assert [r.stdout.split() for r in runs] == [["True", "True", "False"], ["False", "True", "False"]], runs[0].stderr
     assert len(list(tmp_path.glob("timm-*-models.txt"))) == 1
+
+
+def test_a_segmentation_config_is_checked_against_smps_architectures_without_importing_smp_once_listed(tmp_path):
+    """smp's architectures are listed into the scratch folder as timm's names are: make kernel of a segmentation
+    config took ~9 s more than another's for importing smp to check its model_name."""
+    check = ("import sys; from kit import config; config.load('tgs-salt-identification-challenge'); "
+             "print('segmentation_models_pytorch' in sys.modules)")
+    env = {**os.environ, "KIT_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True) for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["True"], ["False"]], runs[0].stderr
+    assert len(list(tmp_path.glob("segmentation-models-pytorch-*-architectures.txt"))) == 1
+
+
+def test_a_wrong_smp_architecture_is_one_line(write_toml):
+    text = (ROOT / "kit" / "competitions" / "tgs-salt-identification-challenge.toml").read_text()
+    path = write_toml(text.replace('model_name = "Unet"', 'model_name = "unetplus"', 1))
+    with pytest.raises(KitError) as e:
+        config.load(str(path))
+    assert "model_name = 'unetplus' is not an smp architecture (did you mean unetplusplus" in one_line(e)
 
 
 @pytest.mark.parametrize("table", ["params", "smoke"])
