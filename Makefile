@@ -8,9 +8,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 COMP ?=
 # the installer of both environments: uv resolves and installs the same versions as pip (pip freeze is identical),
-# in 43 s where pip took 220 s for .venv on CI's two cores (caches warm, 2026-11-28); pip installs it first
+# in 93 s where pip took 220 s for .venv on these two cores (both from a cold cache, 2026-11-28); pip installs it first
 UV := uv==0.13.9
 export UV_LINK_MODE := copy
+# and, as pip does, the bytecode compiled at install: without it the first tests' kernels compiled torch's modules as
+# they imported them (a kernel's start 14 s, not 6), and a time-budget test counts that
+export UV_COMPILE_BYTECODE := 1
 # make test's processes: each runs whole test files (their module and session fixtures once), two on CI's two cores
 TEST_WORKERS ?= 2
 # Kaggle's image: its library versions (kaggle-image.txt) on Python 3.12, installed beside 3.11 (pyenv)
