@@ -150,29 +150,69 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-PIP_SOURCES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX")  # where pip looks
-
-
 def resolve_cached(wanted: tuple[str, ...], dest: Path, image: Path, key: str) -> list[str]:
-    """resolve(), its wheels kept in the scratch folder for the day under the manifest's key and pip's sources:
-    another config with the same packages (the segmentation configs' smp, the DICOM configs' pydicom) or a fresh
-    kernels/ folder copies them instead of asking the index again (two pip runs, ~10 s)."""
-    sources = json.dumps([key, time.strftime("%Y-%m-%d"), *(os.environ.get(k, "") for k in PIP_SOURCES)])
-    cached = paths.scratch_dir() / "wheels" / hashlib.sha256(sources.encode()).hexdigest()[:16]
+    """resolve(), its wheels kept in the scratch folder for the day under the manifest's key and pip's settings
+    (_pip_settings): another config with the same packages (the segmentation configs' smp, the DICOM configs'
+    pydicom) or a fresh kernels/ folder copies them instead of asking the index again (two pip runs, ~10 s). Only a
+    folder of this user's, writable by no one else, is read: the default scratch folder is the system's temp."""
+    day = time.strftime("%Y-%m-%d")
+    digest = hashlib.sha256(json.dumps([key, day, _pip_settings()]).encode()).hexdigest()[:16]
+    cached = paths.scratch_dir() / "wheels" / digest
     kept = read_manifest(cached)
-    if kept and _wheels_intact(cached, kept):
-        for name in kept["wheels"]:
-            shutil.copy2(cached / name, dest / name)
-        return sorted(kept["wheels"])
+    if kept and _own(cached) and _own(cached.parent) and _wheels_intact(cached, kept):
+        try:
+            for name in kept["wheels"]:
+                shutil.copy2(cached / name, dest / name)
+            return sorted(kept["wheels"])
+        except OSError:  # replaced or cleaned meanwhile: resolved below
+            for stale in dest.glob("*.whl"):
+                stale.unlink()
     names = resolve(wanted, dest, image)
     try:
+        for old in cached.parent.iterdir() if cached.parent.is_dir() else ():  # earlier days' resolutions
+            if old.name != digest and read_manifest(old).get("day", day) != day and _own(old):
+                shutil.rmtree(old, ignore_errors=True)
         with files.atomic_dir(cached) as tmp:
             for name in names:
                 shutil.copy2(dest / name, tmp / name)
-            (tmp / MANIFEST).write_text(json.dumps({"wheels": {n: _sha256(dest / n) for n in names}}), encoding="utf-8")
+            manifest = {"day": day, "wheels": {n: _sha256(dest / n) for n in names}}
+            (tmp / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     except OSError:
         pass  # a full or read-only scratch folder, or another build storing the same: resolved again next time
     return names
+
+
+def _own(folder: Path) -> bool:
+    """`folder` is this user's and no one else may write in it."""
+    try:
+        st = folder.stat()
+    except OSError:
+        return False
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _pip_settings() -> str:
+    """What decides pip's answer beside the packages and the image: every PIP_ variable, the config files pip reads
+    and the constraint files they name, and the interpreter pip resolves for (_pip)."""
+    texts = [json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))), " ".join(_pip())]
+    dirs = os.environ.get("XDG_CONFIG_DIRS", "/etc/xdg").split(os.pathsep)
+    configs = [Path("/etc/pip.conf"), *(Path(d) / "pip" / "pip.conf" for d in dirs if d),
+               Path.home() / ".config" / "pip" / "pip.conf", Path.home() / ".pip" / "pip.conf",
+               Path(sys.prefix) / "pip.conf", Path(os.environ.get("PIP_CONFIG_FILE") or "/dev/null")]
+    named = [os.environ.get("PIP_CONSTRAINT", "")]
+    for path in configs:
+        text = _read(path)
+        texts.append(text)
+        named += re.findall(r"^\s*constraints?\s*=\s*(.+?)\s*$", text, re.M)
+    texts += [_read(Path(p)) for line in named for p in line.split() if p]
+    return "\n".join(texts)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def resolve(wanted: tuple[str, ...], dest: Path, image: Path = IMAGE) -> list[str]:

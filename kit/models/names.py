@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
+from collections.abc import Callable, Iterable
 
 from kit import files
 from kit.errors import KitError
@@ -25,7 +26,7 @@ def _letters(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
 
 
-def listed(package: str, what: str, produce) -> list[str]:
+def listed(package: str, what: str, produce: Callable[[], Iterable[str]]) -> list[str]:
     """The names `produce()` lists from `package` (importing it), kept in the scratch folder per package version, so
     that a process that only reads a config (kit push, status, submit; make kernel) reads them there instead of
     importing timm or smp and torch for them (~4 s, ~9 s with smp)."""

@@ -85,6 +85,7 @@ def config(tmp_path, *listed: str, title: str = "Dog Breed With Packages"):
 
 
 def test_the_folder_is_reused_while_nothing_changed(local, tmp_path, monkeypatch):
+    monkeypatch.setenv("KIT_CACHE_DIR", str(tmp_path / "scratch"))  # the session's holds other tests' resolutions
     cfg, folder = config(tmp_path, "kitprobe==1.0"), tmp_path / "c-packages"
     first = packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2"))
     assert first.dataset == "tester/dog-breed-with-packages-packages" and first.modules == ("kitprobe",)
@@ -93,6 +94,9 @@ def test_the_folder_is_reused_while_nothing_changed(local, tmp_path, monkeypatch
     assert packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2")) == first
     other = packages.build(cfg, "tester", tmp_path / "d-packages", image(tmp_path, "numpy==2.0.2"))
     assert other.wheels == first.wheels  # another folder: the day's resolution copied from the scratch folder
+    with monkeypatch.context() as m, pytest.raises(pytest.fail.Exception, match="resolved again"):
+        m.setenv("PIP_PRE", "1")  # another pip setting may resolve otherwise: not served from the scratch folder
+        packages.build(cfg, "tester", tmp_path / "e-packages", image(tmp_path, "numpy==2.0.2"))
     (folder / first.wheels[0]).write_bytes(b"damaged")  # a damaged wheel is copied again
     assert packages.build(cfg, "tester", folder, image(tmp_path, "numpy==2.0.2")) == first
     assert (folder / first.wheels[0]).read_bytes() != b"damaged"
