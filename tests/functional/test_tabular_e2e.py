@@ -97,12 +97,14 @@ def valid(out: Path, data: Path) -> None:
     assert set(sub["Transported"]) <= {"True", "False"}
 
 
-def test_a_million_rounds_in_thirty_seconds(tmp_path, data):
+def test_a_million_rounds_in_forty_seconds(tmp_path, data):
+    """40 s, not 30: on CI's loaded cores the kernel's start took 16 s of 30, and kit rightly left the second fold
+    out for want of room, where this test asks both folds to train within their shares."""
     out = tmp_path / "out"
     run = subprocess.run(kit_run(data, out, "rounds=1000000", "early_stopping_rounds=0", "learning_rate=0.01",
-                                 "time_budget_s=30"), capture_output=True, text=True, timeout=300)
+                                 "time_budget_s=40"), capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert notebook_seconds(out / "executed.ipynb") <= 30.0
+    assert notebook_seconds(out / "executed.ipynb") <= 40.0
     valid(out, data)
     log = (out / "kit.log").read_text()
     assert re.search(r"fold 1/2: [\d,]+ rounds/s on the CPU; its share of the time budget, \d+ s, fits [\d,]+ rounds: rounds "
