@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import dog_breed_toml
 
 KEY = "f00dfeedf00dfeedf00dfeedf00dfeed"
 
@@ -213,7 +214,7 @@ def test_inference_without_an_inference_table_is_one_line(env, fake_kaggle, verb
 def test_a_plan_over_a_kaggle_limit_is_refused_before_the_push_and_force_pushes_it(env, fake_kaggle, tmp_path):
     """dog-breed at 20 million training and test images: their rows of 120 probabilities pass a session's RAM. make
     push shows the plan and refuses in one line, pushing nothing; FORCE=1 pushes it."""
-    text = (Path(__file__).parents[2] / "kit" / "competitions" / "dog-breed.toml").read_text()
+    text = dog_breed_toml()
     path = tmp_path / "dogs-huge.toml"
     path.write_text(text.replace("train_rows = 9199", "train_rows = 20000000").replace("test_rows = 1023",
                                                                                       "test_rows = 20000000"))
@@ -231,7 +232,7 @@ def test_make_plan_prints_the_plan_of_a_shipped_config_and_strict_fails_over_a_l
     out = kit(env, "plan", "herbarium-2022-fgvc9")
     assert out.returncode == 0 and "each row's 32 likeliest of 15,501 classes" in out.stdout
     assert out.stdout.rstrip().endswith("fits Kaggle GPU T4 x2")
-    text = (Path(__file__).parents[2] / "kit" / "competitions" / "dog-breed.toml").read_text()
+    text = dog_breed_toml()
     path = tmp_path / "dogs-huge.toml"
     path.write_text(text.replace("test_rows = 1023", "test_rows = 40000000"))
     strict = kit(env, "plan", str(path), "--strict")
