@@ -11,7 +11,7 @@ import torch
 
 from kit.data import images
 from kit.data.nq import KIND_ROWS
-from kit.models import detection, segmentation
+from kit.models import segmentation
 from kit.params import TrainParams
 from kit.pipelines.nq import METRIC as NQ_METRIC
 from kit.runtime import paths
@@ -292,6 +292,8 @@ class Detection:
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
+        from kit.models import detection  # for start-up time: torchvision's detection models and timm, for this template only
+
         return counted(lambda: detection.create(p.model_name, max(sizes.outputs, 1), p.image_size, p.max_detections))
 
     @staticmethod
