@@ -135,7 +135,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in (
              ("train", "sample_submission", "id_column", "target_column", "submission_columns", "train_images",
               "test_images", "image_ext", "study_table"),
              "kit.pipelines.detection:DetectionPipeline", "kit.smoke.detection:make_dataset", channels_last=False,
-             packages=("pydicom==3.0.2",), footprint="kit.pipelines.footprints:Detection", labels_table=False,
+             packages=("pydicom==3.0.2",), footprint="kit.pipelines.detection_footprint:Detection", labels_table=False,
              kinds="kit.train.box_kinds"),
 )}
 

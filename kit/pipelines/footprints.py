@@ -279,30 +279,3 @@ class Sequence:
         return [Need("sequences, padded (the table read, then arrays)", "ram",
                      (s.train_rows + s.test_rows) * max(s.steps, 1) * per_row * 2)]
 
-
-class Detection:
-    """The image cache at image_size (every image a square), the padded training boxes, and the test set's boxes of
-    each fold side by side before they are fused (6 float32 a box, max_detections an image)."""
-
-    @staticmethod
-    def sizes(session, data) -> Sizes:
-        train = len(data.usable)
-        return Sizes(train, data.test.count, data.recipe["classes"], data.target.kind, side=session.params.image_size,
-                     row_steps=1)
-
-    @staticmethod
-    def parameters(p: TrainParams, sizes: Sizes) -> int:
-        from kit.models import detection  # for start-up time: torchvision's detection models and timm, for this template only
-
-        return counted(lambda: detection.create(p.model_name, max(sizes.outputs, 1), p.image_size, p.max_detections))
-
-    @staticmethod
-    def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
-        s = sizes
-        side = s.side or p.image_size
-        cache = (s.train_rows + s.test_rows) * side * side * 3
-        boxes = s.train_rows * 64 * (16 + 8)  # up to 64 boxes an image, padded
-        predictions = s.test_rows * p.max_detections * 6 * 4 * p.folds
-        return [cache_need("image cache", cache, limits, f"{side} px, uint8"),
-                Need("training boxes", "ram", boxes, note="corners and labels, padded"),
-                Need("the folds' test boxes before fusion", "ram", predictions, "prediction")]
