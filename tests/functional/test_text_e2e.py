@@ -107,7 +107,13 @@ def test_kit_run_stops_at_a_max_length_beyond_the_models_positions(tmp_path, cap
 def test_text_trains_under_ddp_on_two_workers(tmp_path):
     """One model on two gloo workers: every parameter must get a gradient on every rank (BERT's unused [CLS]
     pooler stopped the second step), and the ranks take whole batches of one length."""
-    result = smoke.run(ESSAYS, root=tmp_path, overrides={"parallel": "ddp", "world_size": 2, "epochs": 2})
+    alone = tmp_path / "essays.toml"  # the training kernel alone: its inference kernel is the first test's
+    text = config.resolve(ESSAYS).read_text()
+    alone.write_text(text.replace('[inference]                             # a second, predict-only kernel that reads '
+                                  'this one\'s output (kernel_sources)\nmachine_shape = "NvidiaTeslaT4"\n', ""))
+    assert "[inference]" not in alone.read_text()
+    result = smoke.run(str(alone), root=tmp_path / "run", overrides={"parallel": "ddp", "world_size": 2, "epochs": 2})
+    assert result.inference is None
     log = (result.submission.parent / "kit.log").read_text()
     assert "parallel: ddp on 2 workers" in log and "from folds [1, 2]" in log
     assert "out-of-fold qwk over 2 of 2 folds" in log
