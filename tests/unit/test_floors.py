@@ -146,33 +146,13 @@ def test_the_templates_without_images_start_without_timm_or_torchvision():
     """What a notebook of a table, a sequence or a text imports (the run's verbs, its pipeline and its part of the
     resource plan) holds neither timm nor torchvision: importing them (torchvision's ops import torch._dynamo) took
     3.4 s of a tabular kernel's 19 s, when the plan's footprints imported the detection models for every template.
-    One interpreter loads the four in turn and names what each one's loading brought in."""
+    One interpreter loads the six in turn and names what each one's loading brought in."""
     probe = ("import sys, kit.run\nfrom kit import templates\n"
-             "for name in ('tabular', 'lstm', 'text', 'seq2seq'):\n"
+             "for name in ('tabular', 'lstm', 'text', 'seq2seq', 'spans', 'imputation'):\n"
              "    record = templates.get(name)\n"
              "    templates.load(record.pipeline), templates.load(record.footprint)\n"
              "    print(name, *[m for m in ('timm', 'torchvision') if m in sys.modules])\n")
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                            cwd=PACKAGE.parent, env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}).stdout.splitlines()
-    assert found == ["tabular", "lstm", "text", "seq2seq"], f"a kernel of these templates imports timm or torchvision: {found}"
+    assert found == ["tabular", "lstm", "text", "seq2seq", "spans", "imputation"], f"timm or torchvision imported: {found}"
 
-
-def test_the_first_pipeline_freezes_the_libraries_once_and_no_garbage(tmp_path):
-    """create_pipeline freezes what is alive after the imports (gc.freeze: the kernel's exit took 2.9 to 4.3 s to
-    sweep torch's objects, 1.6 s so), collecting the garbage first, and only once: a second pipeline in the same
-    kernel leaves the first one's objects to the collector (the count only falls as frozen objects are freed)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    probe = ("import gc, weakref\nfrom kit import config\nfrom kit.run import create_pipeline, start\n"
-             "class Node: pass\n"
-             "cycle = Node(); cycle.me = cycle; dead = weakref.ref(cycle); del cycle\n"
-             f"ns = {{**config.load('dog-breed').parameters(smoke=True), 'data_dir': {str(data)!r}, "
-             f"'output_dir': {str(tmp_path / 'out')!r}}}\n"
-             "before = gc.get_freeze_count()\ncreate_pipeline(start('cnn', ns))\nfirst = gc.get_freeze_count()\n"
-             "later = [[i] for i in range(1000)]\ncreate_pipeline(start('cnn', ns))\n"
-             "print(before, first, gc.get_freeze_count(), dead() is None)")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
-    assert out.returncode == 0, out.stderr[-2000:]
-    before, first, second, collected = out.stdout.splitlines()[-1].split()  # after the set-up's log
-    assert int(before) == 0 and int(first) > 100_000 and int(second) <= int(first) and collected == "True", out.stdout
