@@ -14,4 +14,3 @@ def create_pipeline(session: Session) -> Pipeline:
     pipeline = templates.load(templates.get(session.template).pipeline)
     settle_imports()
     return pipeline(session)
-

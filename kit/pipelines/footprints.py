@@ -1,7 +1,7 @@
 """Each template's part of the resource plan (kit.run.footprint): its sizes read from the data it loaded, its
 model's parameters, and what it holds or writes beyond every run's rows (the decoded caches, tables, tokens). A
-template's record names its object here (`footprint`); each is three functions of plain values, so that `make
-plan` sizes a competition from a config's [sizes] alone."""
+template's record names its object (`footprint`): here, or detection's in kit.pipelines.detection_footprint. Each is
+three functions of plain values, so that `make plan` sizes a competition from a config's [sizes] alone."""
 from __future__ import annotations
 
 import json
@@ -278,4 +278,3 @@ class Sequence:
         per_row = s.columns * 4 + 8 + 8 + 1 + 4  # features, codes, row index, mask, weight
         return [Need("sequences, padded (the table read, then arrays)", "ram",
                      (s.train_rows + s.test_rows) * max(s.steps, 1) * per_row * 2)]
-

@@ -58,7 +58,6 @@ def free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-
 @functools.cache
 def settle_imports() -> None:
     """Once a process, when the template's libraries are imported (kit.pipelines.create_pipeline), after the garbage
@@ -69,6 +68,7 @@ def settle_imports() -> None:
     interactive session must not freeze the first one's data, which a cycle would then keep after it is dropped."""
     gc.collect()
     gc.freeze()
+
 
 @functools.cache
 def _libc():

@@ -155,4 +155,3 @@ def test_the_templates_without_images_start_without_timm_or_torchvision():
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                            cwd=PACKAGE.parent, env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)}).stdout.splitlines()
     assert found == ["tabular", "lstm", "text", "seq2seq", "spans", "imputation"], f"timm or torchvision imported: {found}"
-

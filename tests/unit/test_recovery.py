@@ -196,8 +196,8 @@ def test_fault_specs():
 
 
 def test_the_first_pipeline_freezes_the_libraries_once_and_no_garbage(tmp_path):
-    """create_pipeline (settle_imports) freezes what is alive after the imports (gc.freeze: the kernel's exit took 2.9 to 4.3 s to
-    sweep torch's objects, 1.6 s so), collecting the garbage first, and only once: a second pipeline in the same
+    """create_pipeline (settle_imports) freezes what is alive after the imports (gc.freeze: the kernel's exit took
+    2.9 to 4.3 s to sweep torch's objects, 1.6 s so), collecting the garbage first, and only once: a second pipeline in the same
     kernel leaves the first one's objects to the collector (the count only falls as frozen objects are freed)."""
     data = tmp_path / "data"
     data.mkdir()
