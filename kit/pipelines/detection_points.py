@@ -12,7 +12,7 @@ import pandas as pd
 
 from kit.data import box_strings
 from kit.errors import KitError
-from kit.train import metrics
+from kit.train import box_metrics, metrics
 
 CANDIDATES = 40  # confidence cuts tried: the out-of-fold scores' quantiles
 
@@ -47,8 +47,12 @@ def choose(pred: np.ndarray, target: np.ndarray, metric: str) -> tuple[float, fl
     scores = pred[..., 4][pred[..., 5] >= 0]
     if not len(scores):
         return 0.0, metrics.score(metric, pred, target)
-    candidates = np.unique(np.r_[0.0, np.quantile(scores, np.linspace(0, 1, CANDIDATES))])
-    found = [metrics.score(metric, above(pred, c), target) for c in candidates]
+    # float32, the scores' own type: a cut compares alike here, in `above` and in `cells`
+    candidates = np.unique(np.r_[0.0, np.quantile(scores, np.linspace(0, 1, CANDIDATES))].astype(np.float32))
+    if metric == "centre_f1":
+        found = box_metrics.centre_f1_at(pred, target, candidates)
+    else:
+        found = [metrics.score(metric, above(pred, c), target) for c in candidates]
     best = int(np.argmax(found))
     return float(candidates[best]), float(found[best])
 

@@ -204,3 +204,46 @@ def centre_f1(pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes]) -> float
         return 0.0
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     return 2 * precision * recall / (precision + recall)
+
+
+def centre_f1_at(pred: np.ndarray, target: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """centre_f1 of the packed rows (kit.train.detection) at each confidence cut, one F1 a cut: what `centre_f1` gives
+    on the detections whose confidence is at or above it, in one pass over the pages. A kuzushiji fold holds ~700
+    pages of up to 600 detections and ~180 characters: the cut search called centre_f1 41 times, 32 s an epoch here.
+
+    A centre inside one truth box only (of its label) is that box's alone, so such a box is a hit at every cut up to
+    its best candidate's confidence. Boxes that share a candidate centre are matched as the grader matches them (in
+    order, the first unused centre), at each cut, among themselves: no other box can take their centres."""
+    cuts = np.asarray(cuts)
+    tp, kept, truths = np.zeros(len(cuts), np.int64), np.zeros(len(cuts), np.int64), 0
+    for p, t in zip(np.asarray(pred), np.asarray(target)):
+        p, t = p[p[:, 5] >= 0], t[t[:, 4] >= 0]
+        conf = p[:, 4].astype(np.float32)
+        at = conf[:, None] >= cuts[None, :]  # (D, cuts)
+        kept += at.sum(0)
+        truths += len(t)
+        if not len(t) or not len(p):
+            continue
+        boxes = p[:, :4].astype(np.float32)
+        centres = (boxes[:, :2].astype(np.float64) + boxes[:, 2:]) / 2
+        g = t[:, :4].astype(np.float32).astype(np.float64)
+        inside = ((t[:, None, 4].astype(np.int64) == p[None, :, 5].astype(np.int64))
+                  & (g[:, None, 0] < centres[None, :, 0]) & (g[:, None, 2] > centres[None, :, 0])
+                  & (g[:, None, 1] < centres[None, :, 1]) & (g[:, None, 3] > centres[None, :, 1]))  # (G, D)
+        shared = inside[:, inside.sum(0) > 1].any(1)  # boxes with a candidate another box also has
+        alone = inside[~shared]
+        best = np.where(alone, conf[None, :], -np.inf).max(1, initial=-np.inf)  # each box's likeliest centre
+        tp += (best[:, None] >= cuts[None, :]).sum(0)
+        for c in range(len(cuts) if shared.any() else 0):
+            unused = at[:, c].copy()
+            for row in inside[shared]:
+                hits = row & unused
+                if hits.any():
+                    unused[int(hits.argmax())] = False
+                    tp[c] += 1
+    scores = np.zeros(len(cuts))
+    for c in range(len(cuts)):
+        if tp[c]:
+            precision, recall = tp[c] / kept[c], tp[c] / truths
+            scores[c] = 2 * precision * recall / (precision + recall)
+    return scores

@@ -99,3 +99,24 @@ def test_points_fused_over_folds_keep_one_folds_confidence_scale_under_the_out_o
         fused[points] = pipe.fold_mean(total, 5)
     assert fused[True][0, 0, 4] == pytest.approx(0.6) and fused[False][0, 0, 4] == pytest.approx(0.36)
     assert (detection_points.above(fused[True], 0.5)[..., 5] >= 0).sum() == 1
+
+
+def test_the_cut_search_scores_each_cut_as_the_grader_scores_the_points_kept_there():
+    from kit.train import box_metrics
+
+    rng = np.random.default_rng(7)
+    pages, truths, found = 30, 12, 40
+    corner = rng.integers(0, 40, (pages, truths, 2)).astype(np.float32)
+    side = rng.integers(6, 20, (pages, truths, 2)).astype(np.float32)  # overlapping boxes: centres they share
+    truth = np.concatenate([corner, corner + side, rng.integers(0, 3, (pages, truths, 1))], -1).astype(np.float32)
+    truth[:5, 8:, 4] = -1  # pages of fewer characters, padded
+    truth[5, :, 4] = -1  # a page without one
+    centre = rng.uniform(0, 60, (pages, found, 2)).astype(np.float32)
+    conf = rng.choice(np.linspace(0.05, 1, 12), (pages, found, 1)).astype(np.float32)  # ties at each cut
+    pred = np.concatenate([centre - 2, centre + 2, conf, rng.integers(0, 3, (pages, found, 1))], -1)
+    pred = pred.astype(np.float32)
+    pred[6, :, 5] = -1  # a page with no detection
+    cuts = np.unique(np.r_[0.0, np.quantile(conf, np.linspace(0, 1, 9))].astype(np.float32))
+    graded = [metrics.score("centre_f1", detection_points.above(pred, c), truth) for c in cuts]
+    assert np.array_equal(box_metrics.centre_f1_at(pred, truth, cuts), graded)
+    assert len(set(graded)) > 3  # the cuts differ
