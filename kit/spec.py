@@ -212,9 +212,11 @@ def slice_offsets(offsets: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def layer_numbers(layers: tuple[int, ...]) -> tuple[int, ...]:
-    """`[data] layers`: () or one or three whole layer numbers from 0."""
-    if layers and (len(layers) not in (1, 3) or not all(isinstance(k, int) and k >= 0 for k in layers)):
-        raise ValueError("must be one or three whole layer numbers of the surface volume (such as [29, 32, 35]), or []")
+    """`[data] layers`: () or whole layer numbers from 0, each once: one (read as three alike channels), three (RGB's
+    place), or a slab of any other count, each layer a channel."""
+    if layers and (not all(isinstance(k, int) and k >= 0 for k in layers) or len(set(layers)) != len(layers)):
+        raise ValueError("must be whole layer numbers of the surface volume, each once (three such as [29, 32, 35], or "
+                         "a slab such as [24, 25, ..., 39], each layer a channel), or []")
     return tuple(layers)
 
 
@@ -265,7 +267,7 @@ class Data:
     slices: tuple[int, ...] = setting((), normalize=slice_offsets)
     # segmentation: images are gigapixel TIFFs (or `layers` folders) read a region at a time at 1/reduce (kit.data.tiffs),
     # masks so too, predictions coded at the full size; 0 = read whole. layers: each image is a fragment's folder of
-    # surface_volume/NN.tif layers (vesuvius, kit.data.layers), these three (or one) its channels; () = image files
+    # surface_volume/NN.tif layers (vesuvius, kit.data.layers), each of these a channel; () = image files
     reduce: int = setting(0, minimum=0, maximum=64)
     layers: tuple[int, ...] = setting((), normalize=layer_numbers)
     # segmentation: the tables' column naming each row's class (uw-madison's `class`: a row per image and class

@@ -38,8 +38,9 @@ WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RG
 
 class Reader(Protocol):
     """What turns a row's path into its image where it is not an image file (kit.data.bands: a record's folder of
-    band arrays): its (height, width, 3) header, and its (height, width, 3) uint8 pixels; a bad record is a
-    KitError. Picklable, and its repr stamps the cache."""
+    band arrays): its (height, width, channels) header, and its (height, width, channels) uint8 pixels; a bad
+    record is a KitError. Picklable, and its repr stamps the cache. `channels`, where it has one, is what every
+    image holds (3 otherwise: kit.data.layers reads a slab of layers, one a channel)."""
 
     def header(self, path: str) -> tuple[int, int, int]: ...
 
@@ -60,7 +61,7 @@ class Masks:
 
 @dataclass
 class Canvas:
-    """A split's decoded images (count, height, width, 3) and masks (count, height, width, mask_channels) in
+    """A split's decoded images (count, height, width, channels) and masks (count, height, width, mask_channels) in
     memory-mapped uint8 files; `sizes` each row's own (height, width); bad rows (no image) are listed."""
 
     path: Path
@@ -72,6 +73,7 @@ class Canvas:
     bad: dict[int, str] = field(default_factory=dict)
     values: list[int] = field(default_factory=list)  # the distinct values the masks hold
     equal_channels: bool = True  # every mask file's channels are alike (a grey mask saved as RGB)
+    channels: int = 3  # each image's (RGB; a reader's own, such as a slab of layers)
 
     @property
     def mask_path(self) -> Path:
@@ -80,19 +82,19 @@ class Canvas:
     def arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
         # opened once per process (and per loader worker) rather than pickled: a pickled memmap is a full copy
         if getattr(self, "_arrays", None) is None:
-            image = np.memmap(self.path, np.uint8, "r", shape=(self.count, self.height, self.width, 3))
+            image = np.memmap(self.path, np.uint8, "r", shape=(self.count, self.height, self.width, self.channels))
             mask = (np.memmap(self.mask_path, np.uint8, "r", shape=(self.count, self.height, self.width, self.mask_channels))
                     if self.mask_channels else None)
             self._arrays = (image, mask)
         return self._arrays
 
     def read(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Whole canvases of `rows`: images (n, H, W, 3) and masks (n, H, W, M) or None."""
+        """Whole canvases of `rows`: images (n, H, W, channels) and masks (n, H, W, M) or None."""
         image, mask = self.arrays()
         return np.ascontiguousarray(image[rows]), None if mask is None else np.ascontiguousarray(mask[rows])
 
     def tiles(self, rows: np.ndarray, places: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """(n, tile, tile, 3) images and masks of each row at its (top, left) in `places`: only those pixels read."""
+        """(n, tile, tile, channels) images and masks of each row at its (top, left) in `places`: only those pixels read."""
         image, mask = self.arrays()
         cut = [(slice(y, y + tile), slice(x, x + tile)) for y, x in places.tolist()]
         pictures = np.stack([image[r, ys, xs] for r, (ys, xs) in zip(rows.tolist(), cut)])
@@ -133,8 +135,10 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     channels = masks.channels if masks is not None else 0
     path = cache_dir / f"{key(paths, masks, canvas, reader)}.u8"
     meta = path.with_suffix(".json")
-    out = Canvas(path, len(paths), canvas[0], canvas[1], np.asarray(sizes, np.int64).reshape(-1, 2), channels)
-    image_bytes, mask_bytes = out.count * canvas[0] * canvas[1] * 3, out.count * canvas[0] * canvas[1] * channels
+    out = Canvas(path, len(paths), canvas[0], canvas[1], np.asarray(sizes, np.int64).reshape(-1, 2), channels,
+                 channels=getattr(reader, "channels", 3))
+    image_bytes = out.count * canvas[0] * canvas[1] * out.channels
+    mask_bytes = out.count * canvas[0] * canvas[1] * channels
     if images.complete(path, meta, image_bytes) and (not channels or images.complete(out.mask_path, meta, mask_bytes)):
         saved = json.loads(meta.read_text())
         out.bad, out.values, out.equal_channels = ({int(k): v for k, v in saved["bad"].items()}, saved["values"],
@@ -145,10 +149,10 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     if refusal:
         raise KitError(f"{desc}: the decoded images do not fit ({refusal}); the segmentation template keeps every pixel, "
                        "so free space or use a machine with more")
-    np.memmap(path, np.uint8, "w+", shape=(out.count, *canvas, 3)).flush()
+    np.memmap(path, np.uint8, "w+", shape=(out.count, *canvas, out.channels)).flush()
     if channels:
         np.memmap(out.mask_path, np.uint8, "w+", shape=(out.count, *canvas, channels)).flush()
-    job = _DecodeJob(list(paths), masks, str(path), canvas, out.count, reader)
+    job = _DecodeJob(list(paths), masks, str(path), canvas, out.count, reader, out.channels)
     chunks = [list(range(i, min(i + 32, out.count))) for i in range(0, out.count, 32)]
     bar = progress.bar(total=out.count, desc=desc, unit="img")
     values: set[int] = set()
@@ -221,9 +225,9 @@ class _DecodeJob:
     """Decode a chunk of rows straight into the memory-mapped canvases (picklable for the pool)."""
 
     def __init__(self, paths: list[str], masks: Masks | None, path: str, canvas: tuple[int, int], count: int,
-                 reader: Reader | None = None):
+                 reader: Reader | None = None, channels: int = 3):
         self.paths, self.masks, self.path, self.canvas, self.count = paths, masks, path, canvas, count
-        self.reader = reader
+        self.reader, self.channels = reader, channels
 
     def _picture(self, i: int) -> np.ndarray:
         if self.reader is not None:
@@ -233,7 +237,7 @@ class _DecodeJob:
 
     def __call__(self, rows: list[int]):
         h, w = self.canvas
-        image = np.memmap(self.path, np.uint8, "r+", shape=(self.count, h, w, 3))
+        image = np.memmap(self.path, np.uint8, "r+", shape=(self.count, h, w, self.channels))
         channels = self.masks.channels if self.masks is not None else 0
         mask = np.memmap(Path(self.path).with_suffix(".masks.u8"), np.uint8, "r+", shape=(self.count, h, w, channels)) \
             if channels else None

@@ -1,9 +1,9 @@
 """A fragment's surface volume as an image (segmentation: vesuvius-challenge-ink-detection): a fragment is a folder
 holding surface_volume/00.tif to 64.tif, one 16-bit TIFF a layer of the papyrus' depth, and `[data] layers` names
-the three layers read as the channels (the middle of the volume holds the ink: such as 29, 32, 35), each read at
-1/`reduce` a block at a time (kit.data.tiffs) and scaled to bytes; ink is written inside the fragment's area
-(mask.png) only. A layer file that is missing, of another size
-than the fragment's first, or not one grey image is one line naming it.
+the layers read as the channels (the middle of the volume holds the ink: three such as 29, 32, 35, or a slab such
+as 24 to 39, each layer a channel; one layer is read as three alike channels), each read at 1/`reduce` a block at a
+time (kit.data.tiffs) and scaled to bytes; ink is written inside the fragment's area (mask.png) only. A layer file
+that is missing, of another size than the fragment's first, or not one grey image is one line naming it.
 """
 from __future__ import annotations
 
@@ -22,11 +22,15 @@ AREA = "mask.png"  # the fragment's area inside its folder: ink is predicted the
 
 @dataclass(frozen=True)
 class Layers:
-    """How a fragment folder becomes an (h, w, 3) uint8 image: `layers` (three layer numbers, or one repeated) at
-    1/`reduce` of the fragment's resolution."""
+    """How a fragment folder becomes an (h, w, channels) uint8 image: `layers` (each a channel, or one repeated in
+    three) at 1/`reduce` of the fragment's resolution."""
 
     layers: tuple[int, ...]
     reduce: int = 1
+
+    @property
+    def channels(self) -> int:
+        return 3 if len(self.layers) == 1 else len(self.layers)
 
     def path(self, folder: str, layer: int) -> Path:
         found = sorted((Path(folder) / VOLUME).glob(f"{layer:02d}.tif*"))
@@ -51,16 +55,17 @@ class Layers:
 
     def header(self, folder: str) -> tuple[int, int, int]:
         h, w = self.full_size(folder)
-        return -(-h // self.reduce), -(-w // self.reduce), 3
+        return -(-h // self.reduce), -(-w // self.reduce), self.channels
 
     def read(self, folder: str) -> np.ndarray:
-        self.full_size(folder)  # every layer checked before any is read
-        planes = {}
-        for layer in dict.fromkeys(self.layers):
+        h, w, channels = self.header(folder)  # every layer checked before any is read
+        out = np.empty((h, w, channels), np.uint8)  # filled a layer at a time: a slab of 16 is 2.3 GB at fragment 2's size
+        for k, layer in enumerate(self.layers):
             with Tiff(self.path(folder, layer)) as image:
-                planes[layer] = as_bytes(image.reduced(self.reduce))[..., 0]
-        chosen = self.layers if len(self.layers) == 3 else self.layers * 3
-        return np.stack([planes[k] for k in chosen], -1)  # (h, w, 3)
+                out[..., k] = as_bytes(image.reduced(self.reduce))[..., 0]
+        if len(self.layers) == 1:
+            out[..., 1:] = out[..., :1]
+        return out
 
     def area(self, folder: str) -> np.ndarray | None:
         """(h, w) bool at 1/reduce: the fragment's area (its mask.png nonzero, each block's top left pixel, as masks

@@ -68,15 +68,19 @@ def check_params(values: Mapping[str, Any], where: str) -> None:
                        f"{max(STRIDE, size // STRIDE * STRIDE)} or {(size // STRIDE + 1) * STRIDE}")
 
 
-def normalization(encoder: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def normalization(encoder: str, channels: int = 3) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """The mean and std (of RGB in [0, 1]) the encoder's pretrained weights expect: timm's for a `tu-` encoder,
-    ImageNet's otherwise (smp's own encoders are ImageNet-trained)."""
+    ImageNet's otherwise (smp's own encoders are ImageNet-trained). Other than three channels (a slab of layers),
+    their averages in each: timm and smp give such an encoder its first convolution's RGB weights repeated and
+    scaled to the channels' count, so each channel stands for the mean of the three."""
     import timm
 
     cfg = timm.models.get_pretrained_cfg(timm_name(encoder)) if timm_name(encoder) else None
-    if cfg is not None and cfg.mean and cfg.std:
-        return tuple(cfg.mean), tuple(cfg.std)
-    return (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    mean, std = ((tuple(cfg.mean), tuple(cfg.std)) if cfg is not None and cfg.mean and cfg.std
+                 else ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)))
+    if channels == len(mean):
+        return mean, std
+    return (sum(mean) / len(mean),) * channels, (sum(std) / len(std),) * channels
 
 
 def create(model_name: str, encoder: str, classes: int, in_channels: int = 3, weights: Path | None = None,
@@ -97,8 +101,22 @@ def create(model_name: str, encoder: str, classes: int, in_channels: int = 3, we
         if missing:
             raise KitError(f"{weights}: {len(missing)} of the encoder's weights are not in this file (such as {missing[0]}); "
                            f"it is not a {encoder} state dict")
-        model.encoder.load_state_dict({k: v for k, v in state.items() if k not in unexpected}, strict=False)
+        state = {k: v for k, v in state.items() if k not in unexpected}
+        model.encoder.load_state_dict(first_conv(model.encoder, state, in_channels), strict=False)
     return model
+
+
+def first_conv(encoder, state: dict, in_channels: int) -> dict:
+    """`state` with its RGB first convolution made `in_channels` wide (a slab of layers), as timm adapts a pretrained
+    file it loads: the three channels' weights repeated and scaled by 3 / in_channels (timm's adapt_input_conv)."""
+    if in_channels == 3:
+        return state
+    from timm.models import adapt_input_conv
+
+    own = encoder.state_dict()
+    return {k: adapt_input_conv(in_channels, v) if (v.ndim == 4 and v.shape[1] == 3 and k in own
+                                                     and own[k].shape[1] == in_channels) else v
+            for k, v in state.items()}
 
 
 def set_head_bias(model, bias: list[float] | None) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kit.data import images
+from kit.data.layers import Layers
 from kit.data.nq import KIND_ROWS
 from kit.models import segmentation
 from kit.params import TrainParams
@@ -124,19 +125,21 @@ class Segmentation:
     @staticmethod
     def sizes(session, data) -> Sizes:
         t = data.test
-        return Sizes(len(data.usable), t.count, data.recipe["outputs"], data.target.kind, height=t.height, width=t.width)
+        return Sizes(len(data.usable), t.count, data.recipe["outputs"], data.target.kind, height=t.height, width=t.width,
+                     channels=t.channels)
 
     @staticmethod
     def parameters(p: TrainParams, sizes: Sizes) -> int:
-        return counted(lambda: segmentation.create(p.model_name, p.encoder, sizes.outputs))
+        return counted(lambda: segmentation.create(p.model_name, p.encoder, sizes.outputs, sizes.channels))
 
     @staticmethod
     def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
         s = sizes
         pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
-        canvases = s.train_rows * pixels * (3 + 1) + s.test_rows * pixels * 3
+        channels = Layers(spec.layers).channels if spec.layers else 3  # a slab of layers: one a channel
+        canvases = s.train_rows * pixels * (channels + 1) + s.test_rows * pixels * channels
         decoding = decode_need(s, spec)
-        return [cache_need("image and mask canvases", canvases, limits, "uint8"),
+        return [cache_need("image and mask canvases", canvases, limits, f"uint8, {channels} channels"),
                 Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction"),
                 *([decoding] if decoding else [])]
 

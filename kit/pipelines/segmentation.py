@@ -81,7 +81,8 @@ class SegmentationPipeline(base.Pipeline):
                             else (None, None))
         recipe = {"target": base.target_record(target), "kind": kind, "outputs": outputs, "lookup": table.tolist(),
                   "hflip": self.p.hflip, "vflip": self.p.vflip, "rotate90": self.p.rotate90,
-                  "prior": segmentation_data.prior(kind, shares, outputs), "bias": segmentation_data.head_bias(kind, shares)}
+                  "prior": segmentation_data.prior(kind, shares, outputs), "bias": segmentation_data.head_bias(kind, shares),
+                  "channels": train.channels}
         ids = np.array(found.ids)
         identity = runs.digest(ids, usable, np.array(target.classes, dtype=str), np.array([train.path.stem]))
         data = SegmentationData(ids, usable, strata, target, sample, train, test, output, recipe, identity, groups, assigned)
@@ -108,6 +109,9 @@ class SegmentationPipeline(base.Pipeline):
             raise KitError(f"the sample submission's classes {list(output.classes)[:4]} are not the model's "
                            f"{list(target.classes)[:4]}; predict with this competition's model")
         test = segmentation_data.decode_test(s, output, self.p.image_size)
+        if test.channels != recipe.get("channels", 3):
+            raise KitError(f"the test images are read as {test.channels} channels and the model was trained on "
+                           f"{recipe.get('channels', 3)}; predict with the training run's [data] layers")
         none = np.zeros(0, np.int64)
         data = SegmentationData(none.astype(str), none, none, target, sample, None, test, output, recipe)
         s.log(segmentation_data.describe(data))
@@ -138,7 +142,7 @@ class SegmentationPipeline(base.Pipeline):
         """The smp model with one output channel per class (or per page channel), on the device; the encoder's
         pretrained weights from `weights_path`, else the hub where it can be reached."""
         s, p = self.session, self.p
-        args = (p.model_name, p.encoder, data.recipe["outputs"])
+        args = (p.model_name, p.encoder, data.recipe["outputs"], data.recipe.get("channels", 3))
         if pretrained and p.weights_path:
             weights = paths.find_weights(p.weights_path)
             if self._weights is None:
@@ -211,7 +215,7 @@ class SegmentationPipeline(base.Pipeline):
     def transform(self, data: SegmentationData, train: bool, seed: int = 0, precision=None) -> PairTransform:
         """The device-side step of a batch: its target read from the mask bytes; for training, crops, flips and turns
         alike on the image and its mask."""
-        r, (mean, std) = data.recipe, models.normalization(self.p.encoder)
+        r, (mean, std) = data.recipe, models.normalization(self.p.encoder, data.recipe.get("channels", 3))
         return PairTransform(r["kind"], np.array(r["lookup"]), r["outputs"], mean, std, train, self.p.image_size,
                              (self.p.crop_scale, 1.0), r["hflip"], r["vflip"], r["rotate90"], seed, precision,
                              self.session.setup.channels_last)

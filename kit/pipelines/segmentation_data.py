@@ -333,9 +333,13 @@ def shown_test(data, masks: np.ndarray, n: int = 6):
 
 def grid(path: Path, pictures: np.ndarray, sizes: np.ndarray, shown: np.ndarray | None, kind: str, titles: list[str]):
     """Images (n, H, W, 3) cropped to their sizes with their masks drawn over them (class colours), or beside their
-    target page; saved at `path` and returned."""
+    target page; saved at `path` and returned. Images of other than three channels (a slab of layers) show their
+    middle one, grey."""
     import matplotlib.pyplot as plt
 
+    if pictures.shape[-1] != 3:
+        middle = pictures.shape[-1] // 2
+        pictures = np.repeat(pictures[..., middle:middle + 1], 3, -1)
     pages = kind == "image" and shown is not None
     per = 2 if pages else 1
     cols = min(6, max(1, len(pictures))) * per

@@ -98,7 +98,7 @@ READ = {
         "decode train: decoded 6 of 6 images and their masks onto 100 x 128 canvases",
         "submission     a run-length code per image in 'predicted', 2 rows",
         "tissue (test): predicting 31 of 40 tiles (78%) with tissue_min 0.05"],  # the slides' glass dropped
-    "vesuvius-challenge-ink-detection": [  # fragment folders of 65 layers, three read as channels
+    "vesuvius-challenge-ink-detection": [  # fragment folders of 65 layers, a slab of 16 read as channels
         "decode train: decoded 2 of 2 images and their masks onto 192 x 144 canvases",
         "submission     a run-length code per image in 'Predicted', 1 rows"],
     "siim-covid19-detection": [  # DICOMs under study/series folders found by <image>_image, _study rows beside them

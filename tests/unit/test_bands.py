@@ -80,7 +80,9 @@ def test_reduce_and_layers_are_checked_at_the_config():
     assert Spec.from_dict({**BASE, "reduce": 4, "layers": [29, 32, 35]}).layers == (29, 32, 35)
     with pytest.raises(KitError, match="reduce"):
         Spec.from_dict({**BASE, "reduce": 100})
-    with pytest.raises(KitError, match="layers"):
-        Spec.from_dict({**BASE, "layers": [1, 2]})
+    assert Spec.from_dict({**BASE, "layers": list(range(24, 40))}).layers == tuple(range(24, 40))  # a slab
+    for bad in ([1, 1], [-1], [2.5]):
+        with pytest.raises(KitError, match="layers"):
+            Spec.from_dict({**BASE, "layers": bad})
     with pytest.raises(KitError, match="more than one of bands, slices and layers is set"):
         Spec.from_dict({**BASE, "bands": "ash", "layers": [3]})

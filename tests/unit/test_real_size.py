@@ -314,7 +314,7 @@ def test_a_tables_text_columns_are_planned_at_what_kaggles_pandas_holds_them_in(
 
 def test_the_plan_counts_decoding_gigapixel_tiffs_at_the_measured_rate():
     """hubmap's 15 slides, each bounded by the canvas (9,540 x 12,387 at 1/4), at TIFF_RGB_MPX_S on 4 cores; vesuvius'
-    3 fragments of 3 layers at TIFF_LAYER_MPX_S; image files (denoising) decode no TIFF. (make plan shows it.)"""
+    3 fragments of its slab of 16 layers at TIFF_LAYER_MPX_S; image files (denoising) decode no TIFF. (make plan shows it.)"""
     from kit import config
     from kit.pipelines import footprints
     from kit.run import footprint
@@ -326,5 +326,5 @@ def test_the_plan_counts_decoding_gigapixel_tiffs_at_the_measured_rate():
 
     assert before("hubmap-kidney-segmentation") == pytest.approx(15 * 9540 * 12387 * 16 / 1e6 / footprints.TIFF_RGB_MPX_S / 4)
     assert before("vesuvius-challenge-ink-detection") == pytest.approx(
-        3 * 14830 * 9506 * 3 / 1e6 / footprints.TIFF_LAYER_MPX_S / 4)
+        3 * 14830 * 9506 * 16 / 1e6 / footprints.TIFF_LAYER_MPX_S / 4)
     assert before("denoising-dirty-documents") is None

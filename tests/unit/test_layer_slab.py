@@ -1,0 +1,97 @@
+"""A slab of a fragment's layers as the channels (vesuvius: `[data] layers` of any count, kit.data.layers): read in
+its order onto a canvas of as many channels, the encoder's first convolution as wide (a local file of RGB weights
+adapted as timm adapts its own), the inputs normalised in each, and the plan's canvases counted so."""
+import numpy as np
+import pytest
+import torch
+
+from kit.data import canvas
+from kit.data.layers import Layers
+from kit.models import segmentation as models
+
+tifffile = pytest.importorskip("tifffile")
+SLAB = (1, 2, 3, 4, 5)
+
+
+def fragment(folder, layers=range(8), shape=(20, 24)):
+    (folder / "surface_volume").mkdir(parents=True)
+    for k in layers:
+        tifffile.imwrite(folder / "surface_volume" / f"{k:02d}.tif", np.full(shape, 257 * (10 + k), np.uint16))
+    return str(folder)
+
+
+def test_a_slab_of_layers_is_a_canvas_of_as_many_channels_in_its_order(tmp_path):
+    folder = fragment(tmp_path / "1")
+    reader = Layers(SLAB[::-1], reduce=2)
+    assert reader.header(folder) == (10, 12, 5)
+    assert reader.read(folder)[0, 0].tolist() == [15, 14, 13, 12, 11]
+    built = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
+                         reader=reader)
+    assert built.channels == 5 and built.path.stat().st_size == 16 * 16 * 5
+    pictures, _ = built.tiles(np.array([0]), np.array([[0, 0]]), 8)
+    assert pictures.shape == (1, 8, 8, 5) and pictures[0, 0, 0].tolist() == [15, 14, 13, 12, 11]
+    three = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
+                         reader=Layers((1, 3, 5), reduce=2))
+    assert three.channels == 3 and three.path != built.path  # the slab stamps its own cache
+
+
+@pytest.mark.parametrize("encoder", ["resnet18", "tu-test_efficientnet"])
+def test_an_encoders_rgb_weights_file_loads_into_a_slab_wide_first_convolution(tmp_path, encoder):
+    torch.manual_seed(0)
+    rgb = models.create("Unet", encoder, 1)
+    state = rgb.encoder.state_dict() if not encoder.startswith("tu-") else rgb.encoder.model.state_dict()
+    torch.save(state, tmp_path / "weights.pth")
+    wide = models.create("Unet", encoder, 1, in_channels=5, weights=tmp_path / "weights.pth")
+    [(name, first)] = [(k, v) for k, v in state.items() if v.ndim == 4 and v.shape[1] == 3][:1]
+    loaded = dict(wide.encoder.named_parameters())[name if not encoder.startswith("tu-") else f"model.{name}"]
+    assert loaded.shape[1] == 5
+    # timm's rule: the RGB weights repeated over the channels, scaled by 3 / 5
+    assert torch.allclose(loaded.detach(), first.repeat(1, 2, 1, 1)[:, :5] * 3 / 5)
+    assert wide(torch.zeros(1, 5, 64, 64)).shape == (1, 1, 64, 64)
+
+
+def test_a_slabs_inputs_are_normalised_by_the_rgb_averages_in_each_channel():
+    mean, std = models.normalization("resnet18")
+    mean5, std5 = models.normalization("resnet18", 5)
+    assert len(mean5) == len(std5) == 5
+    assert mean5[0] == pytest.approx(sum(mean) / 3) and std5[4] == pytest.approx(sum(std) / 3)
+    assert models.normalization("resnet18", 3) == (mean, std)
+
+
+def test_the_plan_counts_each_layer_of_the_slab_on_the_canvases():
+    from dataclasses import replace
+
+    from kit import config
+    from kit.params import SegmentationParams
+    from kit.pipelines import footprints
+    from kit.run import footprint
+    from kit.runtime.resources import KAGGLE_T4X2
+
+    cfg = config.load("vesuvius-challenge-ink-detection")
+    sizes = footprint.completed(cfg.sizes, cfg.spec)
+    pixels = sizes.height * sizes.width
+
+    def canvases(layers):
+        spec = replace(cfg.spec, layers=tuple(layers))
+        needs = footprints.Segmentation.needs(sizes, SegmentationParams(), spec, KAGGLE_T4X2)
+        [need] = [n for n in needs if n.what == "image and mask canvases"]
+        return need.amount
+
+    assert canvases((29, 32, 35)) == pixels * (2 * (3 + 1) + 3)
+    assert canvases(range(24, 40)) == pixels * (2 * (16 + 1) + 16)
+
+
+def test_predict_mode_refuses_test_images_of_other_channels_than_its_training_runs(monkeypatch):
+    from types import SimpleNamespace
+
+    from kit.errors import KitError
+    from kit.pipelines import segmentation, segmentation_data
+
+    test = canvas.Canvas(None, 1, 16, 16, np.array([[16, 16]]), channels=3)  # read with three layers
+    monkeypatch.setattr(segmentation_data, "decode_test", lambda *a: test)
+    pipeline = segmentation.SegmentationPipeline.__new__(segmentation.SegmentationPipeline)
+    pipeline.session, pipeline.p = SimpleNamespace(log=print), SimpleNamespace(image_size=16)
+    recipe = {"target": {"kind": "rle", "columns": ["Predicted"], "classes": []}, "channels": 16}
+    output = SimpleNamespace(layout="image")
+    with pytest.raises(KitError, match="read as 3 channels and the model was trained on 16; predict with the training"):
+        pipeline._load_test(recipe, None, output)
