@@ -217,7 +217,6 @@ class Seq2SeqParams(TextParams):
     layer_decay: float = setting(1.0, minimum=0.0, maximum=1.0,
                                  doc="each block down learns at this times the rate of the one above; 1 is off")
     epochs: int = setting(3, minimum=1)
-    t5_fp16: bool = setting(False, doc="a T5 (t5, mt5, byt5) trains in fp16 where chosen; false: fp32 (fp16 overflows it)")
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,6 @@ num_beams: int = 1  # beam search's width; 1 is greedy (the fastest)
 context_words: int = 3  # neighbours each side of a token in the model's input
 table: bool = True  # copy and a table of the training pairs answer the tokens seen; false: the model all
 max_pairs: int = 200000  # training pairs the model learns from at most (changed ones distinct, as many rare unchanged)
-t5_fp16: bool = False  # a T5 (t5, mt5, byt5) trains in fp16 where chosen; false: fp32 (fp16 overflows it)
 competition: dict = {  # the config's [competition] and [data]: which files and columns hold what
     "slug": "text-normalization-challenge-english-language",
     "template": "seq2seq",

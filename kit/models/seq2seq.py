@@ -2,8 +2,9 @@
 read with `AutoModelForSeq2SeqLM` and `local_files_only=True` (never the hub), as kit.models.text reads an encoder.
 
 T5's feed-forward activations exceed fp16's range (its weights were trained in bf16), so a T5-family model
-(t5, mt5, umt5, longt5; ByT5 is a t5) trains and predicts in fp32 where the machine's choice is fp16 (a T4 has no
-bf16), unless [params] t5_fp16 keeps fp16 (`model_precision`, read at set-up: the loop only sees the policy).
+(t5, mt5, umt5, longt5; ByT5 is a t5) trains and predicts in fp32 where `precision = "auto"` chose fp16 (a T4 has
+no bf16); `precision = "fp16"`, asked for, keeps fp16 (`model_precision`, read at set-up: the loop only sees the
+policy).
 
 Training is teacher-forced: the decoder reads the target shifted right and the loss is the cross-entropy of each
 target token (labels padded with -100 are left out). Prediction generates greedily or with a beam search, up to
@@ -30,12 +31,13 @@ LAYER_GROUPS = {"stem": r"^net\.(?:shared|model\.shared|(?:model\.)?(?:encoder|d
 
 
 FP16_OVERFLOWS = ("t5", "mt5", "umt5", "longt5")  # model_types whose activations overflow fp16
-T5_IN_FP32 = "T5 in fp32: fp16 overflows its feed-forward (t5_fp16 = true keeps fp16)"
+T5_IN_FP32 = 'T5 in fp32: fp16 overflows its feed-forward (precision = "fp16" keeps fp16)'
 
 
-def precision_for(precision: str, model_type: str, t5_fp16: bool = False) -> str:
-    """The precision a model of `model_type` trains in where the machine's choice is `precision`."""
-    if precision == "fp16" and model_type in FP16_OVERFLOWS and not t5_fp16:
+def precision_for(precision: str, model_type: str, asked: str = "auto") -> str:
+    """The precision a model of `model_type` trains in where the machine's choice is `precision` and [params]
+    precision is `asked` (fp16 asked for is kept: a checkpoint fine-tuned to be fp16-safe)."""
+    if precision == "fp16" and model_type in FP16_OVERFLOWS and asked != "fp16":
         return "fp32"
     return precision
 
@@ -49,7 +51,7 @@ def model_precision(precision: str, p) -> tuple[str, str]:
         model_type = json.loads(config.read_text()).get("model_type", "") if config and config.is_file() else ""
     except (KitError, OSError, ValueError):
         model_type = ""
-    chosen = precision_for(precision, model_type, p.t5_fp16)
+    chosen = precision_for(precision, model_type, p.precision)
     return chosen, (T5_IN_FP32 if chosen != precision else "")
 
 

@@ -171,7 +171,7 @@ def test_inputs_of_some_rows_are_those_rows_of_all():
 
 def test_a_t5_trains_in_fp32_where_a_t4_would_choose_fp16(tiny):
     """The set-up's policy on a CUDA T4 (compute 7.5: fp16 chosen) is fp32 for the tiny T5's folder, with the log
-    line; fp16 stays where t5_fp16 asks, and bf16 (no overflow there) and other models keep the machine's."""
+    line; fp16 stays where precision = "fp16" asks for it, and bf16 (no overflow there) and other models keep the machine's."""
     from kit import params, templates
     from kit.models.seq2seq import T5_IN_FP32, precision_for
     from kit.run.start import model_precision
@@ -185,7 +185,8 @@ def test_a_t5_trains_in_fp32_where_a_t4_would_choose_fp16(tiny):
     setup, note = model_precision(chosen, params.Seq2SeqParams(model_path=str(tiny)), record)
     assert (setup.precision, note) == ("fp32", T5_IN_FP32) and note.startswith("T5 in fp32: fp16 overflows its feed")
     assert Precision(setup.precision, t4.device) == Precision("fp32", "cuda")
-    kept, note = model_precision(chosen, params.Seq2SeqParams(model_path=str(tiny), t5_fp16=True), record)
+    asked = params.Seq2SeqParams(model_path=str(tiny), precision="fp16")
+    kept, note = model_precision(hardware.setup(t4, precision="fp16"), asked, record)
     assert (kept.precision, note) == ("fp16", "")
     assert precision_for("bf16", "t5") == "bf16" and precision_for("fp16", "bart") == "fp16"
     assert precision_for("fp16", "mt5") == "fp32"
