@@ -126,7 +126,7 @@ class SegmentationPipeline(base.Pipeline):
         rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
         pictures, raw = source.read(rows)
         shown = None if raw is None else self.transform(data, train=False).target(torch.from_numpy(raw))
-        titles = [str(i) for i in (data.output.ids if predict else data.ids)[rows]] if len(rows) else []
+        titles = [str(i) for i in np.asarray(data.output.ids if predict else data.ids)[rows]]
         return segmentation_data.grid(self.session.output_dir / "samples.png", pictures, source.sizes[rows],
                                       None if shown is None else shown.numpy(), data.recipe["kind"], titles)
 
