@@ -39,8 +39,8 @@ WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RG
 class Reader(Protocol):
     """What turns a row's path into its image where it is not an image file (kit.data.bands: a record's folder of
     band arrays): its (height, width, channels) header, and its (height, width, channels) uint8 pixels; a bad
-    record is a KitError. Picklable, and its repr stamps the cache. `channels`, where it has one, is what every
-    image holds (3 otherwise: kit.data.layers reads a slab of layers, one a channel)."""
+    record is a KitError. Picklable, and its repr stamps the cache. `image_channels`, where it has one, is what
+    every image holds (3 otherwise: kit.data.layers reads a slab of layers, one a channel)."""
 
     def header(self, path: str) -> tuple[int, int, int]: ...
 
@@ -136,7 +136,7 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     path = cache_dir / f"{key(paths, masks, canvas, reader)}.u8"
     meta = path.with_suffix(".json")
     out = Canvas(path, len(paths), canvas[0], canvas[1], np.asarray(sizes, np.int64).reshape(-1, 2), channels,
-                 channels=getattr(reader, "channels", 3))
+                 channels=getattr(reader, "image_channels", 3))
     image_bytes = out.count * canvas[0] * canvas[1] * out.channels
     mask_bytes = out.count * canvas[0] * canvas[1] * channels
     if images.complete(path, meta, image_bytes) and (not channels or images.complete(out.mask_path, meta, mask_bytes)):

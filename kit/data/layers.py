@@ -29,7 +29,7 @@ class Layers:
     reduce: int = 1
 
     @property
-    def channels(self) -> int:
+    def image_channels(self) -> int:
         return 3 if len(self.layers) == 1 else len(self.layers)
 
     def path(self, folder: str, layer: int) -> Path:
@@ -55,7 +55,7 @@ class Layers:
 
     def header(self, folder: str) -> tuple[int, int, int]:
         h, w = self.full_size(folder)
-        return -(-h // self.reduce), -(-w // self.reduce), self.channels
+        return -(-h // self.reduce), -(-w // self.reduce), self.image_channels
 
     def read(self, folder: str) -> np.ndarray:
         h, w, channels = self.header(folder)  # every layer checked before any is read

@@ -136,7 +136,7 @@ class Segmentation:
     def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
         s = sizes
         pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
-        channels = Layers(spec.layers).channels if spec.layers else 3  # a slab of layers: one a channel
+        channels = Layers(spec.layers).image_channels if spec.layers else 3  # a slab of layers: one a channel
         canvases = s.train_rows * pixels * (channels + 1) + s.test_rows * pixels * channels
         decoding = decode_need(s, spec)
         return [cache_need("image and mask canvases", canvases, limits, f"uint8, {channels} channels"),
