@@ -305,12 +305,14 @@ class _DecodeJob:
 
 class CanvasRows(Dataset):
     """Rows of a canvas for a loader, read a batch at a time: a random tile of `tile` px of each (training), or
-    whole canvases with each image's own size (`tile` 0). Tissue filtering (kit.data.tissue): `kept` each row's
-    training tile places to draw from; `keep` (count, tiles) each canvas's prediction tiles, sent as the batch's "keep"."""
+    whole canvases with each image's own size (`tile` 0) and the tiles to predict at a time (`step`). Tissue
+    filtering (kit.data.tissue): `kept` each row's training tile places to draw from; `keep` (count, tiles) each
+    canvas's prediction tiles, sent as the batch's "keep"."""
 
     def __init__(self, canvas: Canvas, rows: np.ndarray, tile: int = 0, kept: dict[int, np.ndarray] | None = None,
-                 keep: np.ndarray | None = None):
+                 keep: np.ndarray | None = None, step: int = 0):
         self.canvas, self.rows, self.tile, self.kept, self.keep = canvas, np.asarray(rows), tile, kept, keep
+        self.step = step  # whole canvases: the tiles the model sees at a time, sent as the batch's "step" (0: all)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -332,6 +334,7 @@ class CanvasRows(Dataset):
         batch = {"image": torch.from_numpy(pictures), "row": torch.from_numpy(rows)}
         if not t:
             batch["size"] = torch.from_numpy(sizes)
+            batch["step"] = torch.full((len(rows),), self.step, dtype=torch.int64)
             if self.keep is not None:
                 batch["keep"] = torch.from_numpy(self.keep[rows])
         if masks is not None:

@@ -42,34 +42,31 @@ def blend(forward: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, tile
           chunk: int = 0, keep: torch.Tensor | None = None) -> torch.Tensor:
     """`forward` over the overlapping tiles of (B, C, H, W) canvases (H, W at least `tile`), blended into
     (B, K, H, W) float32; `forward` takes (n, C, tile, tile) and returns (n, K, tile, tile), and is called on
-    `chunk` tiles at a time (0: all of them at once). `keep` (B, tiles of `grid`) bool: only those tiles are
+    `chunk` tiles at a time (0: all of them at once). Only a chunk's tiles and predictions are held at a time: a
+    gigapixel canvas has thousands (vesuvius' largest fragment, 14,830 x 9,506 px, 8,400 tiles of 256 px at an
+    overlap of 0.5: 4 times the canvas if stacked). `keep` (B, tiles of `grid`) bool: only those tiles are
     predicted (kit.data.tissue), and a pixel no kept tile covers is zero in every output."""
     b, _, h, w = x.shape
     places = grid(h, w, tile, overlap)
     if keep is None and places == [(0, 0)] and h == w == tile:  # one tile: the canvas itself
         return forward(x).float()
     keep = torch.ones(b, len(places), dtype=torch.bool) if keep is None else keep.bool().cpu()
-    which = keep.nonzero()  # (canvas, tile) of each kept tile, in the order the flattened tiles come
-    tiles = torch.stack([x[..., y : y + tile, left : left + tile] for y, left in places], 1)  # (B, T, C, tile, tile)
-    flat = tiles.flatten(0, 1)
-    if len(which) < keep.numel():
-        flat = flat[keep.flatten().to(x.device)] if len(which) else flat[:1]  # none kept: one, to learn K
-    step = chunk or len(flat)
-    pred = torch.cat([forward(flat[i : i + step]).float() for i in range(0, len(flat), step)])  # (n, K, tile, tile)
-    weight = weights(tile).to(pred.device)
-    out = torch.zeros(b, pred.shape[1], h, w, device=pred.device)
-    total = torch.zeros(b, 1, h, w, device=pred.device)
-    every = len(which) == keep.numel()
-    for t, (y, left) in enumerate(places):
-        if every:  # every tile of every canvas: views of the predictions, no copies
-            rows, tile_pred = slice(None), pred.view(b, len(places), *pred.shape[1:])[:, t]
-        else:
-            at = (which[:, 1] == t).nonzero()[:, 0]
-            if not len(at):
-                continue
-            rows, tile_pred = which[at, 0].to(pred.device), pred[at.to(pred.device)]
-        out[rows, :, y : y + tile, left : left + tile] += tile_pred * weight
-        total[rows, :, y : y + tile, left : left + tile] += weight
+    which = keep.nonzero().tolist()  # (canvas, tile) of each kept tile, each canvas's tiles in grid order
+    if not which:  # none kept: one tile, to learn K; every output zero
+        outputs = forward(x[:1, :, :tile, :tile]).shape[1]
+        return torch.zeros(b, outputs, h, w, device=x.device)
+    step = chunk or len(which)
+    weight = weights(tile).to(x.device)
+    out = total = None
+    for i in range(0, len(which), step):
+        part = [(r, *places[t]) for r, t in which[i : i + step]]
+        pred = forward(torch.stack([x[r, :, y : y + tile, left : left + tile] for r, y, left in part])).float()
+        if out is None:
+            out = torch.zeros(b, pred.shape[1], h, w, device=pred.device)
+            total = torch.zeros(b, 1, h, w, device=pred.device)
+        for (r, y, left), tile_pred in zip(part, pred):  # a pixel's tiles added in grid order, as they always were
+            out[r, :, y : y + tile, left : left + tile] += tile_pred * weight
+            total[r, :, y : y + tile, left : left + tile] += weight
     return out / total.clamp(min=EDGE_WEIGHT**2 / 2)  # a covered pixel's total is at least EDGE_WEIGHT ** 2
 
 

@@ -82,7 +82,7 @@ class SegmentationPipeline(base.Pipeline):
         recipe = {"target": base.target_record(target), "kind": kind, "outputs": outputs, "lookup": table.tolist(),
                   "hflip": self.p.hflip, "vflip": self.p.vflip, "rotate90": self.p.rotate90,
                   "prior": segmentation_data.prior(kind, shares, outputs), "bias": segmentation_data.head_bias(kind, shares),
-                  "channels": train.channels}
+                  "channels": train.channels, "layers": list(spec.layers)}
         ids = np.array(found.ids)
         identity = runs.digest(ids, usable, np.array(target.classes, dtype=str), np.array([train.path.stem]))
         data = SegmentationData(ids, usable, strata, target, sample, train, test, output, recipe, identity, groups, assigned)
@@ -108,6 +108,10 @@ class SegmentationPipeline(base.Pipeline):
         if output.layout == "class" and not set(output.classes) <= set(target.classes):
             raise KitError(f"the sample submission's classes {list(output.classes)[:4]} are not the model's "
                            f"{list(target.classes)[:4]}; predict with this competition's model")
+        trained_layers = recipe.get("layers", list(s.spec.layers))
+        if list(s.spec.layers) != trained_layers:
+            raise KitError(f"[data] layers = {list(s.spec.layers)}, and the model was trained on layers "
+                           f"{trained_layers}; predict with the training run's [data] layers")
         test = segmentation_data.decode_test(s, output, self.p.image_size)
         if test.channels != recipe.get("channels", 3):
             raise KitError(f"the test images are read as {test.channels} channels and the model was trained on "
@@ -181,11 +185,13 @@ class SegmentationPipeline(base.Pipeline):
         s, size = self.session, self.p.image_size
         source = data.test if test else data.train
         kept, keep, share = self.tissue(source, "test" if test else "train")
+        step = batch_size  # tiles a forward pass: a gigapixel canvas' thousands are predicted a batch at a time
         if train:
             rows = np.repeat(rows, max(1, round(segmentation_data.epoch_repeats(source, size) * share)))
         else:
             batch_size = max(1, batch_size // segmentation_data.tiles_per_canvas(source, size, self.p.tile_overlap))
-        dataset = CanvasRows(source, rows, size if train else 0, kept if train else None, None if train else keep)
+        dataset = CanvasRows(source, rows, size if train else 0, kept if train else None, None if train else keep,
+                             step)
         loader = host_loader(dataset, batch_size, shuffle=train, workers=s.setup.workers if workers is None else workers,
                              pin=s.device.type == "cuda", seed=seed, drop_last=train, shard=shard, repeat=train)
         return DeviceLoader(loader, s.device, self.transform(data, train, seed, precision or s.precision),
@@ -235,7 +241,7 @@ class SegmentationPipeline(base.Pipeline):
         t = data.test
         dtype = np.float16 if t.count * data.recipe["outputs"] * t.height * t.width * 4 > FLOAT16_FROM else np.float32
         batches = self.batches(data, np.arange(t.count), train=False, batch_size=batch_size, test=True, precision=precision)
-        infer = lambda m, b: objective.infer(m, b["image"], b.get("keep"))  # noqa: E731
+        infer = lambda m, b: objective.infer(m, b["image"], b.get("keep"), int(b["step"][0]))  # noqa: E731
         return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision, infer)])
 
     def judge(self, data: SegmentationData, rows: dict, metric: str) -> base.Judged:

@@ -214,11 +214,13 @@ def centre_f1_at(pred: np.ndarray, target: np.ndarray, cuts: np.ndarray) -> np.n
     A centre inside one truth box only (of its label) is that box's alone, so such a box is a hit at every cut up to
     its best candidate's confidence. Boxes that share a candidate centre are matched as the grader matches them (in
     order, the first unused centre), at each cut, among themselves: no other box can take their centres."""
-    cuts = np.asarray(cuts)
+    cuts, pred, target = np.asarray(cuts), np.asarray(pred), np.asarray(target)
+    if len(pred) != len(target):
+        raise ValueError(f"{len(pred)} predicted images for {len(target)} true ones")
     tp, kept, truths = np.zeros(len(cuts), np.int64), np.zeros(len(cuts), np.int64), 0
-    for p, t in zip(np.asarray(pred), np.asarray(target)):
+    for p, t in zip(pred, target):
         p, t = p[p[:, 5] >= 0], t[t[:, 4] >= 0]
-        conf = p[:, 4].astype(np.float32)
+        conf = p[:, 4]  # compared in its own type with the cuts, as `above` compares them
         at = conf[:, None] >= cuts[None, :]  # (D, cuts)
         kept += at.sum(0)
         truths += len(t)

@@ -45,7 +45,8 @@ class Segmentation:
         if torch.is_grad_enabled():  # a training step on tiles
             logits = model(x).float()  # (B, K, S, S)
             return {"loss": self.loss(logits, y), "output": logits}
-        prob = self.infer(model, x, batch.get("keep"))  # (B, K, H, W)
+        step = int(batch["step"][0]) if "step" in batch else 0
+        prob = self.infer(model, x, batch.get("keep"), step)  # (B, K, H, W)
         return {"loss": self.loss_of_probs(prob, y), "output": prob}
 
     def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -67,15 +68,15 @@ class Segmentation:
     def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.float().softmax(1) if self.kind == "classes" else logits.float().sigmoid()
 
-    def infer(self, model: nn.Module, x: torch.Tensor, keep: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, K, H, W) probabilities (or a page's values) of canvases x (B, 3, H, W): overlapping tiles, each the
-        mean of its views' predictions turned back; with `keep` (B, tiles) only the kept tiles (tissue), the rest
-        empty (class 0 where the classes are one per pixel)."""
+    def infer(self, model: nn.Module, x: torch.Tensor, keep: torch.Tensor | None = None, step: int = 0) -> torch.Tensor:
+        """(B, K, H, W) probabilities (or a page's values) of canvases x (B, C, H, W): overlapping tiles, `step` at a
+        time (0: all), each the mean of its views' predictions turned back; with `keep` (B, tiles) only the kept
+        tiles (tissue), the rest empty (class 0 where the classes are one per pixel)."""
 
         def forward(tile: torch.Tensor) -> torch.Tensor:
             return sum(undo(self.probabilities(model(view(tile)))) for view, undo in self.views) / len(self.views)
 
-        prob = tiles.blend(forward, x, self.tile, self.overlap, keep=keep)
+        prob = tiles.blend(forward, x, self.tile, self.overlap, chunk=step, keep=keep)
         if keep is not None and self.kind == "classes":  # a pixel no kept tile covers (all zero): the background
             prob[:, 0] += prob.sum(1) == 0
         return prob

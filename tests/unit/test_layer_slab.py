@@ -87,11 +87,32 @@ def test_predict_mode_refuses_test_images_of_other_channels_than_its_training_ru
     from kit.errors import KitError
     from kit.pipelines import segmentation, segmentation_data
 
+    decoded = []
     test = canvas.Canvas(None, 1, 16, 16, np.array([[16, 16]]), channels=3)  # read with three layers
-    monkeypatch.setattr(segmentation_data, "decode_test", lambda *a: test)
+    monkeypatch.setattr(segmentation_data, "decode_test", lambda *a: decoded.append(1) or test)
     pipeline = segmentation.SegmentationPipeline.__new__(segmentation.SegmentationPipeline)
-    pipeline.session, pipeline.p = SimpleNamespace(log=print), SimpleNamespace(image_size=16)
-    recipe = {"target": {"kind": "rle", "columns": ["Predicted"], "classes": []}, "channels": 16}
+    pipeline.p = SimpleNamespace(image_size=16)
+    pipeline.session = SimpleNamespace(log=print, spec=SimpleNamespace(layers=(30, 31, 32)))
+    recipe = {"target": {"kind": "rle", "columns": ["Predicted"], "classes": []}, "channels": 16,
+              "layers": list(range(24, 40))}
     output = SimpleNamespace(layout="image")
+    with pytest.raises(KitError, match=r"\[data\] layers = \[30, 31, 32\], and the model was trained on layers \[24, "):
+        pipeline._load_test(recipe, None, output)
+    assert not decoded  # refused before any layer is read
+    del recipe["layers"]  # a run from before layers were kept: its channels still checked
     with pytest.raises(KitError, match="read as 3 channels and the model was trained on 16; predict with the training"):
         pipeline._load_test(recipe, None, output)
+
+
+def test_a_band_records_reader_still_makes_three_channel_canvases(tmp_path):
+    """contrails' band reader names its bands in `channels` (a string): the canvas takes `image_channels` alone."""
+    from kit.data.bands import Bands
+
+    record = tmp_path / "r1"
+    record.mkdir()
+    for band in range(8, 17):
+        np.save(record / f"band_{band:02d}.npy", np.full((6, 6, 8), 250.0 + band, np.float32))
+    reader = Bands("ash", 4)
+    built = canvas.build([str(record)], None, np.array([reader.header(str(record))[:2]]), (8, 8), tmp_path / "cache", 1,
+                         log=lambda _: None, reader=reader)
+    assert built.channels == 3 and built.read(np.array([0]))[0].shape == (1, 8, 8, 3)

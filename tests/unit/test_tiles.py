@@ -41,3 +41,26 @@ def test_training_tiles_lie_inside_the_image():
     at = tiles.places(np.tile([50, 40], (500, 1)), 32, draws)
     assert at[:, 0].min() == 0 and at[:, 0].max() == 18 and at[:, 1].min() == 0 and at[:, 1].max() == 8
     assert tiles.places(np.array([[20, 40]]), 32, np.array([[0.99, 0.5]]))[0, 0] == 0  # smaller than a tile: at the top
+
+
+def test_a_canvas_is_predicted_a_steps_tiles_at_a_time():
+    """Validation and prediction send whole canvases; the model sees the batch's `step` tiles a pass (a gigapixel
+    canvas' thousands of tiles went through it in one pass), and the blend is the same as all at once."""
+    from kit.data.mask_augment import views
+    from kit.train.segmentation import Segmentation
+
+    seen = []
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            seen.append(len(x))
+            return x[:, :1] * 0.01
+
+    objective = Segmentation("binary", 32, 0.5, views(0.5))
+    x = torch.rand(1, 5, 80, 96)
+    batch = {"image": x, "target": torch.zeros(1, 1, 80, 96), "step": torch.tensor([3])}
+    with torch.no_grad():
+        stepped = objective(Model(), batch)["output"]
+        assert max(seen) == 3 and sum(seen) == 2 * len(tiles.grid(80, 96, 32, 0.5))  # two views a tile
+        whole = objective(Model(), {**batch, "step": torch.tensor([0])})["output"]
+    assert torch.allclose(stepped, whole)
