@@ -184,25 +184,38 @@ def average_precision(truth: np.ndarray, conf: np.ndarray) -> float:
 
 def centre_f1(pred: Sequence[ImageBoxes], target: Sequence[ImageBoxes]) -> float:
     """kuzushiji's F1: a truth box matches the first unused predicted centre of its label strictly inside it."""
-    tp = fp = fn = 0
+    tp = predicted = truths = 0
     for p, t in zip(pred, target):
-        centres = (p.boxes[:, :2].astype(np.float64) + p.boxes[:, 2:]) / 2
-        g = t.boxes.astype(np.float64)
-        inside = ((g[:, None, 0] < centres[None, :, 0]) & (g[:, None, 2] > centres[None, :, 0])
-                  & (g[:, None, 1] < centres[None, :, 1]) & (g[:, None, 3] > centres[None, :, 1])
-                  & (t.labels[:, None] == p.labels[None, :]))  # (G, D)
-        unused = np.ones(len(centres), bool)
-        for k in range(len(g)):
-            hits = inside[k] & unused
-            if hits.any():
-                unused[int(hits.argmax())] = False
-                tp += 1
-            else:
-                fn += 1
-        fp += int(unused.sum())
+        tp += matched(centres_inside(p.boxes, p.labels, t.boxes, t.labels), np.ones(len(p.boxes), bool))
+        predicted, truths = predicted + len(p.boxes), truths + len(t.boxes)
+    return f1(tp, predicted, truths)
+
+
+def centres_inside(boxes: np.ndarray, labels: np.ndarray, truth: np.ndarray, truth_labels: np.ndarray) -> np.ndarray:
+    """(G, D) bool: each predicted box's centre strictly inside each truth box of its label."""
+    centres = (boxes[:, :2].astype(np.float64) + boxes[:, 2:]) / 2
+    g = truth.astype(np.float64)
+    return ((g[:, None, 0] < centres[None, :, 0]) & (g[:, None, 2] > centres[None, :, 0])
+            & (g[:, None, 1] < centres[None, :, 1]) & (g[:, None, 3] > centres[None, :, 1])
+            & (truth_labels[:, None] == labels[None, :]))
+
+
+def matched(inside: np.ndarray, unused: np.ndarray) -> int:
+    """The truth boxes (rows of `inside`, in order) that take the first of their centres still `unused` (marked used
+    in place): the grader's greedy matching."""
+    found = 0
+    for row in inside:
+        hits = row & unused
+        if hits.any():
+            unused[int(hits.argmax())] = False
+            found += 1
+    return found
+
+
+def f1(tp: int, predicted: int, truths: int) -> float:
     if not tp:
         return 0.0
-    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    precision, recall = tp / predicted, tp / truths
     return 2 * precision * recall / (precision + recall)
 
 
@@ -226,26 +239,12 @@ def centre_f1_at(pred: np.ndarray, target: np.ndarray, cuts: np.ndarray) -> np.n
         truths += len(t)
         if not len(t) or not len(p):
             continue
-        boxes = p[:, :4].astype(np.float32)
-        centres = (boxes[:, :2].astype(np.float64) + boxes[:, 2:]) / 2
-        g = t[:, :4].astype(np.float32).astype(np.float64)
-        inside = ((t[:, None, 4].astype(np.int64) == p[None, :, 5].astype(np.int64))
-                  & (g[:, None, 0] < centres[None, :, 0]) & (g[:, None, 2] > centres[None, :, 0])
-                  & (g[:, None, 1] < centres[None, :, 1]) & (g[:, None, 3] > centres[None, :, 1]))  # (G, D)
+        inside = centres_inside(p[:, :4].astype(np.float32), p[:, 5].astype(np.int64), t[:, :4].astype(np.float32),
+                                t[:, 4].astype(np.int64))  # as `unpack` reads the packed rows
         shared = inside[:, inside.sum(0) > 1].any(1)  # boxes with a candidate another box also has
         alone = inside[~shared]
         best = np.where(alone, conf[None, :], -np.inf).max(1, initial=-np.inf)  # each box's likeliest centre
         tp += (best[:, None] >= cuts[None, :]).sum(0)
         for c in range(len(cuts) if shared.any() else 0):
-            unused = at[:, c].copy()
-            for row in inside[shared]:
-                hits = row & unused
-                if hits.any():
-                    unused[int(hits.argmax())] = False
-                    tp[c] += 1
-    scores = np.zeros(len(cuts))
-    for c in range(len(cuts)):
-        if tp[c]:
-            precision, recall = tp[c] / kept[c], tp[c] / truths
-            scores[c] = 2 * precision * recall / (precision + recall)
-    return scores
+            tp[c] += matched(inside[shared], at[:, c].copy())
+    return np.array([f1(int(tp[c]), int(kept[c]), truths) for c in range(len(cuts))])
