@@ -57,10 +57,9 @@ class PairTransform:
         y = self.target(batch["mask"]) if "mask" in batch else None
         dtype = self.precision.dtype if self.precision is not None else torch.float32
         out = {k: v for k, v in batch.items() if k not in ("image", "mask")}
-        if not self.train:  # whole canvases: normalised a band of rows at a time, straight into the precision's dtype
-            out["image"] = self.normalized(batch["image"].permute(0, 3, 1, 2), dtype)
-        else:
-            x = batch["image"].permute(0, 3, 1, 2).float()  # (B, C, S, S)
+        x = batch["image"].permute(0, 3, 1, 2)  # (B, C, S, S) uint8: whole canvases stay so until normalised
+        if self.train:
+            x = x.float()
             theta = to_device(crop_flip_theta(x.shape[0], self.generator, self.scale, (3 / 4, 4 / 3), self.hflip,
                                               self.vflip, self.rotate90), x.device)
             grid = F.affine_grid(theta, [x.shape[0], 1, self.size, self.size], align_corners=False)
@@ -68,15 +67,14 @@ class PairTransform:
             if y is not None:  # the same geometry; nearest keeps a mask's values (a page is resampled as the image is)
                 y = F.grid_sample(y, grid, mode="bilinear" if self.kind == "image" else "nearest",
                                   padding_mode="reflection", align_corners=False)
-            c = self.constants(x.device)
-            out["image"] = (x * c["mul"] + c["add"]).to(dtype).contiguous(memory_format=self.memory_format)
+        out["image"] = self.normalized(x, dtype)
         if y is not None:
             out["target"] = y[:, 0].round().long() if self.kind == "classes" else y
         return out
 
     def normalized(self, x: torch.Tensor, dtype: torch.dtype, band: int = 512) -> torch.Tensor:
-        """uint8 canvases (B, C, H, W) normalised into `dtype`, as training's tiles are (in float32, then cast), `band`
-        rows at a time: a 16-layer slab of vesuvius' largest fragment is 9 GB in float32, 4.5 in float16."""
+        """Images (B, C, H, W) of byte values normalised in float32 and cast into `dtype`, `band` rows at a time: a
+        whole canvas is never float32 at once (a 16-layer slab of vesuvius' largest fragment is 9 GB so, 4.5 in fp16)."""
         c = self.constants(x.device)
         out = torch.empty(x.shape, dtype=dtype, device=x.device, memory_format=self.memory_format)
         for top in range(0, x.shape[2], band):

@@ -241,8 +241,7 @@ class SegmentationPipeline(base.Pipeline):
         t = data.test
         dtype = np.float16 if t.count * data.recipe["outputs"] * t.height * t.width * 4 > FLOAT16_FROM else np.float32
         batches = self.batches(data, np.arange(t.count), train=False, batch_size=batch_size, test=True, precision=precision)
-        infer = lambda m, b: objective.infer(m, b["image"], b.get("keep"), int(b["step"][0]))  # noqa: E731
-        return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision, infer)])
+        return np.concatenate([p.astype(dtype) for _, p in base.predictions(model, batches, precision, objective.infer_batch)])
 
     def judge(self, data: SegmentationData, rows: dict, metric: str) -> base.Judged:
         """The out-of-fold score at the cut chosen on these rows, and predicting empty masks' (or the training pages'

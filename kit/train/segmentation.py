@@ -45,9 +45,13 @@ class Segmentation:
         if torch.is_grad_enabled():  # a training step on tiles
             logits = model(x).float()  # (B, K, S, S)
             return {"loss": self.loss(logits, y), "output": logits}
-        step = int(batch["step"][0]) if "step" in batch else 0
-        prob = self.infer(model, x, batch.get("keep"), step)  # (B, K, H, W)
+        prob = self.infer_batch(model, batch)  # (B, K, H, W)
         return {"loss": self.loss_of_probs(prob, y), "output": prob}
+
+    def infer_batch(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        """`infer` on a batch of whole canvases (kit.data.canvas.CanvasRows): its tiles kept, `step` at a time."""
+        step = int(batch["step"][0]) if "step" in batch else 0
+        return self.infer(model, batch["image"], batch.get("keep"), step)
 
     def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.kind == "image":
