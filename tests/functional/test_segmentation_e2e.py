@@ -76,22 +76,20 @@ def test_each_config_learns_and_writes_what_its_grader_reads(smokes, comp):
     assert np.mean(scores) > np.mean(empty) + 0.05, (np.mean(scores), np.mean(empty))
 
 
-def test_predict_mode_reads_the_training_runs_folds_and_writes_its_submission_again(smokes, tmp_path, smp_index,
-                                                                                      monkeypatch):
-    """A code competition's inference kernel: the notebook in predict mode on the training run's output. Its sample
-    grid is titled by the test ids (indexing their list with an array stopped every segmentation predict run)."""
+def test_predict_mode_reads_the_training_runs_folds_and_writes_its_submission_again(smokes, smp_index, monkeypatch):
+    """A code competition's inference kernel, as Kaggle runs it (kit.smoke.run_inference): the notebook in predict
+    mode on the training run's output. Its sample grid is titled by the test ids (indexing their list with an array
+    stopped every segmentation predict run)."""
     comp = "tgs-salt-identification-challenge"
     result = smokes(comp)
     for key, value in smp_index.items():
         monkeypatch.setenv(key, value)
-    values = {**config.load(comp).smoke, "epochs": EPOCHS[comp], "mode": "predict",
-              "model_dir": str(result.submission.parent)}
-    pairs = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in values.items()]
-    out = tmp_path / "predicted"
-    assert cli.main(["run", comp, "--data", str(result.input_dir), "--output", str(out)]
-                    + [a for p in pairs for a in ("-p", p)]) == 0
+    working = result.submission.parent
+    predicted = smoke.run_inference(config.load(comp), working.parents[1], working, result.input_dir,
+                                    {"epochs": EPOCHS[comp]})
+    out = predicted.parent
     assert "predicting, no training" in (out / "kit.log").read_text() and (out / "samples.png").is_file()
-    assert pd.read_csv(out / "submission.csv").equals(pd.read_csv(result.submission))
+    assert pd.read_csv(predicted).equals(pd.read_csv(result.submission))
 
 
 def test_a_mask_class_index_beyond_classes_stops_the_run_in_one_line(tmp_path, capsys, smp_index, monkeypatch):

@@ -1,38 +1,12 @@
-"""A slab of a fragment's layers as the channels (vesuvius: `[data] layers` of any count, kit.data.layers): read in
-its order onto a canvas of as many channels, the encoder's first convolution as wide (a local file of RGB weights
-adapted as timm adapts its own), the inputs normalised in each, and the plan's canvases counted so."""
+"""A slab of a fragment's layers as the channels (vesuvius: `[data] layers` of any count, kit.data.layers; read onto
+a canvas of as many channels in tests/unit/test_tiffs.py): the encoder's first convolution as wide (a local file of
+RGB weights adapted as timm adapts its own), the inputs normalised in each, and the plan's canvases counted so."""
 import numpy as np
 import pytest
 import torch
 
 from kit.data import canvas
-from kit.data.layers import Layers
 from kit.models import segmentation as models
-
-tifffile = pytest.importorskip("tifffile")
-SLAB = (1, 2, 3, 4, 5)
-
-
-def fragment(folder, layers=range(8), shape=(20, 24)):
-    (folder / "surface_volume").mkdir(parents=True)
-    for k in layers:
-        tifffile.imwrite(folder / "surface_volume" / f"{k:02d}.tif", np.full(shape, 257 * (10 + k), np.uint16))
-    return str(folder)
-
-
-def test_a_slab_of_layers_is_a_canvas_of_as_many_channels_in_its_order(tmp_path):
-    folder = fragment(tmp_path / "1")
-    reader = Layers(SLAB[::-1], reduce=2)
-    assert reader.header(folder) == (10, 12, 5)
-    assert reader.read(folder)[0, 0].tolist() == [15, 14, 13, 12, 11]
-    built = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
-                         reader=reader)
-    assert built.channels == 5 and built.path.stat().st_size == 16 * 16 * 5
-    pictures, _ = built.tiles(np.array([0]), np.array([[0, 0]]), 8)
-    assert pictures.shape == (1, 8, 8, 5) and pictures[0, 0, 0].tolist() == [15, 14, 13, 12, 11]
-    three = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
-                         reader=Layers((1, 3, 5), reduce=2))
-    assert three.channels == 3 and three.path != built.path  # the slab stamps its own cache
 
 
 @pytest.mark.parametrize("encoder", ["resnet18", "tu-test_efficientnet"])

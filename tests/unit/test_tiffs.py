@@ -95,6 +95,24 @@ def test_a_fragments_layers_are_its_channels_at_a_reduced_size(tmp_path):
     assert Layers((3,)).read(folder)[0, 0].tolist() == [13, 13, 13]
 
 
+def test_a_slab_of_layers_is_a_canvas_of_as_many_channels_in_its_order(tmp_path):
+    from kit.data import canvas
+    from kit.data.layers import Layers
+
+    folder = fragment(tmp_path / "1")  # layers 0 to 5
+    reader = Layers((5, 4, 3, 2, 1), reduce=2)
+    assert reader.header(folder) == (10, 12, 5)
+    assert reader.read(folder)[0, 0].tolist() == [15, 14, 13, 12, 11]
+    built = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
+                         reader=reader)
+    assert built.channels == 5 and built.path.stat().st_size == 16 * 16 * 5
+    pictures, _ = built.tiles(np.array([0]), np.array([[0, 0]]), 8)
+    assert pictures.shape == (1, 8, 8, 5) and pictures[0, 0, 0].tolist() == [15, 14, 13, 12, 11]
+    three = canvas.build([folder], None, np.array([[10, 12]]), (16, 16), tmp_path / "cache", 1, log=lambda _: None,
+                         reader=Layers((1, 3, 5), reduce=2))
+    assert three.channels == 3 and three.path != built.path  # the slab stamps its own cache
+
+
 def test_a_missing_or_misfit_layer_is_one_line(tmp_path):
     from kit.data.layers import Layers
 
