@@ -92,7 +92,7 @@ class AudioParams(TrainParams):
     sample_rate: int | str = setting("auto", choices=("auto",), minimum=1,
                                      doc="Hz each clip is resampled to at decode; auto: the first training clip's (.csv: set it)")
     window_s: float | str = setting("auto", choices=("auto",), minimum=0.05,
-                                    doc="seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s")
+                                    doc="seconds of a training crop and a prediction window; auto: the median clip, at most 10 s")
     n_fft: int | str = setting("auto", choices=("auto",), minimum=16,
                                doc="STFT size in samples; auto: the power of two nearest 32 ms")
     hop: int | str = setting("auto", choices=("auto",), minimum=1, doc="STFT hop in samples; auto: n_fft / 4")

@@ -65,7 +65,7 @@ model_name: str = "efficientnet_b0"  # any timm model name: a 2-D CNN reading on
 pretrained: bool = True  # start from ImageNet weights (timm adapts the first layer to one channel)
 weights_path: str = ""  # local weights file (an attached dataset or model) for internet-off runs
 sample_rate = "auto"  # Hz each clip is resampled to at decode; auto: the first training clip's (.csv: set it)
-window_s = "auto"  # seconds of a training crop and a prediction window; auto: the clips' median, <= 10 s
+window_s = "auto"  # seconds of a training crop and a prediction window; auto: the median clip, at most 10 s
 n_fft = "auto"  # STFT size in samples; auto: the power of two nearest 32 ms
 hop = "auto"  # STFT hop in samples; auto: n_fft / 4
 n_mels: int = 64  # mel bands: the spectrogram image's height

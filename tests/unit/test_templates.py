@@ -5,6 +5,7 @@ import shutil
 
 import jupytext
 import pytest
+from papermill.translators import PythonTranslator
 
 from kit import params, templates
 from kit.build import cells, notebook, pairing, skeleton
@@ -37,6 +38,15 @@ def test_parameters_cell_mirrors_the_contract(template):
         assert name in cell
     spec = Spec.from_dict(cell["competition"])
     assert spec.template == template
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_papermill_reads_every_parameter(template):
+    """papermill's own reading of the cell (what `papermill --help-notebook` lists, and what it checks `-p` against)
+    skips a line with two `=`, a comment's `<=` included: that parameter is then unknown to it."""
+    nb = jupytext.read(notebook.NOTEBOOKS / f"{template}.py")
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    assert [p.name for p in PythonTranslator.inspect(cell)] == list(parameters_cell(template))
 
 
 @pytest.mark.parametrize("template", TEMPLATES)
