@@ -33,6 +33,8 @@ from kit.runtime import progress
 
 CACHE_FORMAT = 1  # bump when what `_decode_row` writes changes
 MISSING = images.MISSING
+PAD_ROWS = 512  # rows of a canvas written at a time where an image is mirrored onto it
+THUMB_SIDE = 512  # the longest side of an image as the sample and prediction grids show it
 WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RGB"}
 
 
@@ -93,6 +95,15 @@ class Canvas:
         image, mask = self.arrays()
         return np.ascontiguousarray(image[rows]), None if mask is None else np.ascontiguousarray(mask[rows])
 
+    def thumbnails(self, rows: np.ndarray, side: int = THUMB_SIDE) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+        """Each row's image (and mask) at its own size, every `stride(..)`th pixel: at most `side` px a side, read
+        without its canvas (a vesuvius fragment's slab is 2.3 GB, its thumbnail a few MB)."""
+        image, mask = self.arrays()
+        cut = [(slice(0, h, stride(h, w, side)), slice(0, w, stride(h, w, side))) for h, w in self.sizes[rows].tolist()]
+        pictures = [np.ascontiguousarray(image[r, ys, xs]) for r, (ys, xs) in zip(np.asarray(rows).tolist(), cut)]
+        return pictures, None if mask is None else [np.ascontiguousarray(mask[r, ys, xs])
+                                                    for r, (ys, xs) in zip(np.asarray(rows).tolist(), cut)]
+
     def tiles(self, rows: np.ndarray, places: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray | None]:
         """(n, tile, tile, channels) images and masks of each row at its (top, left) in `places`: only those pixels read."""
         image, mask = self.arrays()
@@ -102,6 +113,11 @@ class Canvas:
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_arrays"}
+
+
+def stride(height: int, width: int, side: int = THUMB_SIDE) -> int:
+    """The step between the pixels shown of an image of (height, width): its longest side at most `side`."""
+    return max(1, -(-max(height, width) // side))
 
 
 def header(path: str, reader: Reader | None = None) -> tuple[int, int, int] | str:
@@ -200,10 +216,24 @@ class _Serial:
         return map(job, chunks)
 
 
-def pad(array: np.ndarray, height: int, width: int) -> np.ndarray:
-    """(h, w, c) onto (height, width, c): the array at the top left, mirrored beyond its edges."""
+def mirrored(size: int, n: int) -> np.ndarray:
+    """Indices 0 .. size - 1 of an axis of n values mirrored beyond its end (np.pad's "symmetric": 0 1 2 2 1 0 0 ..)."""
+    i = np.arange(size) % (2 * n)
+    return np.where(i < n, i, 2 * n - 1 - i)
+
+
+def pad_into(out: np.ndarray, array: np.ndarray):
+    """(h, w, c) onto `out` (height, width, c): the array at the top left, mirrored beyond its edges (np.pad's
+    "symmetric"), written PAD_ROWS rows at a time: no canvas-sized copy beside the image (a 16-layer slab of
+    vesuvius' largest fragment is 2.3 GB)."""
     h, w = array.shape[:2]
-    return np.pad(array, ((0, height - h), (0, width - w), (0, 0)), mode="symmetric")
+    height, width = out.shape[:2]
+    cols = mirrored(width, w) if width > w else slice(None)
+    for top in range(0, h, PAD_ROWS):
+        out[top:min(top + PAD_ROWS, h)] = array[top:top + PAD_ROWS][:, cols]
+    rows = mirrored(height, h)
+    for top in range(h, height, PAD_ROWS):
+        out[top:top + PAD_ROWS] = out[rows[top:top + PAD_ROWS]]
 
 
 def as_bytes(array: np.ndarray, where: str) -> np.ndarray:
@@ -254,7 +284,7 @@ class _DecodeJob:
             except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
                 bad[i] = " ".join(str(e).split()) or type(e).__name__
                 continue
-            image[i] = pad(picture, h, w)
+            pad_into(image[i], picture)
             if mask is None:
                 continue
             try:
@@ -279,7 +309,7 @@ class _DecodeJob:
             for channel, code in m.codes[i]:
                 planes[..., channel] |= (stitch.decode_reduced(code, *full, reduce, where, m.order) if reduce > 1 else
                                          rle.decode(code, h, w, where, m.order))
-            out[i] = pad(planes, *self.canvas)
+            pad_into(out[i], planes)
             return {0, 1}, True
         try:
             if m.paths[i].endswith(".npy"):  # contrails' human_pixel_masks.npy: (height, width, 1) of 0 and 1
@@ -299,7 +329,7 @@ class _DecodeJob:
         alike = bool(array.shape[-1] == 1 or (np.all(array == array[..., :1])))
         if array.shape[-1] != m.channels:  # a grey mask among colour ones: the same value in every channel
             array = np.repeat(array[..., :1], m.channels, axis=-1)
-        out[i] = pad(array, *self.canvas)
+        pad_into(out[i], array)
         return set(np.unique(array).tolist()), alike
 
 

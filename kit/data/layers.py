@@ -62,7 +62,11 @@ class Layers:
         out = np.empty((h, w, channels), np.uint8)  # filled a layer at a time: a slab of 16 is 2.3 GB at fragment 2's size
         for k, layer in enumerate(self.layers):
             with Tiff(self.path(folder, layer)) as image:
-                out[..., k] = as_bytes(image.reduced(self.reduce))[..., 0]
+                plane = image.reduced(self.reduce)[..., 0]
+            if plane.dtype == np.uint16:  # scaled to bytes in place: as_bytes would make its copies, and three of them
+                plane = np.floor_divide(plane, 257, out=plane)
+            out[..., k] = plane if plane.dtype == np.uint16 else as_bytes(plane[..., None])[..., 0]
+            del plane  # before the next layer is read
         if len(self.layers) == 1:
             out[..., 1:] = out[..., :1]
         return out

@@ -128,11 +128,11 @@ class SegmentationPipeline(base.Pipeline):
         source = data.test if predict else data.train
         pool = np.arange(data.test.count) if predict else data.usable
         rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
-        pictures, raw = source.read(rows)
-        shown = None if raw is None else self.transform(data, train=False).target(torch.from_numpy(raw))
+        pictures, raw = source.thumbnails(rows)  # not whole canvases: a gigapixel slide's would be gigabytes
+        target = self.transform(data, train=False).target
+        shown = None if raw is None else [target(torch.from_numpy(m[None]))[0].numpy() for m in raw]
         titles = [str(i) for i in np.asarray(data.output.ids if predict else data.ids)[rows]]
-        return segmentation_data.grid(self.session.output_dir / "samples.png", pictures, source.sizes[rows],
-                                      None if shown is None else shown.numpy(), data.recipe["kind"], titles)
+        return segmentation_data.grid(self.session.output_dir / "samples.png", pictures, shown, data.recipe["kind"], titles)
 
     def split(self, data: SegmentationData) -> list[tuple[np.ndarray, np.ndarray]]:
         """Folds of whole images: [data] fold_column's, or grouped by group_column, stratified by the masks' cover."""

@@ -326,20 +326,22 @@ def mask_picture(recipe: dict, pred: np.ndarray, i: int, h: int, w: int) -> np.n
 
 
 def shown_test(data, masks: np.ndarray, n: int = 6):
+    """The first test images as thumbnails (kit.data.canvas.stride), with their predicted masks at the same pixels."""
     rows = np.arange(min(n, data.test.count))
-    return (data.test.read(rows)[0], data.test.sizes[rows], masks[rows].astype(np.float32), "labels",
-            [data.output.ids[i] for i in rows])
+    pictures, _ = data.test.thumbnails(rows)
+    shown = [masks[r, :, :h:k, :w:k].astype(np.float32) for r, (h, w) in zip(rows.tolist(), data.test.sizes[rows].tolist())
+             for k in [canvases.stride(h, w)]]
+    return pictures, shown, "labels", [data.output.ids[i] for i in rows]
 
 
-def grid(path: Path, pictures: np.ndarray, sizes: np.ndarray, shown: np.ndarray | None, kind: str, titles: list[str]):
-    """Images (n, H, W, 3) cropped to their sizes with their masks drawn over them (class colours), or beside their
-    target page; saved at `path` and returned. Images of other than three channels (a slab of layers) show their
-    middle one, grey."""
+def grid(path: Path, pictures: list[np.ndarray], shown: list[np.ndarray] | None, kind: str, titles: list[str]):
+    """Images (h, w, channels), each at its own size (thumbnails), with their masks (outputs, h, w) drawn over them
+    (class colours), or beside their target page; saved at `path` and returned. Images of other than three channels
+    (a slab of layers) show their middle one, grey."""
     import matplotlib.pyplot as plt
 
-    if pictures.shape[-1] != 3:
-        middle = pictures.shape[-1] // 2
-        pictures = np.repeat(pictures[..., middle:middle + 1], 3, -1)
+    pictures = [np.repeat(p[..., p.shape[-1] // 2:p.shape[-1] // 2 + 1], 3, -1) if p.shape[-1] != 3 else p
+                for p in pictures]
     pages = kind == "image" and shown is not None
     per = 2 if pages else 1
     cols = min(6, max(1, len(pictures))) * per
@@ -347,19 +349,19 @@ def grid(path: Path, pictures: np.ndarray, sizes: np.ndarray, shown: np.ndarray 
     fig, axes = plt.subplots(lines, cols, figsize=(2.2 * cols, 2.3 * lines), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for i, (picture, (h, w)) in enumerate(zip(pictures, sizes)):
+    for i, picture in enumerate(pictures):
         ax = axes.flat[i * per]
-        ax.imshow(picture[:h, :w])
+        ax.imshow(picture)
         ax.set_title(titles[i][:24] if i < len(titles) else "", fontsize=7)
         if shown is None:
             continue
         if pages:
-            axes.flat[i * per + 1].imshow(shown[i, 0, :h, :w], cmap="gray", vmin=0, vmax=1)
+            axes.flat[i * per + 1].imshow(shown[i][0], cmap="gray", vmin=0, vmax=1)
             continue
-        planes = shown[i, :, :h, :w]
+        planes = shown[i]
         if kind == "classes":  # a class index per pixel: a plane per class present
             planes = np.stack([planes[0] == k for k in range(1, int(planes.max(initial=0)) + 1)] or [planes[0] * 0])
-        overlay = np.zeros((h, w, 4))
+        overlay = np.zeros((*picture.shape[:2], 4), np.float32)
         for k, plane in enumerate(planes):
             overlay[plane > 0.5] = [*COLOURS[k % len(COLOURS)], 0.45]
         ax.imshow(overlay)

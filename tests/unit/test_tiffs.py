@@ -176,3 +176,29 @@ def test_an_empty_ink_mask_is_written_as_vesuvius_grader_reads_one(tmp_path, pre
     path = tmp_path / "submission.csv"
     pd.DataFrame({"Id": data.sample["Id"], "Predicted": codes}).to_csv(path, index=False)
     graders.check("vesuvius-challenge-ink-detection", path, folder / "sample_submission.csv")
+
+
+def test_a_slab_costs_its_bytes_and_one_layer_while_it_is_read(tmp_path, monkeypatch):
+    """Each 16-bit layer is scaled to bytes in place: no float or three-channel copy of it (at vesuvius' largest
+    fragment a layer is 282 MB, and as_bytes' repeat made 420 MB more)."""
+    import tracemalloc
+
+    from kit.data import tiffs
+    from kit.data.layers import Layers
+
+    monkeypatch.setattr(tiffs, "BLOCK_ROWS", 32)  # a block's copies a small part of the layer, as at real size
+    folder = tmp_path / "1" / "surface_volume"
+    folder.mkdir(parents=True)
+    for k in range(4):  # strips of 16 rows, as a scanner's layers come
+        tifffile.imwrite(folder / f"{k:02d}.tif", np.full((600, 500), 257 * (10 + k), np.uint16), rowsperstrip=16)
+    folder = str(folder.parent)
+    reader = Layers((0, 1, 2, 3))
+    tracemalloc.start()
+    try:
+        slab = reader.read(folder)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    layer = 600 * 500 * 2
+    assert slab.nbytes == 4 * layer / 2 and peak < slab.nbytes + 1.5 * layer, (peak, slab.nbytes, layer)
+    assert slab[0, 0].tolist() == [10, 11, 12, 13]
