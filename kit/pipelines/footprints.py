@@ -141,6 +141,8 @@ class Segmentation:
         decoding = decode_need(s, spec)
         return [cache_need("image and mask canvases", canvases, limits, f"uint8, {channels} channels"),
                 Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction"),
+                Need("the largest image, decoded", "ram", pixels * (channels + 2), "reading",
+                     "its bytes and one 16-bit plane as it is read"),
                 *([decoding] if decoding else [])]
 
 

@@ -22,7 +22,9 @@ GB = 2**30
 # host memory, /kaggle/working, scratch disk, seconds after training, seconds of the data step before it (a feature
 # step: its time is spent before the time plan splits what is left between the folds)
 PLACES = ("ram", "output", "scratch", "tail", "before")
-PHASES = ("data", "training", "prediction")  # RAM: held throughout, while training, while predicting
+# RAM: held throughout, while training, while predicting, or for a moment while the data is read (an image decoded
+# before it is written to its canvas): measured in the kernel (Plan.peak_before), planned on a laptop
+PHASES = ("data", "training", "prediction", "reading")
 LIBRARIES_RAM = int(2.5 * GB)  # the kernel's process with torch, CUDA's context and kit imported (Kaggle, T4)
 WIDTH = 52  # the table's first column
 WRITE_BYTES_PER_S = 150e6  # Kaggle's working disk, binary arrays written once (CSV text runs ten times slower)
@@ -99,7 +101,8 @@ class Plan:
     def ram(self) -> int:
         data = 0 if self.base_holds_data else self.total("ram", "data")
         later = self.base_ram + data + max(self.total("ram", "training"), self.total("ram", "prediction"))
-        return int(max(self.peak_before, later))
+        reading = 0 if self.base_holds_data else self.base_ram + data + self.total("ram", "reading")
+        return int(max(self.peak_before, reading, later))
 
     @property
     def output(self) -> int:

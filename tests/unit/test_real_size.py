@@ -328,3 +328,21 @@ def test_the_plan_counts_decoding_gigapixel_tiffs_at_the_measured_rate():
     assert before("vesuvius-challenge-ink-detection") == pytest.approx(
         3 * 14830 * 9506 * 16 / 1e6 / footprints.TIFF_LAYER_MPX_S / 4)
     assert before("denoising-dirty-documents") is None
+
+
+def test_a_laptop_plan_counts_the_moment_the_largest_image_is_decoded_and_a_kernel_measures_it():
+    """vesuvius' largest fragment as a slab of 16 layers is 2.3 GB, and one 16-bit layer beside it while it is read:
+    a moment's RAM the plan's peak holds on a laptop; in the kernel the process' measured peak stands for it."""
+    from kit import config
+    from kit.run import footprint
+    from kit.runtime.resources import GB, KAGGLE_T4X2, Need, Plan
+
+    cfg = config.load("vesuvius-challenge-ink-detection")
+    made = footprint.plan("segmentation", footprint.completed(cfg.sizes, cfg.spec), cfg.checked, cfg.spec, KAGGLE_T4X2)
+    [decoded] = [n for n in made.needs if n.phase == "reading"]
+    assert decoded.amount == 14830 * 9506 * (16 + 2) and "the largest image, decoded (reading)" in made.table(KAGGLE_T4X2)
+    moment = Plan([Need("held", "ram", GB), Need("decoded", "ram", 4 * GB, "reading"), Need("fit", "ram", GB, "training")],
+                  base_ram=GB)
+    assert moment.ram == 6 * GB  # the libraries, the data and the image being decoded, above training's 3
+    measured = Plan(moment.needs, base_ram=2 * GB, base_holds_data=True, peak_before=3 * GB)
+    assert measured.ram == 3 * GB  # after the data was read: its peak was measured, and training's is 3
