@@ -11,6 +11,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from kit import files, templates
+from kit.data.layers import Layers
 from kit.errors import KitError
 from kit.params import TrainParams
 from kit.run import predictions
@@ -177,11 +178,13 @@ def measured(session: Session) -> dict | None:
 
 
 def completed(sizes: Sizes, spec: Spec) -> Sizes:
-    """A config's [sizes] with what they leave to the metric and the template: the target's kind, and the metric
-    rows a sequence yields (its steps, per step)."""
+    """A config's [sizes] with what they leave to the metric and the template: the target's kind, the metric rows a
+    sequence yields (its steps, per step), and the channels a slab of layers reads (the model's first convolution
+    is as wide)."""
     kind = sizes.kind or kind_of(spec, sizes.outputs)
     steps = sizes.steps if spec.task == "per_step" and sizes.steps else 1
-    return replace(sizes, kind=kind, row_steps=steps)
+    channels = Layers(spec.layers).image_channels if spec.layers else sizes.channels
+    return replace(sizes, kind=kind, row_steps=steps, channels=channels)
 
 
 def kind_of(spec: Spec, outputs: int) -> str:

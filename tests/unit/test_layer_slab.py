@@ -90,3 +90,19 @@ def test_a_band_records_reader_still_makes_three_channel_canvases(tmp_path):
     built = canvas.build([str(record)], None, np.array([reader.header(str(record))[:2]]), (8, 8), tmp_path / "cache", 1,
                          log=lambda _: None, reader=reader)
     assert built.channels == 3 and built.read(np.array([0]))[0].shape == (1, 8, 8, 3)
+
+
+def test_make_plan_counts_the_slabs_first_convolution_without_the_data():
+    """[sizes] says nothing of channels: the layers do, and the encoder's first convolution takes one a layer."""
+    from dataclasses import replace
+
+    from kit import config
+    from kit.pipelines import footprints
+    from kit.run import footprint
+
+    cfg = config.load("vesuvius-challenge-ink-detection")
+    sizes = footprint.completed(cfg.sizes, cfg.spec)
+    assert sizes.channels == 16 and cfg.sizes.channels == 3
+    p = replace(cfg.checked, encoder="resnet18")  # its stem: a 7 x 7 convolution to 64 channels
+    assert (footprints.Segmentation.parameters(p, sizes) - footprints.Segmentation.parameters(p, cfg.sizes)
+            == (16 - 3) * 64 * 7 * 7)
