@@ -15,7 +15,7 @@ import hashlib
 import json
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -222,18 +222,36 @@ def mirrored(size: int, n: int) -> np.ndarray:
     return np.where(i < n, i, 2 * n - 1 - i)
 
 
-def pad_into(out: np.ndarray, array: np.ndarray):
-    """(h, w, c) onto `out` (height, width, c): the array at the top left, mirrored beyond its edges (np.pad's
-    "symmetric"), written PAD_ROWS rows at a time: no canvas-sized copy beside the image (a 16-layer slab of
-    vesuvius' largest fragment is 2.3 GB)."""
+def mirrored_bands(array: np.ndarray, height: int, width: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(h, w, c) on a canvas of (height, width, c) PAD_ROWS rows at a time, each band's first row and pixels: the
+    array at the top left, mirrored beyond its edges (np.pad's "symmetric"), with no canvas-sized copy beside the
+    image (a 16-layer slab of vesuvius' largest fragment is 2.3 GB)."""
     h, w = array.shape[:2]
-    height, width = out.shape[:2]
-    cols = mirrored(width, w) if width > w else slice(None)
-    for top in range(0, h, PAD_ROWS):
-        out[top:min(top + PAD_ROWS, h)] = array[top:top + PAD_ROWS][:, cols]
-    rows = mirrored(height, h)
-    for top in range(h, height, PAD_ROWS):
-        out[top:top + PAD_ROWS] = out[rows[top:top + PAD_ROWS]]
+    rows, cols = mirrored(height, h), mirrored(width, w) if width > w else slice(None)
+    for top in range(0, height, PAD_ROWS):
+        band = array[top:top + PAD_ROWS] if top + PAD_ROWS <= h else array[rows[top:top + PAD_ROWS]]
+        yield top, np.ascontiguousarray(band[:, cols], np.uint8)
+
+
+class CanvasFile:
+    """A canvas file's rows (count, height, width, channels), each image written a band at a time through the file
+    rather than a memory map: the pages written are the page cache's, not this process's resident memory (a
+    memory map's count in it until it is closed: hubmap's canvases are 6 GB)."""
+
+    def __init__(self, path: str | Path, height: int, width: int, channels: int):
+        self.height, self.width, self.channels = height, width, channels
+        self.file = open(path, "r+b")  # noqa: SIM115 (closed by close(), after every row of a chunk)
+
+    def put(self, i: int, array: np.ndarray):
+        if array.ndim != 3 or array.shape[2] != self.channels or array.shape[0] > self.height or array.shape[1] > self.width:
+            raise ValueError(f"an image of {array.shape} on a canvas of {(self.height, self.width, self.channels)}")
+        row = self.height * self.width * self.channels
+        for top, band in mirrored_bands(array, self.height, self.width):
+            self.file.seek(i * row + top * self.width * self.channels)
+            self.file.write(band.data)
+
+    def close(self):
+        self.file.close()
 
 
 def as_bytes(array: np.ndarray, where: str) -> np.ndarray:
@@ -252,7 +270,7 @@ def as_bytes(array: np.ndarray, where: str) -> np.ndarray:
 
 
 class _DecodeJob:
-    """Decode a chunk of rows straight into the memory-mapped canvases (picklable for the pool)."""
+    """Decode a chunk of rows straight into the canvases' files (picklable for the pool)."""
 
     def __init__(self, paths: list[str], masks: Masks | None, path: str, canvas: tuple[int, int], count: int,
                  reader: Reader | None = None, channels: int = 3):
@@ -266,40 +284,40 @@ class _DecodeJob:
             return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
     def __call__(self, rows: list[int]):
-        h, w = self.canvas
-        image = np.memmap(self.path, np.uint8, "r+", shape=(self.count, h, w, self.channels))
+        image = CanvasFile(self.path, *self.canvas, self.channels)
         channels = self.masks.channels if self.masks is not None else 0
-        mask = np.memmap(Path(self.path).with_suffix(".masks.u8"), np.uint8, "r+", shape=(self.count, h, w, channels)) \
-            if channels else None
+        mask = CanvasFile(Path(self.path).with_suffix(".masks.u8"), *self.canvas, channels) if channels else None
         bad, values, equal, problems = {}, set(), True, []
-        for i in rows:
-            try:
-                picture = self._picture(i)
-            except KitError as e:  # a record the reader refuses: the whole run stops on it
-                problems.append(str(e))
-                continue
-            except FileNotFoundError:
-                bad[i] = MISSING
-                continue
-            except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
-                bad[i] = " ".join(str(e).split()) or type(e).__name__
-                continue
-            pad_into(image[i], picture)
-            if mask is None:
-                continue
-            try:
-                found, alike = self._mask(i, picture.shape[:2], mask)
-            except KitError as e:
-                problems.append(str(e))
-                continue
-            values |= found
-            equal &= alike
-        image.flush()
-        if mask is not None:
-            mask.flush()
+        try:
+            for i in rows:
+                try:
+                    picture = self._picture(i)
+                except KitError as e:  # a record the reader refuses: the whole run stops on it
+                    problems.append(str(e))
+                    continue
+                except FileNotFoundError:
+                    bad[i] = MISSING
+                    continue
+                except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+                    bad[i] = " ".join(str(e).split()) or type(e).__name__
+                    continue
+                image.put(i, picture)
+                if mask is None:
+                    continue
+                try:
+                    found, alike = self._mask(i, picture.shape[:2], mask)
+                except KitError as e:
+                    problems.append(str(e))
+                    continue
+                values |= found
+                equal &= alike
+        finally:
+            image.close()
+            if mask is not None:
+                mask.close()
         return len(rows), bad, values, equal, problems
 
-    def _mask(self, i: int, size: tuple[int, int], out: np.memmap) -> tuple[set[int], bool]:
+    def _mask(self, i: int, size: tuple[int, int], out: CanvasFile) -> tuple[set[int], bool]:
         m, (h, w) = self.masks, size
         where = m.names[i] if m.names else m.paths[i] if m.paths else self.paths[i]  # a mask file's fault names it
         reduce = getattr(self.reader, "reduce", 1)  # a gigapixel reader's images are 1/reduce of their masks' size
@@ -309,7 +327,7 @@ class _DecodeJob:
             for channel, code in m.codes[i]:
                 planes[..., channel] |= (stitch.decode_reduced(code, *full, reduce, where, m.order) if reduce > 1 else
                                          rle.decode(code, h, w, where, m.order))
-            pad_into(out[i], planes)
+            out.put(i, planes)
             return {0, 1}, True
         try:
             if m.paths[i].endswith(".npy"):  # contrails' human_pixel_masks.npy: (height, width, 1) of 0 and 1
@@ -329,7 +347,7 @@ class _DecodeJob:
         alike = bool(array.shape[-1] == 1 or (np.all(array == array[..., :1])))
         if array.shape[-1] != m.channels:  # a grey mask among colour ones: the same value in every channel
             array = np.repeat(array[..., :1], m.channels, axis=-1)
-        pad_into(out[i], array)
+        out.put(i, array)
         return set(np.unique(array).tolist()), alike
 
 
