@@ -33,6 +33,7 @@ from kit.runtime import progress
 
 CACHE_FORMAT = 1  # bump when what `_decode_row` writes changes
 MISSING = images.MISSING
+CHUNK_ROWS = 32  # rows a decoding job takes at a time: a split of more decodes in a pool
 PAD_ROWS = 512  # rows of a canvas written at a time where an image is mirrored onto it
 THUMB_SIDE = 512  # the longest side of an image as the sample and prediction grids show it
 WITHOUT_ALPHA = {"RGBA": "RGB", "CMYK": "RGB", "LA": "L", "PA": "P", "RGBX": "RGB"}
@@ -99,10 +100,9 @@ class Canvas:
         """Each row's image (and mask) at its own size, every `stride(..)`th pixel: at most `side` px a side, read
         without its canvas (a vesuvius fragment's slab is 2.3 GB, its thumbnail a few MB)."""
         image, mask = self.arrays()
-        cut = [(slice(0, h, stride(h, w, side)), slice(0, w, stride(h, w, side))) for h, w in self.sizes[rows].tolist()]
-        pictures = [np.ascontiguousarray(image[r, ys, xs]) for r, (ys, xs) in zip(np.asarray(rows).tolist(), cut)]
-        return pictures, None if mask is None else [np.ascontiguousarray(mask[r, ys, xs])
-                                                    for r, (ys, xs) in zip(np.asarray(rows).tolist(), cut)]
+        cuts = [(r, thumbnail_cut(h, w, side)) for r, (h, w) in zip(np.asarray(rows).tolist(), self.sizes[rows].tolist())]
+        pictures = [np.ascontiguousarray(image[(r, *cut)]) for r, cut in cuts]
+        return pictures, None if mask is None else [np.ascontiguousarray(mask[(r, *cut)]) for r, cut in cuts]
 
     def tiles(self, rows: np.ndarray, places: np.ndarray, tile: int) -> tuple[np.ndarray, np.ndarray | None]:
         """(n, tile, tile, channels) images and masks of each row at its (top, left) in `places`: only those pixels read."""
@@ -115,9 +115,10 @@ class Canvas:
         return {k: v for k, v in self.__dict__.items() if k != "_arrays"}
 
 
-def stride(height: int, width: int, side: int = THUMB_SIDE) -> int:
-    """The step between the pixels shown of an image of (height, width): its longest side at most `side`."""
-    return max(1, -(-max(height, width) // side))
+def thumbnail_cut(height: int, width: int, side: int = THUMB_SIDE) -> tuple[slice, slice]:
+    """The pixels shown of an image of (height, width): every k-th, its longest side at most `side`."""
+    k = max(1, -(-max(height, width) // side))
+    return slice(0, height, k), slice(0, width, k)
 
 
 def header(path: str, reader: Reader | None = None) -> tuple[int, int, int] | str:
@@ -169,7 +170,7 @@ def build(paths: Sequence[str], masks: Masks | None, sizes: np.ndarray, canvas: 
     if channels:
         np.memmap(out.mask_path, np.uint8, "w+", shape=(out.count, *canvas, channels)).flush()
     job = _DecodeJob(list(paths), masks, str(path), canvas, out.count, reader, out.channels)
-    chunks = [list(range(i, min(i + 32, out.count))) for i in range(0, out.count, 32)]
+    chunks = [list(range(i, min(i + CHUNK_ROWS, out.count))) for i in range(0, out.count, CHUNK_ROWS)]
     bar = progress.bar(total=out.count, desc=desc, unit="img")
     values: set[int] = set()
     problems: list[str] = []

@@ -63,9 +63,9 @@ class Layers:
         for k, layer in enumerate(self.layers):
             with Tiff(self.path(folder, layer)) as image:
                 plane = image.reduced(self.reduce)[..., 0]
-            if plane.dtype == np.uint16:  # scaled to bytes in place: as_bytes would make its copies, and three of them
-                plane = np.floor_divide(plane, 257, out=plane)
-            out[..., k] = plane if plane.dtype == np.uint16 else as_bytes(plane[..., None])[..., 0]
+            # a 16-bit layer scaled to bytes in place (as_bytes makes its copies, and three of them), else as images are
+            out[..., k] = (np.floor_divide(plane, 257, out=plane) if plane.dtype == np.uint16
+                           else as_bytes(plane[..., None])[..., 0])
             del plane  # before the next layer is read
         if len(self.layers) == 1:
             out[..., 1:] = out[..., :1]

@@ -9,8 +9,7 @@ from typing import Any
 
 import torch
 
-from kit.data import images
-from kit.data.layers import Layers
+from kit.data import canvas, images, tiffs
 from kit.data.nq import KIND_ROWS
 from kit.models import segmentation
 from kit.params import TrainParams
@@ -136,14 +135,27 @@ class Segmentation:
     def needs(sizes: Sizes, p: TrainParams, spec: Spec, limits: Limits) -> list[Need]:
         s = sizes
         pixels = max(s.height, p.image_size) * max(s.width, p.image_size)  # canvases hold a tile at least
-        channels = Layers(spec.layers).image_channels if spec.layers else 3  # a slab of layers: one a channel
+        channels = s.channels  # a slab of layers: one a channel (kit.run.footprint.completed, or the canvas read)
         canvases = s.train_rows * pixels * (channels + 1) + s.test_rows * pixels * channels
         decoding = decode_need(s, spec)
         return [cache_need("image and mask canvases", canvases, limits, f"uint8, {channels} channels"),
                 Need("the masks cut from the sum", "ram", s.test_rows * s.outputs * pixels, "prediction"),
-                Need("the largest image, decoded", "ram", pixels * (channels + 2), "reading",
-                     "its bytes and one 16-bit plane as it is read"),
-                *([decoding] if decoding else [])]
+                decoded_need(s, spec, pixels, channels), *([decoding] if decoding else [])]
+
+
+def decoded_need(s: Sizes, spec: Spec, pixels: int, channels: int) -> Need:
+    """The largest image as its reader holds it before it is written to its canvas (kit.data.canvas), in each of
+    the workers that decode at once (a pool where a split has more than a job's rows)."""
+    if spec.layers:  # kit.data.layers: the slab, and one 16-bit layer as it is read
+        each, how = pixels * (channels + 2), "its bytes and one 16-bit layer"
+    elif spec.reduce:  # kit.data.tiffs.Tiff.reduced: a block of full-resolution rows in three copies, its means
+        block = tiffs.BLOCK_ROWS * s.width * spec.reduce * 3
+        each, how = pixels * 3 + 3 * block + 2 * 8 * block // spec.reduce ** 2, "its bytes, a block of rows read and averaged"
+    else:  # an image file: PIL's image and its array
+        each, how = 2 * pixels * channels, "its bytes as PIL and numpy hold them"
+    workers = min(KAGGLE_CPUS, -(-max(s.train_rows, s.test_rows) // canvas.CHUNK_ROWS))
+    return Need("the largest image, decoded", "ram", workers * each, "reading",
+                f"{how}{f', in each of {workers} workers' if workers > 1 else ''}")
 
 
 class Text:

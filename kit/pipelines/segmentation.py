@@ -126,8 +126,7 @@ class SegmentationPipeline(base.Pipeline):
         samples.png; predict mode: test images alone."""
         predict = data.train is None
         source = data.test if predict else data.train
-        pool = np.arange(data.test.count) if predict else data.usable
-        rows = pool[np.linspace(0, len(pool) - 1, min(n, len(pool))).astype(int)]
+        rows = segmentation_data.shown(source, np.arange(data.test.count) if predict else data.usable, n)
         pictures, raw = source.thumbnails(rows)  # not whole canvases: a gigapixel slide's would be gigabytes
         target = self.transform(data, train=False).target
         shown = None if raw is None else [target(torch.from_numpy(m[None]))[0].numpy() for m in raw]

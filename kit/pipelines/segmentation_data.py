@@ -326,12 +326,19 @@ def mask_picture(recipe: dict, pred: np.ndarray, i: int, h: int, w: int) -> np.n
 
 
 def shown_test(data, masks: np.ndarray, n: int = 6):
-    """The first test images as thumbnails (kit.data.canvas.stride), with their predicted masks at the same pixels."""
-    rows = np.arange(min(n, data.test.count))
+    """The first test images that could be read, as thumbnails (kit.data.canvas.thumbnail_cut), with their predicted
+    masks at the same pixels."""
+    rows = shown(data.test, np.arange(data.test.count), n)
     pictures, _ = data.test.thumbnails(rows)
-    shown = [masks[r, :, :h:k, :w:k].astype(np.float32) for r, (h, w) in zip(rows.tolist(), data.test.sizes[rows].tolist())
-             for k in [canvases.stride(h, w)]]
-    return pictures, shown, "labels", [data.output.ids[i] for i in rows]
+    cuts = [canvases.thumbnail_cut(h, w) for h, w in data.test.sizes[rows].tolist()]
+    return pictures, [masks[(r, slice(None), *cut)].astype(np.float32) for r, cut in zip(rows.tolist(), cuts)], "labels", \
+        [data.output.ids[i] for i in rows]
+
+
+def shown(canvas: Canvas, rows: np.ndarray, n: int) -> np.ndarray:
+    """At most n of `rows`, spread over them, each an image that could be read (a bad one's size is 0 x 0)."""
+    rows = rows[canvas.sizes[rows, 0] > 0]
+    return rows[np.linspace(0, len(rows) - 1, min(n, len(rows))).astype(int)] if len(rows) else rows
 
 
 def grid(path: Path, pictures: list[np.ndarray], shown: list[np.ndarray] | None, kind: str, titles: list[str]):

@@ -59,7 +59,27 @@ def test_thumbnails_read_every_kth_pixel_of_each_image_at_its_own_size(tmp_path)
     masks.tofile(path.with_suffix(".masks.u8"))
     c = Canvas(path, 2, 1300, 700, sizes, mask_channels=2, channels=5)
     pictures, shown = c.thumbnails(np.array([0, 1]), side=512)
-    assert canvas.stride(1300, 700, 512) == 3 and canvas.stride(200, 100, 512) == 1
+    assert canvas.thumbnail_cut(1300, 700, 512) == (slice(0, 1300, 3), slice(0, 700, 3))
     assert np.array_equal(pictures[0], pixels[0, ::3, ::3]) and pictures[0].shape == (434, 234, 5)
     assert np.array_equal(shown[0], masks[0, ::3, ::3])
     assert np.array_equal(pictures[1], pixels[1, :200, :100]) and np.array_equal(shown[1], masks[1, :200, :100])
+
+
+def test_the_prediction_grid_leaves_out_a_test_image_that_could_not_be_read(tmp_path):
+    """A bad test image (up to 1% are predicted empty) is 0 x 0: matplotlib refused its empty thumbnail, and the run
+    stopped after its masks were written."""
+    from types import SimpleNamespace
+
+    from kit.pipelines import segmentation_data
+
+    sizes = np.array([[0, 0], [40, 30], [50, 50]])
+    path = tmp_path / "t.u8"
+    np.full((3, 50, 50, 3), 90, np.uint8).tofile(path)
+    data = SimpleNamespace(test=Canvas(path, 3, 50, 50, sizes), output=SimpleNamespace(ids=["bad", "b", "c"]))
+    masks = np.zeros((3, 2, 50, 50), bool)
+    masks[1, 1, :10] = True
+    pictures, shown, kind, titles = segmentation_data.shown_test(data, masks)
+    assert titles == ["b", "c"] and [p.shape for p in pictures] == [(40, 30, 3), (50, 50, 3)]
+    assert shown[0].shape == (2, 40, 30) and shown[0][1, :10].all() and not shown[0][0].any()
+    segmentation_data.grid(tmp_path / "predictions.png", pictures, shown, kind, titles)
+    assert (tmp_path / "predictions.png").stat().st_size > 0

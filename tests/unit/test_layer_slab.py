@@ -47,7 +47,7 @@ def test_the_plan_counts_each_layer_of_the_slab_on_the_canvases():
 
     def canvases(layers):
         spec = replace(cfg.spec, layers=tuple(layers))
-        needs = footprints.Segmentation.needs(sizes, SegmentationParams(), spec, KAGGLE_T4X2)
+        needs = footprints.Segmentation.needs(footprint.completed(cfg.sizes, spec), SegmentationParams(), spec, KAGGLE_T4X2)
         [need] = [n for n in needs if n.what == "image and mask canvases"]
         return need.amount
 

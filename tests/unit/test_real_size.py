@@ -341,6 +341,10 @@ def test_a_laptop_plan_counts_the_moment_the_largest_image_is_decoded_and_a_kern
     made = footprint.plan("segmentation", footprint.completed(cfg.sizes, cfg.spec), cfg.checked, cfg.spec, KAGGLE_T4X2)
     [decoded] = [n for n in made.needs if n.phase == "reading"]
     assert decoded.amount == 14830 * 9506 * (16 + 2) and "the largest image, decoded (reading)" in made.table(KAGGLE_T4X2)
+    uw = config.load("uw-madison-gi-tract-image-segmentation")  # 34,000 slices: 4 workers decode, each a PNG twice
+    [slices] = [n for n in footprint.plan("segmentation", footprint.completed(uw.sizes, uw.spec), uw.checked, uw.spec,
+                                          KAGGLE_T4X2).needs if n.phase == "reading"]
+    assert slices.amount == 4 * 2 * 310 * 360 * 3 and "in each of 4 workers" in slices.note
     moment = Plan([Need("held", "ram", GB), Need("decoded", "ram", 4 * GB, "reading"), Need("fit", "ram", GB, "training")],
                   base_ram=GB)
     assert moment.ram == 6 * GB  # the libraries, the data and the image being decoded, above training's 3
