@@ -10,8 +10,9 @@ from typing import Any
 from kit import fields, params, templates
 from kit.errors import KitError
 from kit.fields import setting
+from kit.metric_records import metric_record
 from kit.runtime.resources import Sizes
-from kit.spec import Competition, Data, Spec, metric_record, refuse_unread
+from kit.spec import Competition, Data, Spec, refuse_unread
 
 SHIPPED = Path(__file__).parent / "competitions"
 

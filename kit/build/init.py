@@ -16,7 +16,7 @@ from typing import Any
 from slugify import slugify
 
 from kit import config as kit_config
-from kit import files, spec, templates
+from kit import files, metric_records, templates
 from kit.build import box_guesses, draft_check, group_guess, guesses, image_guesses, mask_guesses, metric_guess, sequence_guesses
 from kit.build.guesses import Guess, Line
 from kit.build.survey import Survey
@@ -56,7 +56,7 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
         templates.get(template)  # one line listing the known ones
     if metric:
         try:
-            spec.metric_name(metric)
+            metric_records.metric_name(metric)
         except ValueError as e:
             raise KitError(f"--metric '{metric}' {e}") from None
     with tempfile.TemporaryDirectory(prefix="kit-init-") as scratch:
@@ -66,7 +66,7 @@ def draft(data_dir: str | Path, metric: str = "", template: str = "") -> str:
         group = group_guess.group_line(survey, guess, sample_file)
         if group is not None:
             guess.data.append(group)
-        misfit = spec.metric_misfit(guess.template, metric) if metric else ""
+        misfit = metric_records.metric_misfit(guess.template, metric) if metric else ""
         if misfit:
             raise KitError(f"--metric {metric}: {misfit}, and the draft's template is {guess.template}; pass another "
                            "--metric, or --template")
@@ -147,7 +147,7 @@ def _metric(survey: Survey, guess: Guess, sample_file: str, metric: str) -> tupl
     if description is not None:
         said, words = metric_guess.from_description(description.read_text(encoding="utf-8", errors="replace"))
         why = f"guessed: {description.name} says \"{words}\""
-        misfit = spec.metric_misfit(guess.template, said) if said else ""
+        misfit = metric_records.metric_misfit(guess.template, said) if said else ""
         if misfit:  # "intersection over union" in a text competition's description, or f2 in a mask one's
             cannot.append(f"{description.name} says \"{words}\", but {misfit}: the metric is read from the data")
             said = ""

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.spec import Spec, metric_record
+from kit.metric_records import metric_record
+from kit.spec import Spec
 from kit.train import metrics
 from kit.train.targets import Target
 

@@ -96,7 +96,7 @@ def kind_of(metric: str, found: layouts.Training, train: Canvas, classes: int) -
     m = found.masks
     if metric == "rmse":
         return "image", 1 if train.equal_channels else train.mask_channels
-    # any other metric is refused with the spec (kit.spec.metric_misfit), for the config and the parameters cell alike
+    # any other metric is refused with the spec (kit.metric_records.metric_misfit), for the config and the parameters cell alike
     if m.codes:
         kind, outputs = ("labels" if found.classes else "binary"), m.channels
     elif train.mask_channels == 3 and not train.equal_channels:

@@ -20,6 +20,7 @@ from kit.data import features, frames, joins, sequences, signal_features, tables
 from kit.data.features import Encoded
 from kit.data.rows import RowBatches
 from kit.errors import KitError
+from kit.metric_records import absolute, metric_record
 from kit.models import boosters
 from kit.models.tabular import TabularNet, statistics
 from kit.pipelines import base, confidence, tabular_checks
@@ -27,7 +28,6 @@ from kit.runtime import paths, runs
 from kit.runtime.budget import Budget
 from kit.runtime.run_folder import FoldFiles
 from kit.runtime.session import Session
-from kit.spec import absolute, metric_record
 from kit.train import boosting, cv, per_group, targets
 from kit.train.boosting import BoostConfig
 from kit.train.kinds import classes_text

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize, stats
 
+from kit.metric_records import metric_record
 from kit.run import kept
-from kit.spec import metric_record
 from kit.train import metrics, topk
 from kit.train.targets import Target
 from kit.train.topk import TopK

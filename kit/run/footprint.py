@@ -13,12 +13,13 @@ from typing import Any
 from kit import files, templates
 from kit.data.layers import Layers
 from kit.errors import KitError
+from kit.metric_records import metric_key
 from kit.params import TrainParams
 from kit.run import predictions
 from kit.runtime import paths, resources
 from kit.runtime.resources import GB, Limits, Need, Plan, Sizes
 from kit.runtime.session import Session
-from kit.spec import Spec, metric_key
+from kit.spec import Spec
 from kit.train import metrics, targets, topk
 from kit.train.cv import HOLDOUT
 

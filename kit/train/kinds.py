@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.spec import absolute
+from kit.metric_records import absolute
 from kit.train.metrics import likeliest, ranked, whole_scores
 
 

@@ -10,11 +10,11 @@ import numpy as np
 from scipy import stats
 from sklearn import metrics as skm
 
-from kit.spec import greater_is_better, metric_record, metrics_where, top_k
+from kit.metric_records import greater_is_better, metric_record, metrics_where, top_k
 from kit.train import cuts, topk
 from kit.train.topk import TopK
 
-# views of kit.spec.METRICS, the one metric table
+# views of kit.metric_records.METRICS, the one metric table
 LABEL_SETS = metrics_where(family="label_set")  # metrics of label sets (tags, or 0/1 label columns)
 # taken at a threshold chosen on the out-of-fold predictions: label sets, and bias_auc, whose grader cuts at 0.5
 THRESHOLDED = metrics_where(cut=True)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kit.data.batch import Batch
-from kit.spec import absolute
+from kit.metric_records import absolute
 from kit.train import topk
 
 

@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 
 from kit.errors import KitError
-from kit.spec import metrics_where, top_k
+from kit.metric_records import metrics_where, top_k
 from kit.train.kinds import KINDS, Kind, Target, clip, encode, prior, prior_name, register, to_columns
 from kit.train.metrics import LABEL_SETS, VALUE_METRICS
 
-# views of kit.spec.METRICS: one-hot columns scored by these are written as class probabilities
+# views of kit.metric_records.METRICS: one-hot columns scored by these are written as class probabilities
 PROBABILITY_METRICS = tuple(sorted(metrics_where(family="probability", multilabel=True)))
 MULTI_METRICS = (*PROBABILITY_METRICS, *LABEL_SETS)  # what scores a multi-label target
 SOFT_METRICS = metrics_where(soft=True)  # what scores a distribution a row: the "soft" target (hms' kl_div)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kit.spec import metric_key, metrics_where, top_k
+from kit.metric_records import metric_key, metrics_where, top_k
 
 KEPT = 32  # classes a row keeps: a fold ensemble's winner is almost always among each fold's 32 likeliest
 UNION = 3 * KEPT  # classes a fold ensemble's running sum keeps a row: the union of the folds' so far, up to this

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from kit import config, smoke
+from kit.metric_records import greater_is_better
 from kit.smoke import gallery
-from kit.spec import greater_is_better
 
 pytestmark = pytest.mark.e2e
 

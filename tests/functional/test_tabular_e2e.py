@@ -16,7 +16,7 @@ from test_budget_resume_e2e import notebook_seconds
 from toys import run_folder
 
 from kit import config, smoke
-from kit.spec import greater_is_better
+from kit.metric_records import greater_is_better
 
 pytestmark = pytest.mark.e2e
 TABLES = ["tabular-playground-series-dec-2021", "tabular-playground-series-may-2022",

@@ -16,7 +16,7 @@ from kit.build import embed
 PACKAGE = Path(__file__).resolve().parents[2] / "kit"
 # floor 2 in three storeys, data < models < train: a model builder never imports the loop, a data path neither
 FLOORS = {"base": 0, "runtime": 1, "data": 2.0, "models": 2.1, "train": 2.2, "pipelines": 3, "run": 4}
-BASE = ("kit", "kit.errors", "kit.files", "kit.fields", "kit.spec", "kit.params", "kit.templates")
+BASE = ("kit", "kit.errors", "kit.files", "kit.fields", "kit.metric_records", "kit.spec", "kit.params", "kit.templates")
 BUILD = ("kit.build", "kit.smoke", "kit.cli", "kit.config", "kit.__main__")
 
 

@@ -12,10 +12,10 @@ import torch
 
 from kit.data import gaps
 from kit.errors import KitError
+from kit.metric_records import metric_misfit, metric_record
 from kit.models.gaps import GapModel
 from kit.smoke.gallery import graders, sentences
 from kit.smoke.imputation import build_tiny_masked_lm
-from kit.spec import metric_misfit, metric_record
 from kit.train import imputation, levenshtein, metrics
 
 

@@ -11,7 +11,7 @@ from graders import tgs_iou_metric
 from scipy import ndimage
 from sklearn.metrics import fbeta_score
 
-from kit import spec
+from kit import metric_records
 from kit.train import mask_metrics, metrics
 
 
@@ -65,7 +65,7 @@ def test_every_cut_of_the_grid_scores_as_the_masks_it_makes():
     cases = [random_case(rng) for _ in range(16)]
     pred = np.stack([mask_metrics.statistics(p[None], t[None])[0] for p, t in cases])
     target = np.stack([mask_metrics.statistics(p[None], t[None])[1] for p, t in cases])
-    tables = {m: mask_metrics.grid_scores(m, pred, target)[0] for m in spec.MASK_METRICS}  # (T, S) each
+    tables = {m: mask_metrics.grid_scores(m, pred, target)[0] for m in metric_records.MASK_METRICS}  # (T, S) each
     for ti, threshold in enumerate(mask_metrics.THRESHOLDS):
         for si, share in enumerate(mask_metrics.MIN_SHARES):
             smallest = mask_metrics.min_pixels(share, 16 * 20)

@@ -9,7 +9,7 @@ from scipy import stats
 from sklearn import metrics as skm
 from sklearn.preprocessing import MultiLabelBinarizer
 
-from kit import spec
+from kit import metric_records
 from kit.errors import KitError
 from kit.spec import Spec
 from kit.train import metrics
@@ -255,19 +255,19 @@ def test_a_column_whose_truth_is_constant_leaves_the_correlations_mean():
 
 
 def test_every_metric_record_resolves_and_the_pages_agree_with_the_table():
-    """One table (kit.spec.METRICS): each record's scorer resolves and its family is one kit reads; the metrics
+    """One table (kit.metric_records.METRICS): each record's scorer resolves and its family is one kit reads; the metrics
     page (docs/config.md) lists each metric but the masks' once, better in the record's direction, and the
     segmentation page names the mask metrics."""
     families = {"probability", "ranking", "ordinal", "value", "label_set", "subgroup", "mask", "span", "box", "text", "edit"}
-    for record in spec.METRICS.values():
+    for record in metric_records.METRICS.values():
         assert callable(record.scorer()) and record.family in families and record.blend in ("mean", "rank")
     docs = Path(__file__).resolve().parents[2] / "docs"
     page = (docs / "config.md").read_text().split("## Metrics", 1)[1]
     rows = re.findall(r"^\| (`[^|]+`) \| (higher|lower) \|", page, re.M)
     listed = {name: better for names, better in rows for name in re.findall(r"`([^`]+)`", names)}
-    assert set(listed) == {m for m in spec.METRICS if m not in spec.MASK_METRICS}
-    assert all((better == "higher") == spec.METRICS[m].greater_is_better for m, better in listed.items())
-    assert all(f"`{m}`" in (docs / "templates.md").read_text() for m in spec.MASK_METRICS)
+    assert set(listed) == {m for m in metric_records.METRICS if m not in metric_records.MASK_METRICS}
+    assert all((better == "higher") == metric_records.METRICS[m].greater_is_better for m, better in listed.items())
+    assert all(f"`{m}`" in (docs / "templates.md").read_text() for m in metric_records.MASK_METRICS)
 
 
 def graders_jaccard(str1: str, str2: str) -> float:
@@ -571,7 +571,7 @@ def test_auc_micro_is_the_birds_graders_over_the_melted_rows():
     value = metrics.score("auc_micro", pred, truth)
     assert value == pytest.approx(graders_birds_auc(sub, answers))
     assert abs(value - metrics.score("auc", pred, truth)) > 0.005
-    assert metrics.better("auc_micro", 0.8, 0.7) and spec.METRICS["auc_micro"].blend == "mean"
+    assert metrics.better("auc_micro", 0.8, 0.7) and metric_records.METRICS["auc_micro"].blend == "mean"
     assert np.isnan(metrics.score("auc_micro", pred, np.zeros_like(truth)))
 
 
@@ -609,7 +609,7 @@ def test_lwlrap_is_the_freesound_graders_and_its_definitions():
     assert value == pytest.approx(calculate_overall_lwlrap_sklearn(truth, scores))
     assert value == pytest.approx(lwlrap_per_class(truth, scores))
     assert metrics.score("lwlrap", truth, truth) == pytest.approx(1.0)
-    assert metrics.better("lwlrap", 0.8, 0.7) and spec.METRICS["lwlrap"].blend == "mean"  # ranks within a row
+    assert metrics.better("lwlrap", 0.8, 0.7) and metric_records.METRICS["lwlrap"].blend == "mean"  # ranks within a row
 
 
 def hms_kl_divergence(solution, submission, epsilon: float = 10**-15) -> float:
@@ -652,4 +652,4 @@ def test_kl_div_is_the_hms_graders_on_its_examples_and_on_votes():
     columns = [f"c{i}" for i in range(6)]
     graded = hms_kl_divergence(pd.DataFrame(target, columns=columns), pd.DataFrame(pred, columns=columns))
     assert metrics.score("kl_div", pred, target) == pytest.approx(graded, rel=1e-9)
-    assert not metrics.better("kl_div", 0.5, 0.4) and spec.METRICS["kl_div"].soft
+    assert not metrics.better("kl_div", 0.5, 0.4) and metric_records.METRICS["kl_div"].soft

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kit import spec
+from kit import metric_records
 from kit.data.box_strings import detections_string, parse_detections, parse_groups, parse_points
 from kit.data.boxes import ImageBoxes, corners
 from kit.errors import KitError
@@ -178,7 +178,7 @@ def test_centre_f1_is_kuzushijis_grader_on_shared_cases(seed):
 
 
 def test_box_metrics_are_records_of_the_box_family_that_only_the_detection_template_takes():
-    assert spec.BOX_METRICS == ("coco_map40", "voc_map50", "centre_f1")
-    assert all(spec.METRICS[m].greater_is_better for m in spec.BOX_METRICS)
+    assert metric_records.BOX_METRICS == ("coco_map40", "voc_map50", "centre_f1")
+    assert all(metric_records.METRICS[m].greater_is_better for m in metric_records.BOX_METRICS)
     with pytest.raises(KitError, match=r"metric voc_map50 scores boxes on images, which only the detection template"):
         Spec.from_dict({"slug": "s", "template": "cnn", "metric": "voc_map50"})

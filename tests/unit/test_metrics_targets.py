@@ -110,7 +110,7 @@ def test_laplace_is_learnt_by_absolute_error_its_prior_the_median():
     is learnt by L1 (boosters and networks) and its constant is the median, as under mae."""
     from torch.nn import functional as F
 
-    from kit.spec import absolute
+    from kit.metric_records import absolute
     from kit.train.objectives import Regression
 
     value, skewed = targets.Target("value", ("y",)), np.array([1.0, 1.0, 2.0, 10.0])

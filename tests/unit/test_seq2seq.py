@@ -155,7 +155,7 @@ def test_the_graders_checks_refuse_an_empty_after_and_other_ids(tmp_path):
 
 
 def test_text_accuracy_is_the_seq2seq_templates_alone():
-    from kit.spec import metric_misfit
+    from kit.metric_records import metric_misfit
 
     assert metric_misfit("seq2seq", "text_accuracy") == ""
     assert "does not score generated texts" in metric_misfit("seq2seq", "accuracy")
