@@ -12,7 +12,7 @@ from sklearn.preprocessing import MultiLabelBinarizer
 from kit import metric_records
 from kit.errors import KitError
 from kit.spec import Spec
-from kit.train import metrics
+from kit.train import bias_metrics, metrics
 from kit.train.spans import jaccard, mean_jaccard
 
 IDENTITIES = 4
@@ -146,7 +146,7 @@ def graders_bias_auc(pred: np.ndarray, target: np.ndarray, threshold: float) -> 
 def test_bias_auc_is_the_jigsaw_graders_at_each_threshold():
     pred, target = jigsaw(3000, seed=6)
     thresholds = np.array([0.3, 0.45, 0.5, 0.62])
-    values = metrics.bias_auc(pred, target, thresholds)
+    values = bias_metrics.bias_auc(pred, target, thresholds)
     for t, value in zip(thresholds, values):
         assert value == pytest.approx(graders_bias_auc(pred, target, t))
     cut, best = metrics.decide("bias_auc", pred, target)
@@ -163,7 +163,7 @@ def test_bias_auc_is_the_jigsaw_graders_at_each_threshold():
 def test_bias_auc_leaves_out_an_identity_with_one_class_and_has_no_threshold_without_one():
     pred, target = jigsaw(400, seed=7)
     target[:, 2] = 0.0  # no row mentions identity 2: its AUCs are undefined, and the grader would stop
-    one = metrics.bias_auc(pred, target, np.array([0.5]))[0]
+    one = bias_metrics.bias_auc(pred, target, np.array([0.5]))[0]
     assert one == pytest.approx(graders_bias_auc(np.delete(pred, 2, 1), np.delete(target, 2, 1), 0.5))
     cut, value = metrics.decide("bias_auc", pred, np.zeros_like(target))  # no toxic row: no AUC at all
     assert np.isnan(value) and cut.threshold == 0.5
