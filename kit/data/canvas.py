@@ -97,8 +97,8 @@ class Canvas:
         return np.ascontiguousarray(image[rows]), None if mask is None else np.ascontiguousarray(mask[rows])
 
     def thumbnails(self, rows: np.ndarray, side: int = THUMB_SIDE) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
-        """Each row's image (and mask) at its own size, every `stride(..)`th pixel: at most `side` px a side, read
-        without its canvas (a vesuvius fragment's slab is 2.3 GB, its thumbnail a few MB)."""
+        """Each row's image (and mask) at its own size, every k-th pixel (`thumbnail_cut`): at most `side` px a side,
+        read without its canvas (a vesuvius fragment's slab is 2.3 GB, its thumbnail a few MB)."""
         image, mask = self.arrays()
         cuts = [(r, thumbnail_cut(h, w, side)) for r, (h, w) in zip(np.asarray(rows).tolist(), self.sizes[rows].tolist())]
         pictures = [np.ascontiguousarray(image[(r, *cut)]) for r, cut in cuts]
